@@ -1,0 +1,221 @@
+/* bftblk.conf(5): loading, validation and writing. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "kvfile.h"
+
+int
+bft_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	switch (*end) {
+	case '\0':			break;
+	case 'k': case 'K':	shift = 10; end++; break;
+	case 'm': case 'M':	shift = 20; end++; break;
+	case 'g': case 'G':	shift = 30; end++; break;
+	case 't': case 'T':	shift = 40; end++; break;
+	default:		return -1;
+	}
+	if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int
+bft_parse_hex(const char *s, uint8_t *out, size_t len)
+{
+	if (strlen(s) != 2 * len)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+void
+bft_format_hex(const uint8_t *in, size_t len, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+struct load_ctx {
+	struct bft_config *cfg;
+	int have_id, have_t, have_size;
+	uint32_t have_server;		/* bitmask of server.I seen */
+};
+
+static int
+parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return (errno || *end || *out > max) ? -1 : 0;
+}
+
+static int
+parse_addr(const char *value, struct bft_server_addr *a)
+{
+	const char *colon = strrchr(value, ':');
+	unsigned long port;
+	size_t hl;
+
+	if (colon == NULL || colon == value)
+		return -1;
+	hl = (size_t)(colon - value);
+	if (hl >= sizeof a->host || parse_uint(colon + 1, 65535, &port) ||
+	    port == 0)
+		return -1;
+	memcpy(a->host, value, hl);
+	a->host[hl] = '\0';
+	a->port = (uint16_t)port;
+	return 0;
+}
+
+static int
+load_pair(void *vctx, const char *key, const char *value, char *err,
+    size_t errlen)
+{
+	struct load_ctx *ctx = vctx;
+	struct bft_config *cfg = ctx->cfg;
+	unsigned long v;
+
+	if (strcmp(key, "cluster-id") == 0) {
+		if (bft_parse_hex(value, cfg->cluster_id,
+		    BFT_CLUSTER_ID_LEN)) {
+			snprintf(err, errlen, "cluster-id must be %d hex "
+			    "digits", 2 * BFT_CLUSTER_ID_LEN);
+			return -1;
+		}
+		ctx->have_id = 1;
+	} else if (strcmp(key, "t") == 0) {
+		if (parse_uint(value, BFT_MAX_T, &v) || v < 1) {
+			snprintf(err, errlen, "t must be 1..%d", BFT_MAX_T);
+			return -1;
+		}
+		cfg->t = (unsigned)v;
+		ctx->have_t = 1;
+	} else if (strcmp(key, "size") == 0) {
+		if (bft_parse_size(value, &cfg->size) || cfg->size == 0) {
+			snprintf(err, errlen, "bad size '%s'", value);
+			return -1;
+		}
+		ctx->have_size = 1;
+	} else if (strcmp(key, "block-size") == 0) {
+		if (parse_uint(value, UINT32_MAX, &v) ||
+		    v != BFT_BLOCK_SIZE) {
+			snprintf(err, errlen, "block-size must be %u",
+			    BFT_BLOCK_SIZE);
+			return -1;
+		}
+		cfg->block_size = (uint32_t)v;
+	} else if (strncmp(key, "server.", 7) == 0) {
+		if (parse_uint(key + 7, BFT_MAX_N - 1, &v)) {
+			snprintf(err, errlen, "server index must be 0..%d",
+			    BFT_MAX_N - 1);
+			return -1;
+		}
+		if (parse_addr(value, &cfg->servers[v])) {
+			snprintf(err, errlen, "bad address '%s' (want "
+			    "HOST:PORT)", value);
+			return -1;
+		}
+		ctx->have_server |= 1u << v;
+	} else {
+		snprintf(err, errlen, "unknown key '%s'", key);
+		return -1;
+	}
+	return 0;
+}
+
+int
+bft_config_load(const char *path, struct bft_config *cfg, char *err,
+    size_t errlen)
+{
+	struct load_ctx ctx = { .cfg = cfg };
+	uint32_t want;
+
+	memset(cfg, 0, sizeof *cfg);
+	cfg->block_size = BFT_BLOCK_SIZE;
+	if (bft_kv_parse(path, 0, load_pair, &ctx, err, errlen) != 0)
+		return -1;
+	if (!ctx.have_id || !ctx.have_t || !ctx.have_size) {
+		snprintf(err, errlen, "%s: missing %s", path,
+		    !ctx.have_id ? "cluster-id" : !ctx.have_t ? "t" : "size");
+		return -1;
+	}
+	cfg->n = 3 * cfg->t + 1;
+	if (cfg->size % cfg->block_size) {
+		snprintf(err, errlen, "%s: size %" PRIu64 " is not a multiple "
+		    "of the block size %u", path, cfg->size, cfg->block_size);
+		return -1;
+	}
+	cfg->nblocks = cfg->size / cfg->block_size;
+	want = (1u << cfg->n) - 1;
+	if (ctx.have_server != want) {
+		snprintf(err, errlen, "%s: t=%u needs exactly server.0 .. "
+		    "server.%u", path, cfg->t, cfg->n - 1);
+		return -1;
+	}
+	return 0;
+}
+
+int
+bft_config_write(const char *path, const struct bft_config *cfg)
+{
+	char hex[2 * BFT_CLUSTER_ID_LEN + 1];
+	FILE *fp;
+
+	fp = fopen(path, "wx");
+	if (fp == NULL)
+		return -1;
+	bft_format_hex(cfg->cluster_id, BFT_CLUSTER_ID_LEN, hex);
+	fprintf(fp, "# bftblk cluster configuration, see bftblk.conf(5).\n"
+	    "cluster-id = %s\nt = %u\nsize = %" PRIu64 "\n"
+	    "block-size = %u\n", hex, cfg->t, cfg->size, cfg->block_size);
+	for (unsigned i = 0; i < cfg->n; i++)
+		fprintf(fp, "server.%u = %s:%u\n", i, cfg->servers[i].host,
+		    cfg->servers[i].port);
+	if (fclose(fp) != 0)
+		return -1;
+	return 0;
+}

@@ -1,0 +1,90 @@
+/* Hashes, MACs and randomness, all from libsodium. */
+#include <string.h>
+
+#include <sodium.h>
+
+#include "crypto.h"
+
+int
+bft_crypto_init(void)
+{
+	return sodium_init() < 0 ? -1 : 0;
+}
+
+void
+bft_hash(const void *data, size_t len, uint8_t out[BFT_HASH_LEN])
+{
+	crypto_generichash(out, BFT_HASH_LEN, data, len, NULL, 0);
+}
+
+void
+bft_random(void *buf, size_t len)
+{
+	randombytes_buf(buf, len);
+}
+
+bool
+bft_equal(const void *a, const void *b, size_t len)
+{
+	return sodium_memcmp(a, b, len) == 0;
+}
+
+static void
+mac(const uint8_t key[BFT_KEY_LEN], const uint8_t *msg, size_t len,
+    uint8_t out[BFT_MAC_LEN])
+{
+	crypto_generichash(out, BFT_MAC_LEN, msg, len, key, BFT_KEY_LEN);
+}
+
+/* Fixed little-endian layout so MACs agree across hosts. */
+static size_t
+put_ts(uint8_t *p, const struct bft_ts *ts)
+{
+	for (int i = 0; i < 8; i++) {
+		p[i] = (uint8_t)(ts->num >> (8 * i));
+		p[8 + i] = (uint8_t)(ts->wid >> (8 * i));
+	}
+	return 16;
+}
+
+void
+bft_ts_sign(struct bft_ts *ts, const uint8_t kw[BFT_KEY_LEN])
+{
+	uint8_t msg[17];
+
+	/* A domain byte keeps a timestamp MAC from ever passing as a vec MAC. */
+	msg[0] = 'T';
+	put_ts(msg + 1, ts);
+	mac(kw, msg, sizeof msg, ts->mac);
+}
+
+bool
+bft_ts_verify(const struct bft_ts *ts, const uint8_t kw[BFT_KEY_LEN])
+{
+	struct bft_ts t = *ts;
+
+	bft_ts_sign(&t, kw);
+	return bft_equal(t.mac, ts->mac, BFT_MAC_LEN);
+}
+
+void
+bft_vec_mac(const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
+    const uint8_t ki[BFT_KEY_LEN], uint8_t out[BFT_MAC_LEN])
+{
+	uint8_t msg[1 + 16 + BFT_HASH_LEN];
+
+	msg[0] = 'V';
+	put_ts(msg + 1, ts);
+	memcpy(msg + 17, nh, BFT_HASH_LEN);
+	mac(ki, msg, sizeof msg, out);
+}
+
+bool
+bft_vec_verify(const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
+    const uint8_t ki[BFT_KEY_LEN], const uint8_t m[BFT_MAC_LEN])
+{
+	uint8_t want[BFT_MAC_LEN];
+
+	bft_vec_mac(ts, nh, ki, want);
+	return bft_equal(want, m, BFT_MAC_LEN);
+}

@@ -1,0 +1,44 @@
+/*
+ * Erasure coding of one block into n = 3t+1 fragments, k = t+1 of which
+ * decode it, through liberasurecode.  The ISA-L Reed-Solomon backend is
+ * preferred; without libisal2 we fall back to liberasurecode's own
+ * rs_vand with a warning, which is correct but far slower at m >= 2.
+ */
+#ifndef BFTBLK_EC_H
+#define BFTBLK_EC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+struct bft_ec;
+
+/*
+ * Creates a coder for t.  backend may be NULL (best available), or one of
+ * "isa_l_rs_vand", "isa_l_rs_cauchy", "liberasurecode_rs_vand".  On error
+ * returns NULL and writes a reason to err.
+ */
+struct bft_ec *bft_ec_new(unsigned t, const char *backend,
+			  char *err, size_t errlen);
+void bft_ec_free(struct bft_ec *ec);
+const char *bft_ec_backend(const struct bft_ec *ec);
+/* Size in bytes of every fragment of a BFT_BLOCK_SIZE block. */
+uint32_t bft_ec_frag_len(const struct bft_ec *ec);
+
+/*
+ * Encodes one block into n fragments written to frags[i], each
+ * bft_ec_frag_len() bytes.  Thread-safe.  Returns 0 or -1.
+ */
+int bft_ec_encode(struct bft_ec *ec, const uint8_t *block,
+		  uint8_t *frags[BFT_MAX_N]);
+
+/*
+ * Decodes a block from the fragments whose bit is set in have (at least
+ * t+1 of them, each bft_ec_frag_len() bytes, already checked against the
+ * cross-checksum).  Thread-safe.  Returns 0 or -1.
+ */
+int bft_ec_decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
+		  uint32_t have, uint8_t *block);
+
+#endif

@@ -1,0 +1,175 @@
+/* Key files: loading (refusing loose permissions) and writing (0600). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "keys.h"
+#include "kvfile.h"
+
+struct key_ctx {
+	struct bft_server_key *sk;
+	struct bft_client_key *ck;
+	int have_id, have_index, have_kw;
+	uint32_t have_keys;
+};
+
+static int
+parse_index(const char *s, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v >= BFT_MAX_N)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int
+key_pair(void *vctx, const char *key, const char *value, char *err,
+    size_t errlen)
+{
+	struct key_ctx *ctx = vctx;
+	uint8_t *id = ctx->sk ? ctx->sk->cluster_id : ctx->ck->cluster_id;
+	unsigned idx;
+
+	if (strcmp(key, "cluster-id") == 0) {
+		if (bft_parse_hex(value, id, BFT_CLUSTER_ID_LEN))
+			goto bad;
+		ctx->have_id = 1;
+	} else if (ctx->sk && strcmp(key, "index") == 0) {
+		if (parse_index(value, &ctx->sk->index))
+			goto bad;
+		ctx->have_index = 1;
+	} else if (ctx->sk && strcmp(key, "key") == 0) {
+		if (bft_parse_hex(value, ctx->sk->k, BFT_KEY_LEN))
+			goto bad;
+		ctx->have_keys = 1;
+	} else if (ctx->ck && strcmp(key, "n") == 0) {
+		if (parse_index(value, &ctx->ck->n) || ctx->ck->n < 4)
+			goto bad;
+	} else if (ctx->ck && strncmp(key, "key.", 4) == 0) {
+		if (parse_index(key + 4, &idx) ||
+		    bft_parse_hex(value, ctx->ck->k[idx], BFT_KEY_LEN))
+			goto bad;
+		ctx->have_keys |= 1u << idx;
+	} else if (ctx->ck && strcmp(key, "writer-key") == 0) {
+		if (bft_parse_hex(value, ctx->ck->kw, BFT_KEY_LEN))
+			goto bad;
+		ctx->have_kw = 1;
+	} else {
+		snprintf(err, errlen, "unknown key '%s'", key);
+		return -1;
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "bad value for '%s'", key);
+	return -1;
+}
+
+int
+bft_server_key_load(const char *path, struct bft_server_key *key, char *err,
+    size_t errlen)
+{
+	struct key_ctx ctx = { .sk = key };
+
+	memset(key, 0, sizeof *key);
+	if (bft_kv_parse(path, 1, key_pair, &ctx, err, errlen) != 0)
+		return -1;
+	if (!ctx.have_id || !ctx.have_index || !ctx.have_keys) {
+		snprintf(err, errlen, "%s: not a server key file (needs "
+		    "cluster-id, index and key)", path);
+		return -1;
+	}
+	return 0;
+}
+
+int
+bft_client_key_load(const char *path, struct bft_client_key *key, char *err,
+    size_t errlen)
+{
+	struct key_ctx ctx = { .ck = key };
+
+	memset(key, 0, sizeof *key);
+	if (bft_kv_parse(path, 1, key_pair, &ctx, err, errlen) != 0)
+		return -1;
+	if (!ctx.have_id || key->n == 0 || !ctx.have_kw ||
+	    ctx.have_keys != (1u << key->n) - 1) {
+		snprintf(err, errlen, "%s: not a client key file (needs "
+		    "cluster-id, n, key.0 .. key.n-1 and writer-key)", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* O_EXCL: keygen must never silently replace a cluster's keys. */
+static FILE *
+create_private(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	FILE *fp;
+
+	if (fd < 0)
+		return NULL;
+	fp = fdopen(fd, "w");
+	if (fp == NULL)
+		close(fd);
+	return fp;
+}
+
+static int
+finish(FILE *fp)
+{
+	int rc = 0;
+
+	if (fflush(fp) != 0 || fsync(fileno(fp)) != 0)
+		rc = -1;
+	if (fclose(fp) != 0)
+		rc = -1;
+	return rc;
+}
+
+int
+bft_server_key_write(const char *path, const struct bft_server_key *key)
+{
+	char id[2 * BFT_CLUSTER_ID_LEN + 1], k[2 * BFT_KEY_LEN + 1];
+	FILE *fp = create_private(path);
+
+	if (fp == NULL)
+		return -1;
+	bft_format_hex(key->cluster_id, BFT_CLUSTER_ID_LEN, id);
+	bft_format_hex(key->k, BFT_KEY_LEN, k);
+	fprintf(fp, "# bftblk server key: give this file to server %u only.\n"
+	    "cluster-id = %s\nindex = %u\nkey = %s\n", key->index, id,
+	    key->index, k);
+	return finish(fp);
+}
+
+int
+bft_client_key_write(const char *path, const struct bft_client_key *key)
+{
+	char id[2 * BFT_CLUSTER_ID_LEN + 1], k[2 * BFT_KEY_LEN + 1];
+	FILE *fp = create_private(path);
+
+	if (fp == NULL)
+		return -1;
+	bft_format_hex(key->cluster_id, BFT_CLUSTER_ID_LEN, id);
+	fprintf(fp, "# bftblk client key: every server key plus the writer "
+	    "key.\n# Whoever holds it can write the disk.\ncluster-id = %s\n"
+	    "n = %u\n", id, key->n);
+	for (unsigned i = 0; i < key->n; i++) {
+		bft_format_hex(key->k[i], BFT_KEY_LEN, k);
+		fprintf(fp, "key.%u = %s\n", i, k);
+	}
+	bft_format_hex(key->kw, BFT_KEY_LEN, k);
+	fprintf(fp, "writer-key = %s\n", k);
+	return finish(fp);
+}

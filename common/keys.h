@@ -1,0 +1,42 @@
+/*
+ * Key files written by `bftblk keygen`, in the same "key = value" form
+ * as bftblk.conf.  A server key file holds only that server's k_i, so a
+ * compromised server learns no other server's key; the client key file
+ * holds every k_i (to build the MAC vector) and k_W (to sign
+ * timestamps).  Loaders refuse files readable by group or others.
+ *
+ * server-I.key:  cluster-id, index = I, key = 64 hex digits
+ * client.key:    cluster-id, n, key.I = 64 hex for I = 0..n-1,
+ *                writer-key = 64 hex
+ */
+#ifndef BFTBLK_KEYS_H
+#define BFTBLK_KEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+struct bft_server_key {
+	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
+	unsigned index;
+	uint8_t k[BFT_KEY_LEN];
+};
+
+struct bft_client_key {
+	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
+	unsigned n;
+	uint8_t k[BFT_MAX_N][BFT_KEY_LEN];
+	uint8_t kw[BFT_KEY_LEN];
+};
+
+/* Each returns 0, or -1 with a reason in err. */
+int bft_server_key_load(const char *path, struct bft_server_key *key,
+			char *err, size_t errlen);
+int bft_client_key_load(const char *path, struct bft_client_key *key,
+			char *err, size_t errlen);
+/* Write with mode 0600, refusing to overwrite.  0, or -1 with errno. */
+int bft_server_key_write(const char *path, const struct bft_server_key *key);
+int bft_client_key_write(const char *path, const struct bft_client_key *key);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * Protocol constants and value types shared by client and server.
+ *
+ * One 64 KiB block of the disk is one M-PoWerStore register (Dobre et
+ * al., Algorithms 4-6).  A timestamp is (num, wid, MAC_kW(num || wid)):
+ * the MAC lets a writer refuse fabricated timestamps in CLOCK, which is
+ * what makes timestamps non-skipping.
+ */
+#ifndef BFTBLK_PROTO_H
+#define BFTBLK_PROTO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#define BFT_BLOCK_SIZE   65536u
+#define BFT_MAX_T        5
+#define BFT_MAX_N        (3 * BFT_MAX_T + 1)
+#define BFT_HASH_LEN     32	/* SHA-256: fragments, nonces */
+#define BFT_MAC_LEN      16	/* keyed BLAKE2b-128: metadata only */
+#define BFT_NONCE_LEN    32
+#define BFT_KEY_LEN      32
+#define BFT_CLUSTER_ID_LEN 16
+/* A frame carries at most one fragment plus metadata for n servers. */
+#define BFT_MAX_FRAME    (1u << 20)
+/* Upper bound of an erasure-coded fragment (block / k plus headers). */
+#define BFT_MAX_FRAG     (BFT_BLOCK_SIZE + 4096u)
+
+struct bft_ts {
+	uint64_t num;
+	uint64_t wid;		/* writer id, never 0 for a real write */
+	uint8_t mac[BFT_MAC_LEN];
+};
+
+/* A candidate (ts, N, vec): what lc holds and what readers write back. */
+struct bft_cand {
+	struct bft_ts ts;
+	uint8_t nonce[BFT_NONCE_LEN];
+	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];
+};
+
+/*
+ * What a server keeps of one STORE besides the fragment itself:
+ * Hist[ts] = (fr, cc, H(N), vec).
+ */
+struct bft_hist_meta {
+	struct bft_ts ts;
+	uint8_t nh[BFT_HASH_LEN];
+	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];
+	uint8_t cc[BFT_MAX_N][BFT_HASH_LEN];
+	uint32_t frag_len;
+};
+
+/* Orders by (num, wid); the MAC takes no part in the order. */
+int bft_ts_cmp(const struct bft_ts *a, const struct bft_ts *b);
+bool bft_ts_is_zero(const struct bft_ts *ts);
+
+/* Reply status codes, carried on the wire. */
+enum bft_status {
+	BFT_OK = 0,
+	BFT_EPROTO = 1,		/* malformed or unexpected request */
+	BFT_EAUTH = 2,		/* a MAC did not verify */
+	BFT_ERANGE = 3,		/* block number beyond the disk */
+	BFT_EBUSY = 4,		/* too many pending STOREs for this block */
+	BFT_ENOSPC = 5,		/* the server's disk is full */
+	BFT_EIO = 6,		/* the server's disk failed */
+	BFT_ECLUSTER = 7,	/* HELLO names another cluster or geometry */
+	BFT_ESTALE = 8,		/* STORE for a timestamp already completed */
+};
+
+const char *bft_status_str(int status);
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * Wire format: a frame is a 4-byte big-endian body length followed by a
+ * msgpack body.  The body is always a msgpack array whose first three
+ * elements are [type, id, block]; the rest depends on the type, as listed
+ * below.  Replies carry the request type with BFT_ACK set and the
+ * request's id, so a client can have many requests in flight on one
+ * connection and match replies by id.
+ *
+ * Encodings of compound fields:
+ *   ts    = [num (uint), wid (uint), mac (bin 16)]
+ *   vec   = bin of n * 16 bytes (one MAC per server, server order)
+ *   cc    = bin of n * 32 bytes (one hash per fragment, server order)
+ *   cand  = [ts, nonce (bin 32), vec]
+ *
+ * Requests (client -> server):
+ *   HELLO    [type, id, 0, cluster_id (bin 16), n, t, block_size, nblocks,
+ *             server_index]
+ *   CLOCK    [type, id, block]
+ *   STORE    [type, id, block, ts, nh (bin 32), vec, cc, frag (bin)]
+ *   COMPLETE [type, id, block, ts, nonce (bin 32), vec]
+ *   COLLECT  [type, id, block]
+ *   FILTER   [type, id, block, [cand, ...]]   (1..n candidates)
+ *   REPAIR   [type, id, block, cand]
+ *   FLUSH    [type, id, 0]
+ *
+ * Replies (server -> client), type | BFT_ACK:
+ *   every reply: [type|ACK, id, block, status, ...]; when status != 0
+ *   nothing follows status.
+ *   HELLO_ACK, STORE_ACK, COMPLETE_ACK, REPAIR_ACK, FLUSH_ACK: nothing more
+ *   CLOCK_ACK    [..., status, ts]           (the server's lc.ts)
+ *   COLLECT_ACK  [..., status, cand]         (the server's lc)
+ *   FILTER_ACK   [..., status, ts, vec, cc, frag]  (Hist[c_rt.ts]; when
+ *                 c_rt is c0, ts is zero, vec and cc all zero, frag empty)
+ *
+ * The decoder checks every field: types, array lengths, bin lengths
+ * (vec exactly n*16, cc exactly n*32, nonce and nh exactly 32, mac 16,
+ * cluster id 16, frag at most BFT_MAX_FRAG), candidate counts
+ * (1..BFT_MAX_N), trailing garbage, and the frame limit.  It never reads
+ * outside the buffer it is given.
+ */
+#ifndef BFTBLK_WIRE_H
+#define BFTBLK_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+#define BFT_ACK 0x80u
+
+enum bft_msg_type {
+	BFT_HELLO = 1,
+	BFT_CLOCK = 2,
+	BFT_STORE = 3,
+	BFT_COMPLETE = 4,
+	BFT_COLLECT = 5,
+	BFT_FILTER = 6,
+	BFT_REPAIR = 7,
+	BFT_FLUSH = 8,
+};
+
+/*
+ * One decoded or to-be-encoded message.  Which fields matter depends on
+ * type (see above); the others are ignored by the encoder and left zero
+ * by the decoder.  frag points into the buffer that was decoded (no
+ * copy), or to the caller's data when encoding.
+ */
+struct bft_msg {
+	uint8_t type;			/* enum bft_msg_type, | BFT_ACK for replies */
+	uint64_t id;
+	uint64_t block;
+	int32_t status;			/* replies only */
+
+	struct bft_ts ts;		/* CLOCK_ACK, STORE, COMPLETE, FILTER_ACK */
+	uint8_t nonce[BFT_NONCE_LEN];	/* COMPLETE */
+	uint8_t nh[BFT_HASH_LEN];	/* STORE */
+	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];	/* STORE, COMPLETE, FILTER_ACK */
+	uint8_t cc[BFT_MAX_N][BFT_HASH_LEN];	/* STORE, FILTER_ACK */
+	const uint8_t *frag;		/* STORE, FILTER_ACK */
+	uint32_t frag_len;
+
+	struct bft_cand cands[BFT_MAX_N];	/* FILTER: C; COLLECT_ACK, REPAIR: [0] */
+	uint32_t ncands;
+
+	/* HELLO */
+	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
+	uint32_t hello_n, hello_t, block_size, server_index;
+	uint64_t nblocks;
+};
+
+/* A growable output buffer; the frame's length prefix is included. */
+struct bft_buf {
+	uint8_t *data;
+	size_t len, cap;
+};
+
+void bft_buf_free(struct bft_buf *b);
+
+/*
+ * Appends one whole frame (length prefix + body) for m to out.  n is the
+ * cluster size, which fixes the lengths of vec and cc.  Returns 0, or -1
+ * when m cannot be encoded (bad type, too many candidates, frame too big).
+ */
+int bft_wire_encode(const struct bft_msg *m, unsigned n, struct bft_buf *out);
+
+/*
+ * Decodes one frame body (without the length prefix) of len bytes.
+ * Returns 0, or -1 with *why set to a static reason string.  m->frag
+ * points into body on success.
+ */
+int bft_wire_decode(const uint8_t *body, size_t len, unsigned n,
+		    struct bft_msg *m, const char **why);
+
+/*
+ * Frame splitter for a byte stream.  Reads the 4-byte prefix at buf;
+ * returns 0 and sets *body_len when a whole frame of 4 + *body_len bytes
+ * is present, 1 when more bytes are needed, -1 when the prefix exceeds
+ * BFT_MAX_FRAME (the connection must be closed).
+ */
+int bft_wire_frame(const uint8_t *buf, size_t avail, uint32_t *body_len);
+
+const char *bft_msg_type_str(uint8_t type);
+
+#endif

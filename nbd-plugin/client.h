@@ -1,0 +1,116 @@
+/*
+ * The plugin's protocol client: one libuv event loop thread, shared by
+ * every nbdkit thread, holding one long-lived connection per server.
+ *
+ * nbdkit threads prepare operations (erasure coding and hashing happen
+ * there, spreading CPU work over nbdkit's threads), submit them, and
+ * sleep until they finish.  The loop thread runs the rounds: each round
+ * sends one request to every connected server and moves on as soon as
+ * n-t useful replies are in, so a dead, slow or lying server never
+ * holds up an I/O.
+ */
+#ifndef BFTBLK_CLIENT_H
+#define BFTBLK_CLIENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "ec.h"
+#include "keys.h"
+#include "predicates.h"
+#include "proto.h"
+
+enum op_kind { OP_READ, OP_WRITE, OP_FLUSH };
+
+/* The round an operation is in; values are the request message types. */
+enum op_phase {
+	PH_CLOCK = 2, PH_STORE = 3, PH_COMPLETE = 4,
+	PH_COLLECT = 5, PH_FILTER = 6, PH_REPAIR = 7, PH_FLUSH = 8,
+};
+
+/* A set of operations one nbdkit thread waits for together. */
+struct op_batch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned pending;
+};
+
+struct bft_client;
+
+struct op {
+	/* Set by the submitter. */
+	enum op_kind kind;
+	uint64_t block;
+	uint8_t *data;			/* BFT_BLOCK_SIZE: read into, or written */
+	struct op_batch *batch;
+	int err;			/* 0 or an errno, valid once done */
+	const char *why;		/* static text explaining err */
+
+	/* Round state, owned by the loop thread. */
+	struct bft_client *cl;
+	struct op *next;		/* submission queue */
+	enum op_phase phase;
+	uint32_t slot, gen;
+	uint32_t sent, replied, ok;	/* bitmasks of servers */
+	uint32_t failed;		/* replied with an error status */
+	int fail_status;
+	uint64_t deadline_ms;
+	unsigned restarts;
+
+	/* Write: prepared by the submitter, ts and vec by CLOCK. */
+	struct bft_ts ts;
+	uint8_t nonce[BFT_NONCE_LEN], nh[BFT_HASH_LEN];
+	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];
+	uint8_t cc[BFT_MAX_N][BFT_HASH_LEN];
+	uint8_t *frags[BFT_MAX_N];	/* one buffer, n * frag_len */
+
+	/* Read: candidate set C and FILTER replies W. */
+	struct bft_cand C[BFT_MAX_N];
+	unsigned nc;
+	struct bft_reply W[BFT_MAX_N];
+	struct bft_cand chosen;
+	uint32_t quorum;
+	bool zero;			/* C came out empty: the block reads as 0 */
+};
+
+struct bft_client_stats {
+	atomic_ullong reads, writes, flushes;
+	atomic_ullong read_restarts, repairs, forged_ts;
+	atomic_ullong timeouts, reconnects;
+};
+
+struct bft_client_params {
+	const struct bft_config *cfg;
+	const struct bft_client_key *key;
+	struct bft_ec *ec;
+	unsigned timeout_ms;
+	uint64_t writer_id;
+};
+
+/* Starts the loop thread and begins connecting.  0, or -1 with errno. */
+struct bft_client *bft_client_start(const struct bft_client_params *p);
+void bft_client_stop(struct bft_client *cl);
+const struct bft_client_stats *bft_client_stats(struct bft_client *cl);
+
+/* Allocates an op's fragment buffers; NULL on ENOMEM. */
+struct op *bft_op_new(struct bft_client *cl, enum op_kind kind);
+void bft_op_free(struct op *op);
+
+/*
+ * Prepares a write of op->data on the calling thread: erasure coding,
+ * cross-checksum, nonce.  0 or -1.
+ */
+int bft_op_prepare_write(struct op *op);
+/* After a read finished: decodes the chosen value into op->data. */
+int bft_op_finish_read(struct op *op);
+
+/* Queues ops to the loop thread; each one's batch is signalled when done. */
+void bft_client_submit(struct bft_client *cl, struct op **ops, unsigned nops);
+void bft_batch_init(struct op_batch *b, unsigned pending);
+void bft_batch_wait(struct op_batch *b);
+void bft_batch_destroy(struct op_batch *b);
+
+#endif

@@ -1,0 +1,230 @@
+/*
+ * READ of one block (Algorithm 6): COLLECT, FILTER, and REPAIR only when
+ * the selected candidate's MAC vector was corrupted.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <nbdkit-plugin.h>
+
+#include "crypto.h"
+#include "rounds.h"
+
+/*
+ * A read restarts when servers report that the write it was reading was
+ * overtaken and garbage-collected; a bound keeps a block under a storm
+ * of writes from pinning a reader forever.
+ */
+#define MAX_RESTARTS 32
+
+void
+read_start(struct op *op)
+{
+	op->nc = 0;
+	op->zero = false;
+	op->quorum = 0;
+	memset(op->W, 0, sizeof op->W);
+	round_start(op, PH_COLLECT);
+}
+
+void
+read_build(struct op *op, unsigned i, struct bft_msg *m)
+{
+	(void)i;
+	if (op->phase == PH_FILTER) {
+		memcpy(m->cands, op->C, op->nc * sizeof op->C[0]);
+		m->ncands = op->nc;
+	} else if (op->phase == PH_REPAIR) {
+		m->cands[0] = op->chosen;
+		m->ncands = 1;
+	}
+}
+
+static void
+add_candidate(struct op *op, const struct bft_cand *c)
+{
+	struct bft_client *cl = op->cl;
+
+	if (bft_ts_is_zero(&c->ts))
+		return;
+	/*
+	 * We hold k_W, so a timestamp no writer signed can be dropped at
+	 * once instead of waiting for n-t servers to outvote it.
+	 */
+	if (!bft_ts_verify(&c->ts, cl->p.key->kw)) {
+		atomic_fetch_add(&cl->stats.forged_ts, 1);
+		return;
+	}
+	for (unsigned j = 0; j < op->nc; j++)
+		if (memcmp(&op->C[j], c, sizeof *c) == 0)
+			return;
+	op->C[op->nc++] = *c;
+}
+
+static void
+restart(struct op *op, const char *why)
+{
+	atomic_fetch_add(&op->cl->stats.read_restarts, 1);
+	if (++op->restarts > MAX_RESTARTS) {
+		nbdkit_error("block %llu: read did not settle after %d "
+		    "attempts (%s)", (unsigned long long)op->block,
+		    MAX_RESTARTS, why);
+		op_done(op, EIO, "read did not settle");
+		return;
+	}
+	read_start(op);
+}
+
+/* Selected and restorable: repair its MAC vector if a liar broke it. */
+static void
+selected(struct op *op, int h)
+{
+	unsigned n = op->cl->n, q = (unsigned)__builtin_ctz(op->quorum);
+
+	op->chosen = op->C[h];
+	if (memcmp(op->chosen.vec, op->W[q].vec, (size_t)n * BFT_MAC_LEN)
+	    == 0) {
+		op_done(op, 0, NULL);
+		return;
+	}
+	memcpy(op->chosen.vec, op->W[q].vec, (size_t)n * BFT_MAC_LEN);
+	atomic_fetch_add(&op->cl->stats.repairs, 1);
+	round_start(op, PH_REPAIR);
+}
+
+/* FILTER's wait condition (line 159), re-checked after every reply. */
+static void
+filter_check(struct op *op, bool all_in)
+{
+	struct bft_client *cl = op->cl;
+	unsigned n = cl->n, t = cl->t;
+	int h;
+
+	if (popcount32(op->ok) < n - t)
+		return;
+	op->nc = bft_drop_invalid(op->C, op->nc, op->W, n, t);
+	if (op->nc == 0) {
+		op->zero = true;
+		op_done(op, 0, NULL);
+		return;
+	}
+	h = bft_highest(op->C, op->nc);
+	if (bft_safe(&op->C[h].ts, op->W, n, t, &op->quorum)) {
+		selected(op, h);
+		return;
+	}
+	/*
+	 * t+1 servers answering with newer timestamps include a correct one
+	 * that completed a newer write and dropped the entries we asked
+	 * for; so does an exhausted set of replies.  Either way a fresh
+	 * COLLECT will find the newer write.
+	 */
+	if (bft_count_newer(&op->C[h].ts, op->W, n) >= t + 1 || all_in)
+		restart(op, "candidates overtaken by newer writes");
+}
+
+static void
+filter_reply(struct op *op, unsigned i, const struct bft_msg *m)
+{
+	struct bft_client *cl = op->cl;
+	struct bft_reply *w = &op->W[i];
+	uint32_t flen = bft_ec_frag_len(cl->p.ec);
+	uint8_t h[BFT_HASH_LEN];
+
+	w->present = true;
+	w->ts = m->ts;
+	memcpy(w->cc, m->cc, sizeof w->cc);
+	memcpy(w->vec, m->vec, sizeof w->vec);
+	w->frag_ok = false;
+	if (!bft_ts_is_zero(&m->ts) && m->frag_len == flen) {
+		memcpy(op->frags[i], m->frag, flen);
+		bft_hash(op->frags[i], flen, h);
+		w->frag_ok = bft_equal(h, m->cc[i], BFT_HASH_LEN);
+	}
+	op->ok |= 1u << i;
+	filter_check(op, popcount32(op->replied) == cl->n);
+}
+
+void
+read_reply(struct op *op, unsigned i, const struct bft_msg *m)
+{
+	struct bft_client *cl = op->cl;
+
+	if (m->status != BFT_OK) {
+		if (!round_note_error(op, i, m->status) &&
+		    op->phase == PH_FILTER)
+			filter_check(op, popcount32(op->replied) == cl->n);
+		return;
+	}
+	switch (op->phase) {
+	case PH_COLLECT:
+		op->ok |= 1u << i;
+		if (m->ncands == 1)
+			add_candidate(op, &m->cands[0]);
+		if (popcount32(op->ok) < cl->n - cl->t)
+			return;
+		/*
+		 * No candidate among n-t answers: no write had completed
+		 * when we began (its n-t would intersect ours in a correct
+		 * server), so zeros are a linearizable answer.
+		 */
+		if (op->nc == 0) {
+			op->zero = true;
+			op_done(op, 0, NULL);
+			return;
+		}
+		round_start(op, PH_FILTER);
+		break;
+	case PH_FILTER:
+		filter_reply(op, i, m);
+		break;
+	case PH_REPAIR:
+		op->ok |= 1u << i;
+		if (popcount32(op->ok) >= cl->n - cl->t)
+			op_done(op, 0, NULL);
+		break;
+	default:
+		break;
+	}
+}
+
+void
+read_timeout(struct op *op)
+{
+	unsigned need = op->cl->n - op->cl->t;
+
+	if (popcount32(op->ok) >= need) {
+		restart(op, "no candidate became safe in time");
+		return;
+	}
+	nbdkit_error("block %llu: only %u of %u servers answered FILTER in "
+	    "time (need %u)", (unsigned long long)op->block,
+	    popcount32(op->ok), op->cl->n, need);
+	op_done(op, EIO, "too few servers answered in time");
+}
+
+int
+bft_op_finish_read(struct op *op)
+{
+	struct bft_client *cl = op->cl;
+	const uint8_t *frags[BFT_MAX_N];
+	unsigned q;
+	uint32_t have = 0;
+
+	if (op->zero) {
+		memset(op->data, 0, BFT_BLOCK_SIZE);
+		return 0;
+	}
+	/* RESTORE (lines 164-168): fragments matching the quorum's cc. */
+	q = (unsigned)__builtin_ctz(op->quorum);
+	for (unsigned i = 0; i < cl->n; i++) {
+		const struct bft_reply *w = &op->W[i];
+
+		frags[i] = op->frags[i];
+		if (w->present && w->frag_ok &&
+		    bft_ts_cmp(&w->ts, &op->chosen.ts) == 0 &&
+		    memcmp(w->cc, op->W[q].cc, sizeof w->cc) == 0)
+			have |= 1u << i;
+	}
+	return bft_ec_decode(cl->p.ec, frags, have, op->data);
+}

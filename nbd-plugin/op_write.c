@@ -1,0 +1,151 @@
+/*
+ * WRITE of one block (Algorithm 4): CLOCK, STORE, COMPLETE.
+ *
+ * The heavy part, erasure coding and hashing the fragments, runs on the
+ * submitting nbdkit thread in bft_op_prepare_write(); the rounds run on
+ * the loop thread.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nbdkit-plugin.h>
+
+#include "crypto.h"
+#include "rounds.h"
+
+struct op *
+bft_op_new(struct bft_client *cl, enum op_kind kind)
+{
+	struct op *op = calloc(1, sizeof *op);
+	uint32_t flen = bft_ec_frag_len(cl->p.ec);
+	uint8_t *buf;
+
+	if (op == NULL)
+		return NULL;
+	op->kind = kind;
+	op->cl = cl;
+	if (kind == OP_FLUSH)
+		return op;
+	/* Writes send these fragments; reads receive into them. */
+	buf = malloc((size_t)cl->n * flen);
+	if (buf == NULL) {
+		free(op);
+		return NULL;
+	}
+	for (unsigned i = 0; i < cl->n; i++)
+		op->frags[i] = buf + (size_t)i * flen;
+	return op;
+}
+
+void
+bft_op_free(struct op *op)
+{
+	if (op == NULL)
+		return;
+	free(op->frags[0]);
+	free(op);
+}
+
+int
+bft_op_prepare_write(struct op *op)
+{
+	struct bft_client *cl = op->cl;
+	uint32_t flen = bft_ec_frag_len(cl->p.ec);
+
+	if (bft_ec_encode(cl->p.ec, op->data, op->frags) != 0)
+		return -1;
+	for (unsigned i = 0; i < cl->n; i++)
+		bft_hash(op->frags[i], flen, op->cc[i]);
+	/* The nonce stays secret until COMPLETE: it is the proof of writing. */
+	bft_random(op->nonce, BFT_NONCE_LEN);
+	bft_hash(op->nonce, BFT_NONCE_LEN, op->nh);
+	return 0;
+}
+
+void
+write_start(struct op *op)
+{
+	memset(&op->ts, 0, sizeof op->ts);
+	round_start(op, PH_CLOCK);
+}
+
+void
+write_build(struct op *op, unsigned i, struct bft_msg *m)
+{
+	unsigned n = op->cl->n;
+
+	switch (op->phase) {
+	case PH_STORE:
+		m->ts = op->ts;
+		memcpy(m->nh, op->nh, BFT_HASH_LEN);
+		memcpy(m->vec, op->vec, (size_t)n * BFT_MAC_LEN);
+		memcpy(m->cc, op->cc, (size_t)n * BFT_HASH_LEN);
+		m->frag = op->frags[i];
+		m->frag_len = bft_ec_frag_len(op->cl->p.ec);
+		break;
+	case PH_COMPLETE:
+		m->ts = op->ts;
+		memcpy(m->nonce, op->nonce, BFT_NONCE_LEN);
+		memcpy(m->vec, op->vec, (size_t)n * BFT_MAC_LEN);
+		break;
+	default:
+		break;
+	}
+}
+
+/* CLOCK is done: the next timestamp, and the MAC vector binding it to H(N). */
+static void
+clock_done(struct op *op)
+{
+	struct bft_client *cl = op->cl;
+
+	op->ts.num++;
+	op->ts.wid = cl->writer_id;
+	bft_ts_sign(&op->ts, cl->p.key->kw);
+	for (unsigned i = 0; i < cl->n; i++)
+		bft_vec_mac(&op->ts, op->nh, cl->p.key->k[i], op->vec[i]);
+	round_start(op, PH_STORE);
+}
+
+void
+write_reply(struct op *op, unsigned i, const struct bft_msg *m)
+{
+	struct bft_client *cl = op->cl;
+	unsigned quorum = cl->n - cl->t;
+
+	if (m->status != BFT_OK) {
+		/*
+		 * ESTALE means (num, wid) was completed with other data by an
+		 * earlier attempt of ours; a fresh writer id makes every later
+		 * timestamp new.
+		 */
+		if (m->status == BFT_ESTALE)
+			bft_random(&cl->writer_id, sizeof cl->writer_id);
+		round_note_error(op, i, m->status);
+		return;
+	}
+	op->ok |= 1u << i;
+	if (op->phase == PH_CLOCK && bft_ts_cmp(&m->ts, &op->ts) > 0) {
+		/* Skip fabricated timestamps: they would let a liar exhaust num. */
+		if (bft_ts_verify(&m->ts, cl->p.key->kw))
+			op->ts = m->ts;
+		else
+			atomic_fetch_add(&cl->stats.forged_ts, 1);
+	}
+	if (popcount32(op->ok) < quorum)
+		return;
+	switch (op->phase) {
+	case PH_CLOCK:
+		clock_done(op);
+		break;
+	case PH_STORE:
+		round_start(op, PH_COMPLETE);
+		break;
+	case PH_COMPLETE:
+		op_done(op, 0, NULL);
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,516 @@
+/*
+ * nbdkit-bftblk-plugin: exports a disk whose 64 KiB blocks are
+ * M-PoWerStore registers on n = 3t+1 bftblk servers.
+ *
+ * I/O is split into blocks; blocks of one request run concurrently, in
+ * chunks to bound memory.  Writes that cover a block partly read it
+ * first (read-modify-write) under a range lock.
+ */
+#define NBDKIT_API_VERSION 2
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nbdkit-plugin.h>
+
+#include "blocklock.h"
+#include "client.h"
+#include "config.h"
+#include "crypto.h"
+#include "ec.h"
+#include "keys.h"
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+/* Blocks in flight per request: 32 * (64 KiB + n fragments) of memory. */
+#define CHUNK 32
+
+static char *config_path, *keys_path, *ec_backend;
+static uint64_t export_size;		/* 0: the whole cluster disk */
+static unsigned timeout_s = 10;
+static uint64_t writer_id;
+static unsigned want_t;
+
+static struct bft_config cfg;
+static struct bft_client_key key;
+static struct bft_ec *ec;
+static struct bft_client *client;
+static const uint8_t zero_block[BFT_BLOCK_SIZE];
+
+static void
+bftblk_unload(void)
+{
+	free(config_path);
+	free(keys_path);
+	free(ec_backend);
+	bft_ec_free(ec);
+}
+
+/* Parameters in nbdkit's key=value style. */
+static int
+bftblk_config(const char *k, const char *value)
+{
+	char *end;
+
+	if (strcmp(k, "config") == 0) {
+		free(config_path);
+		if ((config_path = nbdkit_absolute_path(value)) == NULL)
+			return -1;
+	} else if (strcmp(k, "keys") == 0) {
+		free(keys_path);
+		if ((keys_path = nbdkit_absolute_path(value)) == NULL)
+			return -1;
+	} else if (strcmp(k, "size") == 0) {
+		int64_t s = nbdkit_parse_size(value);
+
+		if (s <= 0 || s % BFT_BLOCK_SIZE) {
+			nbdkit_error("size must be a positive multiple of %u",
+			    BFT_BLOCK_SIZE);
+			return -1;
+		}
+		export_size = (uint64_t)s;
+	} else if (strcmp(k, "timeout") == 0) {
+		if (nbdkit_parse_unsigned("timeout", value, &timeout_s) == -1)
+			return -1;
+		if (timeout_s == 0 || timeout_s > 3600) {
+			nbdkit_error("timeout must be 1..3600 seconds");
+			return -1;
+		}
+	} else if (strcmp(k, "writer-id") == 0) {
+		writer_id = strtoull(value, &end, 0);
+		if (*end || writer_id == 0) {
+			nbdkit_error("writer-id must be a non-zero integer");
+			return -1;
+		}
+	} else if (strcmp(k, "t") == 0) {
+		if (nbdkit_parse_unsigned("t", value, &want_t) == -1)
+			return -1;
+	} else if (strcmp(k, "ec-backend") == 0) {
+		free(ec_backend);
+		if ((ec_backend = strdup(value)) == NULL)
+			return -1;
+	} else {
+		nbdkit_error("unknown parameter '%s'", k);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+bftblk_config_complete(void)
+{
+	char err[512];
+
+	if (config_path == NULL || keys_path == NULL) {
+		nbdkit_error("config=FILE and keys=FILE are required");
+		return -1;
+	}
+	if (bft_crypto_init() != 0) {
+		nbdkit_error("cannot initialise crypto");
+		return -1;
+	}
+	if (bft_config_load(config_path, &cfg, err, sizeof err) != 0 ||
+	    bft_client_key_load(keys_path, &key, err, sizeof err) != 0) {
+		nbdkit_error("%s", err);
+		return -1;
+	}
+	if (memcmp(key.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN) != 0 ||
+	    key.n != cfg.n) {
+		nbdkit_error("%s is not a key of the cluster in %s", keys_path,
+		    config_path);
+		return -1;
+	}
+	if (want_t && want_t != cfg.t) {
+		nbdkit_error("t=%u given, but the cluster has t=%u", want_t,
+		    cfg.t);
+		return -1;
+	}
+	if (export_size == 0)
+		export_size = cfg.size;
+	if (export_size > cfg.size) {
+		nbdkit_error("size=%" PRIu64 " exceeds the cluster's %" PRIu64,
+		    export_size, cfg.size);
+		return -1;
+	}
+	ec = bft_ec_new(cfg.t, ec_backend, err, sizeof err);
+	if (ec == NULL) {
+		nbdkit_error("%s", err);
+		return -1;
+	}
+	if (strncmp(bft_ec_backend(ec), "isa_l", 5) != 0)
+		nbdkit_error("warning: ISA-L is not available (install "
+		    "libisal2); using the slow %s erasure code",
+		    bft_ec_backend(ec));
+	if (writer_id == 0)
+		bft_random(&writer_id, sizeof writer_id);
+	writer_id |= 1;		/* never zero: zero marks c0 */
+	nbdkit_debug("bftblk: t=%u n=%u, %" PRIu64 " bytes, ec %s, "
+	    "fragment %u bytes", cfg.t, cfg.n, export_size,
+	    bft_ec_backend(ec), bft_ec_frag_len(ec));
+	return 0;
+}
+
+/* Threads do not survive nbdkit's fork into the background: start here. */
+static int
+bftblk_after_fork(void)
+{
+	struct bft_client_params p = {
+		.cfg = &cfg, .key = &key, .ec = ec,
+		.timeout_ms = timeout_s * 1000, .writer_id = writer_id,
+	};
+
+	client = bft_client_start(&p);
+	if (client == NULL) {
+		nbdkit_error("cannot start the client event loop");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+bftblk_cleanup(void)
+{
+	const struct bft_client_stats *s;
+
+	if (client == NULL)
+		return;
+	s = bft_client_stats(client);
+	nbdkit_debug("bftblk: %llu reads (%llu restarts, %llu repairs), "
+	    "%llu writes, %llu flushes, %llu forged timestamps, %llu "
+	    "timeouts, %llu reconnects",
+	    (unsigned long long)s->reads, (unsigned long long)s->read_restarts,
+	    (unsigned long long)s->repairs, (unsigned long long)s->writes,
+	    (unsigned long long)s->flushes, (unsigned long long)s->forged_ts,
+	    (unsigned long long)s->timeouts, (unsigned long long)s->reconnects);
+	bft_client_stop(client);
+	client = NULL;
+}
+
+/* All connections share one cluster client, so a handle is just a token. */
+static void *
+bftblk_open(int readonly)
+{
+	(void)readonly;
+	return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+static int64_t
+bftblk_get_size(void *h)
+{
+	(void)h;
+	return (int64_t)export_size;
+}
+
+/* Whole blocks avoid read-modify-write; anything smaller still works. */
+static int
+bftblk_block_size(void *h, uint32_t *minimum, uint32_t *preferred,
+    uint32_t *maximum)
+{
+	(void)h;
+	*minimum = 1;
+	*preferred = BFT_BLOCK_SIZE;
+	*maximum = 0xffffffff;
+	return 0;
+}
+
+static int bftblk_can_true(void *h) { (void)h; return 1; }
+
+/* Flush makes writes durable on n-t servers; FUA is a flush after. */
+static int
+bftblk_can_fua(void *h)
+{
+	(void)h;
+	return NBDKIT_FUA_NATIVE;
+}
+
+/* Runs ops to completion; the first failure becomes the request's error. */
+static int
+run_ops(struct op **ops, unsigned nops)
+{
+	struct op_batch batch;
+	int err = 0;
+
+	bft_batch_init(&batch, nops);
+	for (unsigned i = 0; i < nops; i++)
+		ops[i]->batch = &batch;
+	bft_client_submit(client, ops, nops);
+	bft_batch_wait(&batch);
+	bft_batch_destroy(&batch);
+	for (unsigned i = 0; i < nops; i++)
+		if (ops[i]->err && !err) {
+			err = ops[i]->err;
+			nbdkit_error("block %" PRIu64 ": %s", ops[i]->block,
+			    ops[i]->why ? ops[i]->why : strerror(err));
+		}
+	if (err)
+		nbdkit_set_error(err);
+	return err ? -1 : 0;
+}
+
+static int
+read_blocks(struct op **ops, unsigned nops)
+{
+	if (nops == 0)
+		return 0;
+	for (unsigned i = 0; i < nops; i++)
+		ops[i]->kind = OP_READ;
+	if (run_ops(ops, nops) != 0)
+		return -1;
+	for (unsigned i = 0; i < nops; i++)
+		if (bft_op_finish_read(ops[i]) != 0) {
+			nbdkit_error("block %" PRIu64 ": cannot decode the "
+			    "selected value", ops[i]->block);
+			nbdkit_set_error(EIO);
+			return -1;
+		}
+	return 0;
+}
+
+struct chunk {
+	struct op *ops[CHUNK];
+	uint8_t *tmp[CHUNK];		/* block buffers for partial blocks */
+	unsigned nops;
+};
+
+static void
+chunk_free(struct chunk *c)
+{
+	for (unsigned i = 0; i < c->nops; i++) {
+		bft_op_free(c->ops[i]);
+		free(c->tmp[i]);
+	}
+	c->nops = 0;
+}
+
+/*
+ * Sets up ops for blocks [b, b+nb).  A block fully inside [off, off+len)
+ * uses the caller's buffer directly (or the shared zero block); others
+ * get a bounce buffer.
+ */
+static int
+chunk_init(struct chunk *c, uint64_t b, unsigned nb, uint64_t off,
+    uint64_t len, const uint8_t *src, enum op_kind kind)
+{
+	memset(c, 0, sizeof *c);
+	for (unsigned i = 0; i < nb; i++) {
+		uint64_t bstart = (b + i) * BFT_BLOCK_SIZE;
+		bool whole = bstart >= off &&
+		    bstart + BFT_BLOCK_SIZE <= off + len;
+		struct op *op = bft_op_new(client, kind);
+
+		if (op == NULL)
+			goto out_nomem;
+		c->ops[c->nops++] = op;
+		op->block = b + i;
+		if (whole && src != NULL) {
+			op->data = (uint8_t *)(src + (bstart - off));
+		} else if (whole && kind == OP_WRITE) {
+			op->data = (uint8_t *)zero_block;
+		} else {
+			if ((c->tmp[i] = malloc(BFT_BLOCK_SIZE)) == NULL)
+				goto out_nomem;
+			op->data = c->tmp[i];
+		}
+	}
+	return 0;
+out_nomem:
+	chunk_free(c);
+	nbdkit_set_error(ENOMEM);
+	return -1;
+}
+
+/* The overlap of block b with [off, off+len), as offsets. */
+static void
+overlap(uint64_t b, uint64_t off, uint64_t len, uint64_t *in_block,
+    uint64_t *in_buf, uint64_t *n)
+{
+	uint64_t bstart = b * BFT_BLOCK_SIZE;
+	uint64_t s = off > bstart ? off : bstart;
+	uint64_t e = off + len < bstart + BFT_BLOCK_SIZE ?
+	    off + len : bstart + BFT_BLOCK_SIZE;
+
+	*in_block = s - bstart;
+	*in_buf = s - off;
+	*n = e - s;
+}
+
+static int
+bftblk_pread(void *h, void *buf, uint32_t count, uint64_t offset,
+    uint32_t flags)
+{
+	uint64_t first = offset / BFT_BLOCK_SIZE;
+	uint64_t last = (offset + count - 1) / BFT_BLOCK_SIZE;
+
+	(void)h;
+	assert(flags == 0);
+	for (uint64_t b = first; b <= last; b += CHUNK) {
+		unsigned nb = (unsigned)(last - b + 1 < CHUNK ?
+		    last - b + 1 : CHUNK);
+		struct chunk c;
+		int r;
+
+		if (chunk_init(&c, b, nb, offset, count, buf, OP_READ) != 0)
+			return -1;
+		r = read_blocks(c.ops, c.nops);
+		for (unsigned i = 0; r == 0 && i < nb; i++) {
+			uint64_t ib, io, n;
+
+			if (c.tmp[i] == NULL)
+				continue;
+			overlap(b + i, offset, count, &ib, &io, &n);
+			memcpy((uint8_t *)buf + io, c.tmp[i] + ib, n);
+		}
+		chunk_free(&c);
+		if (r != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+do_flush(void)
+{
+	struct op *op = bft_op_new(client, OP_FLUSH);
+	int r;
+
+	if (op == NULL) {
+		nbdkit_set_error(ENOMEM);
+		return -1;
+	}
+	r = run_ops(&op, 1);
+	bft_op_free(op);
+	return r;
+}
+
+/*
+ * Writes src (or zeros when src is NULL) to [offset, offset+count):
+ * partial blocks are read first, then every block is written.
+ */
+static int
+write_range(const uint8_t *src, uint32_t count, uint64_t offset, bool fua)
+{
+	uint64_t first = offset / BFT_BLOCK_SIZE;
+	uint64_t last = (offset + count - 1) / BFT_BLOCK_SIZE;
+	struct block_range range;
+	int r = 0;
+
+	block_lock(&range, first, last);
+	for (uint64_t b = first; r == 0 && b <= last; b += CHUNK) {
+		unsigned nb = (unsigned)(last - b + 1 < CHUNK ?
+		    last - b + 1 : CHUNK);
+		struct op *partial[CHUNK];
+		unsigned np = 0;
+		struct chunk c;
+
+		if (chunk_init(&c, b, nb, offset, count, src, OP_WRITE) != 0) {
+			r = -1;
+			break;
+		}
+		for (unsigned i = 0; i < nb; i++)
+			if (c.tmp[i] != NULL)
+				partial[np++] = c.ops[i];
+		r = read_blocks(partial, np);
+		for (unsigned i = 0; r == 0 && i < nb; i++) {
+			uint64_t ib, io, n;
+
+			c.ops[i]->kind = OP_WRITE;
+			if (c.tmp[i] != NULL) {
+				overlap(b + i, offset, count, &ib, &io, &n);
+				if (src)
+					memcpy(c.tmp[i] + ib, src + io, n);
+				else
+					memset(c.tmp[i] + ib, 0, n);
+			}
+			if (bft_op_prepare_write(c.ops[i]) != 0) {
+				nbdkit_error("erasure coding failed");
+				nbdkit_set_error(EIO);
+				r = -1;
+			}
+		}
+		if (r == 0)
+			r = run_ops(c.ops, c.nops);
+		chunk_free(&c);
+	}
+	block_unlock(&range);
+	if (r == 0 && fua)
+		r = do_flush();
+	return r;
+}
+
+static int
+bftblk_pwrite(void *h, const void *buf, uint32_t count, uint64_t offset,
+    uint32_t flags)
+{
+	(void)h;
+	assert(!(flags & ~NBDKIT_FLAG_FUA));
+	return write_range(buf, count, offset, flags & NBDKIT_FLAG_FUA);
+}
+
+/* Zeroing writes zero blocks: a register has no cheaper "absent" state. */
+static int
+bftblk_zero(void *h, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	(void)h;
+	assert(!(flags & ~(NBDKIT_FLAG_FUA | NBDKIT_FLAG_MAY_TRIM |
+	    NBDKIT_FLAG_FAST_ZERO)));
+	if (flags & NBDKIT_FLAG_FAST_ZERO) {
+		nbdkit_set_error(ENOTSUP);
+		return -1;
+	}
+	return write_range(NULL, count, offset, flags & NBDKIT_FLAG_FUA);
+}
+
+/* Trimmed blocks read back as zeros, which filesystems are happy with. */
+static int
+bftblk_trim(void *h, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	(void)h;
+	assert(!(flags & ~NBDKIT_FLAG_FUA));
+	return write_range(NULL, count, offset, flags & NBDKIT_FLAG_FUA);
+}
+
+static int
+bftblk_flush(void *h, uint32_t flags)
+{
+	(void)h;
+	assert(flags == 0);
+	return do_flush();
+}
+
+static struct nbdkit_plugin plugin = {
+	.name			= "bftblk",
+	.longname		= "bftblk Byzantine-fault-tolerant block device",
+	.version		= "0.1",
+	.description		= "Disk on n = 3t+1 servers with M-PoWerStore",
+	.unload			= bftblk_unload,
+	.config			= bftblk_config,
+	.config_complete	= bftblk_config_complete,
+	.config_help		=
+	    "config=FILE     (required) cluster configuration, bftblk.conf(5)\n"
+	    "keys=FILE       (required) client key file from bftblk keygen\n"
+	    "size=SIZE       export only the first SIZE bytes\n"
+	    "timeout=SECS    per-round timeout (default 10)\n"
+	    "writer-id=N     this writer's id (default random)\n"
+	    "t=T             check that the cluster tolerates T faults\n"
+	    "ec-backend=NAME liberasurecode backend (default isa_l_rs_cauchy)",
+	.after_fork		= bftblk_after_fork,
+	.cleanup		= bftblk_cleanup,
+	.open			= bftblk_open,
+	.get_size		= bftblk_get_size,
+	.block_size		= bftblk_block_size,
+	.can_write		= bftblk_can_true,
+	.can_flush		= bftblk_can_true,
+	.can_trim		= bftblk_can_true,
+	.can_zero		= bftblk_can_true,
+	.can_multi_conn		= bftblk_can_true,
+	.can_fua		= bftblk_can_fua,
+	.pread			= bftblk_pread,
+	.pwrite			= bftblk_pwrite,
+	.zero			= bftblk_zero,
+	.trim			= bftblk_trim,
+	.flush			= bftblk_flush,
+	.errno_is_preserved	= 0,
+};
+
+NBDKIT_REGISTER_PLUGIN(plugin)

@@ -1,0 +1,47 @@
+/*
+ * Round machinery shared by the read and write state machines; private
+ * to the loop thread.  A round is one request type sent to every server
+ * under one id; replies carrying an older id belong to a finished round
+ * and are dropped, which is how a late or replayed reply is ignored.
+ */
+#ifndef BFTBLK_ROUNDS_H
+#define BFTBLK_ROUNDS_H
+
+#include "client.h"
+#include "wire.h"
+
+struct bft_client {
+	struct bft_client_params p;
+	unsigned n, t;
+	uint64_t writer_id;		/* loop thread only */
+	struct bft_client_stats stats;
+	struct client_loop *lp;		/* event loop internals (client.c) */
+};
+
+/* Number of set bits. */
+static inline unsigned
+popcount32(uint32_t x)
+{
+	return (unsigned)__builtin_popcount(x);
+}
+
+/* Begins round ph: a new id, sent to every connected server. */
+void round_start(struct op *op, enum op_phase ph);
+/* Finishes op with err (0 or errno) and wakes its submitter. */
+void op_done(struct op *op, int err, const char *why);
+/*
+ * Records an error reply from server i.  Returns true when n-t good
+ * replies can no longer arrive, after finishing op with a matching errno.
+ */
+bool round_note_error(struct op *op, unsigned i, int status);
+
+/* Per-kind hooks, called by the round machinery. */
+void write_start(struct op *op);
+void write_build(struct op *op, unsigned i, struct bft_msg *m);
+void write_reply(struct op *op, unsigned i, const struct bft_msg *m);
+void read_start(struct op *op);
+void read_build(struct op *op, unsigned i, struct bft_msg *m);
+void read_reply(struct op *op, unsigned i, const struct bft_msg *m);
+void read_timeout(struct op *op);
+
+#endif

@@ -1,0 +1,136 @@
+/*
+ * The server's durable state: for every block, lc (the last completed
+ * candidate) and Hist (the STOREs kept for it), in memory for lookups and
+ * in an append-only, checksummed, segmented log on disk for durability.
+ *
+ * Crash consistency comes from the log: a record is valid only if its
+ * checksum matches, so a torn tail is detected and cut off on open, and
+ * the state is rebuilt by replaying the valid records in order.  The
+ * store itself applies the GC rule: setting lc drops every Hist entry
+ * with ts < lc.ts, so replay and the live state agree by construction.
+ * Records written with write() survive kill -9 (the page cache belongs
+ * to the kernel); bft_store_sync() makes them survive power loss too.
+ *
+ * Not thread-safe: the server's event loop is its only user.
+ */
+#ifndef BFTBLK_STORE_H
+#define BFTBLK_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/* What a data directory belongs to; open refuses a mismatch. */
+struct bft_store_identity {
+	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
+	uint32_t server_index;
+	uint32_t n, t;
+	uint32_t block_size;
+	uint64_t nblocks;
+};
+
+/* One Hist entry as held in memory; the fragment stays on disk. */
+struct bft_hist_entry {
+	struct bft_hist_meta meta;
+	uint64_t loc;			/* where the record is; store-private */
+};
+
+/* The in-memory state of one block. */
+struct bft_block_state {
+	struct bft_cand lc;		/* ts zero: never completed (c0) */
+	unsigned nhist;
+	struct bft_hist_entry *hist;	/* nhist entries, any order */
+};
+
+struct bft_store;
+
+/*
+ * Opens (creating if absent) the data directory dir.  A new directory
+ * gets an identity file; an existing one must carry the same identity,
+ * or open fails naming what differs.  Replays the log, discarding torn
+ * or corrupt records and counting them.  Returns NULL with a reason in
+ * err on failure.
+ */
+struct bft_store *bft_store_open(const char *dir,
+				 const struct bft_store_identity *id,
+				 char *err, size_t errlen);
+void bft_store_close(struct bft_store *st);
+
+/*
+ * The state of a block (never NULL for block < nblocks: a block never
+ * written has lc.ts zero and no Hist).  Valid until the next call that
+ * modifies the store.
+ */
+const struct bft_block_state *bft_store_block(struct bft_store *st,
+					      uint64_t block);
+
+/* Hist[ts] for block, or NULL. */
+const struct bft_hist_entry *bft_store_hist(struct bft_store *st,
+					    uint64_t block,
+					    const struct bft_ts *ts);
+
+/*
+ * Persists Hist[meta->ts] = (frag, meta) for block, replacing an entry
+ * with the same (num, wid).  Returns 0, or a negative errno (-ENOSPC,
+ * -EIO, ...) with the state unchanged: a failed append leaves no trace.
+ * -ESTALE if meta->ts < lc.ts, which the GC rule would drop at once;
+ * -ERANGE for a block beyond the disk.
+ */
+int bft_store_put_hist(struct bft_store *st, uint64_t block,
+		       const struct bft_hist_meta *meta, const uint8_t *frag);
+
+/*
+ * Persists lc = *c for block (the caller checked c->ts > lc.ts), then
+ * drops every Hist entry of the block with ts < c->ts.  Returns 0 or a
+ * negative errno with the state unchanged (-EINVAL if c->ts <= lc.ts).
+ */
+int bft_store_set_lc(struct bft_store *st, uint64_t block,
+		     const struct bft_cand *c);
+
+/* Reads the fragment of a Hist entry into buf (meta.frag_len bytes). */
+int bft_store_read_frag(struct bft_store *st, const struct bft_hist_entry *e,
+			uint8_t *buf);
+
+/* fdatasync of everything written so far.  0 or a negative errno. */
+int bft_store_sync(struct bft_store *st);
+
+/*
+ * Tunables, mostly for tests; a zero field takes the default.  Segments
+ * roll over once a record would take them past segment_size (64 MiB, at
+ * most 1 GiB), and a full segment whose live bytes fall below
+ * compact_pct percent (50) is copied forward and removed.
+ */
+struct bft_store_opts {
+	uint64_t segment_size;
+	unsigned compact_pct;
+};
+
+/* bft_store_open() with tunables; opts may be NULL. */
+struct bft_store *bft_store_open_opts(const char *dir,
+				      const struct bft_store_identity *id,
+				      const struct bft_store_opts *opts,
+				      char *err, size_t errlen);
+
+struct bft_store_stats {
+	uint64_t records_replayed;
+	uint64_t records_discarded;	/* torn or corrupt, found on open */
+	uint64_t segments;
+	uint64_t bytes_live, bytes_total;
+	uint64_t compactions;
+};
+void bft_store_stats(const struct bft_store *st, struct bft_store_stats *out);
+
+/*
+ * What open found wrong with the log.  A torn tail (an append cut short
+ * by a crash) is cut off the last segment; a damaged record anywhere
+ * else is skipped and never served.  Both count as discarded.
+ */
+struct bft_store_replay {
+	uint64_t torn_records, torn_bytes;
+	uint64_t corrupt_records, corrupt_bytes;
+};
+void bft_store_replay_info(const struct bft_store *st,
+			   struct bft_store_replay *out);
+
+#endif
