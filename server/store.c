@@ -1,0 +1,597 @@
+/*
+ * The server's durable state.  Memory holds every block's lc and Hist
+ * metadata; the log (store_log.h) holds the same as records, and the
+ * fragments themselves, which are read back with pread when served.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "store.h"
+#include "store_int.h"
+#include "store_log.h"
+
+#define COMPACT_MIN_BUDGET	(128u << 10)
+/* Compacted segments kept until a sync before one is forced inline. */
+#define MAX_RETIRED		4
+
+static const struct bft_block_state zero_state;
+
+struct seg *
+st_seg_find(struct bft_store *st, uint32_t no)
+{
+	size_t lo = 0, hi = st->nseg;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->segs[mid].no == no)
+			return &st->segs[mid];
+		if (st->segs[mid].no < no)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static struct seg *
+active(struct bft_store *st)
+{
+	return &st->segs[st->nseg - 1];
+}
+
+int
+st_seg_reserve(struct bft_store *st)
+{
+	struct seg *s;
+	size_t cap;
+
+	if (st->nseg < st->segcap)
+		return 0;
+	cap = st->segcap ? 2 * st->segcap : 16;
+	if ((s = realloc(st->segs, cap * sizeof *s)) == NULL)
+		return -ENOMEM;
+	st->segs = s;
+	st->segcap = cap;
+	return 0;
+}
+
+int
+st_seg_create(struct bft_store *st)
+{
+	uint32_t no = st->nseg ? active(st)->no + 1 : 1;
+	char name[BFT_SEG_NAME_MAX];
+	int fd, err;
+
+	if (no == UINT32_MAX)
+		return -EOVERFLOW;
+	if ((err = st_seg_reserve(st)) < 0)
+		return err;
+	bft_seg_name(name, no);
+	fd = openat(st->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0644);
+	if (fd < 0)
+		return -errno;
+	st->segs[st->nseg++] = (struct seg){ .no = no, .fd = fd };
+	st->dir_dirty = true;
+	return 0;
+}
+
+static void
+live_inc(struct bft_store *st, uint64_t loc, size_t len)
+{
+	struct seg *s = st_seg_find(st, LOC_SEG(loc));
+
+	if (s != NULL)
+		s->live += len;
+}
+
+static void
+live_dec(struct bft_store *st, uint64_t loc, size_t len)
+{
+	struct seg *s = st_seg_find(st, LOC_SEG(loc));
+
+	if (s != NULL)
+		s->live = s->live >= len ? s->live - len : 0;
+}
+
+/*
+ * Callers reserve before they append, so that memory can always follow
+ * a record that reached the disk.
+ */
+struct blk *
+st_blk_reserve(struct bft_store *st, uint64_t block, unsigned extra)
+{
+	struct blk *b = st->blocks[block];
+	struct bft_hist_entry *h;
+	unsigned cap;
+
+	if (b == NULL) {
+		if ((b = calloc(1, sizeof *b)) == NULL)
+			return NULL;
+		st->blocks[block] = b;
+	}
+	if (b->pub.nhist + extra <= b->cap)
+		return b;
+	cap = b->cap ? 2 * b->cap : 2;
+	while (cap < b->pub.nhist + extra)
+		cap *= 2;
+	if ((h = realloc(b->pub.hist, cap * sizeof *h)) == NULL)
+		return NULL;
+	b->pub.hist = h;
+	b->cap = cap;
+	return b;
+}
+
+static int
+hist_find(const struct blk *b, const struct bft_ts *ts)
+{
+	for (unsigned i = 0; i < b->pub.nhist; i++)
+		if (bft_ts_cmp(&b->pub.hist[i].meta.ts, ts) == 0)
+			return (int)i;
+	return -1;
+}
+
+static size_t
+hist_rec_len(const struct bft_store *st, const struct bft_hist_entry *e)
+{
+	return bft_rec_hist_len(st->n, e->meta.frag_len);
+}
+
+static void
+hist_drop(struct bft_store *st, struct blk *b, unsigned i)
+{
+	struct bft_hist_entry *h = b->pub.hist;
+
+	live_dec(st, h[i].loc, hist_rec_len(st, &h[i]));
+	h[i] = h[--b->pub.nhist];
+}
+
+void
+st_hist_apply(struct bft_store *st, struct blk *b,
+    const struct bft_hist_meta *m, uint64_t loc, size_t len)
+{
+	int i = hist_find(b, &m->ts);
+	struct bft_hist_entry *e;
+
+	if (i >= 0) {
+		e = &b->pub.hist[i];
+		live_dec(st, e->loc, hist_rec_len(st, e));
+	} else {
+		e = &b->pub.hist[b->pub.nhist++];
+	}
+	e->meta = *m;
+	e->loc = loc;
+	live_inc(st, loc, len);
+}
+
+bool
+st_lc_apply(struct bft_store *st, struct blk *b, const struct bft_cand *c,
+    uint64_t loc, size_t len)
+{
+	int cmp = bft_ts_cmp(&c->ts, &b->pub.lc.ts);
+
+	if (cmp < 0)
+		return false;
+	if (b->lc_loc != 0)
+		live_dec(st, b->lc_loc, len);
+	b->pub.lc = *c;
+	b->lc_loc = loc;
+	live_inc(st, loc, len);
+	for (unsigned i = 0; cmp > 0 && i < b->pub.nhist;) {
+		if (bft_ts_cmp(&b->pub.hist[i].meta.ts, &c->ts) < 0)
+			hist_drop(st, b, i);
+		else
+			i++;
+	}
+	return true;
+}
+
+/*
+ * Appends one record with a single pwrite at the active segment's tail,
+ * rolling over to a new segment first if it would grow past seg_max.
+ * On failure the file is cut back, so a failed append leaves nothing a
+ * later replay could mistake for data.
+ */
+static int
+append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
+    uint64_t *loc)
+{
+	struct seg *s = active(st);
+	int err;
+
+	if (st->tail_dirty) {
+		if (ftruncate(s->fd, (off_t)s->size) < 0)
+			return -errno;
+		st->tail_dirty = false;
+	}
+	if (s->size > 0 && s->size + len > st->seg_max) {
+		if ((err = st_seg_create(st)) < 0)
+			return err;
+		s = active(st);
+	}
+	if ((err = bft_pwrite_all(s->fd, rec, len, s->size)) < 0) {
+		if (ftruncate(s->fd, (off_t)s->size) < 0)
+			st->tail_dirty = true;
+		return err;
+	}
+	*loc = LOC(s->no, s->size);
+	s->size += len;
+	s->end = s->size;
+	s->dirty = true;
+	st->next_seq++;
+	return 0;
+}
+
+static void compact_step(struct bft_store *st, size_t appended);
+static int unlink_retired(struct bft_store *st);
+
+int
+bft_store_put_hist(struct bft_store *st, uint64_t block,
+    const struct bft_hist_meta *meta, const uint8_t *frag)
+{
+	struct bft_hist_meta m;
+	struct blk *b;
+	uint64_t loc;
+	size_t len;
+	int err;
+
+	if (block >= st->id.nblocks)
+		return -ERANGE;
+	if (meta->frag_len > BFT_MAX_FRAG || (meta->frag_len > 0 &&
+	    frag == NULL))
+		return -EINVAL;
+	if ((b = st_blk_reserve(st, block, 1)) == NULL)
+		return -ENOMEM;
+	if (bft_ts_cmp(&meta->ts, &b->pub.lc.ts) < 0)
+		return -ESTALE;
+	len = bft_rec_encode_hist(st->wbuf, st->n, st->next_seq, block, meta,
+	    frag);
+	if ((err = append_rec(st, st->wbuf, len, &loc)) < 0)
+		return err;
+	/* Decoding what was written keeps memory exactly what replay sees. */
+	bft_rec_decode_hist(st->wbuf, st->n, &m);
+	st_hist_apply(st, b, &m, loc, len);
+	compact_step(st, len);
+	return 0;
+}
+
+int
+bft_store_set_lc(struct bft_store *st, uint64_t block,
+    const struct bft_cand *c)
+{
+	struct bft_cand cand;
+	struct blk *b;
+	uint64_t loc;
+	size_t len;
+	int err;
+
+	if (block >= st->id.nblocks)
+		return -ERANGE;
+	if ((b = st_blk_reserve(st, block, 0)) == NULL)
+		return -ENOMEM;
+	/* Replay keeps the highest lc, so memory must never go back. */
+	if (bft_ts_cmp(&c->ts, &b->pub.lc.ts) <= 0)
+		return -EINVAL;
+	len = bft_rec_encode_lc(st->wbuf, st->n, st->next_seq, block, c);
+	if ((err = append_rec(st, st->wbuf, len, &loc)) < 0)
+		return err;
+	bft_rec_decode_lc(st->wbuf, st->n, &cand);
+	st_lc_apply(st, b, &cand, loc, len);
+	compact_step(st, len);
+	return 0;
+}
+
+const struct bft_block_state *
+bft_store_block(struct bft_store *st, uint64_t block)
+{
+	if (block >= st->id.nblocks)
+		return NULL;
+	return st->blocks[block] ? &st->blocks[block]->pub : &zero_state;
+}
+
+const struct bft_hist_entry *
+bft_store_hist(struct bft_store *st, uint64_t block, const struct bft_ts *ts)
+{
+	struct blk *b;
+	int i;
+
+	if (block >= st->id.nblocks || (b = st->blocks[block]) == NULL)
+		return NULL;
+	i = hist_find(b, ts);
+	return i < 0 ? NULL : &b->pub.hist[i];
+}
+
+/*
+ * Reads the whole record, not just the fragment, so that its checksum
+ * can be verified: data the disk damaged since open is never served.
+ */
+int
+bft_store_read_frag(struct bft_store *st, const struct bft_hist_entry *e,
+    uint8_t *buf)
+{
+	struct seg *s = st_seg_find(st, LOC_SEG(e->loc));
+	uint64_t off = LOC_OFF(e->loc);
+	struct bft_hist_meta m;
+	struct bft_rec_hdr h;
+	size_t len;
+	int err;
+
+	if (s == NULL || e->meta.frag_len > BFT_MAX_FRAG)
+		return -EINVAL;
+	len = bft_rec_hist_len(st->n, e->meta.frag_len);
+	if (off + len > s->size)
+		return -EIO;
+	if ((err = bft_pread_all(s->fd, st->rbuf, len, off)) < 0)
+		return err;
+	if (bft_rec_check(st->rbuf, len, st->n, &h) != BFT_REC_OK ||
+	    h.type != BFT_REC_HIST)
+		goto out_corrupt;
+	bft_rec_decode_hist(st->rbuf, st->n, &m);
+	if (bft_ts_cmp(&m.ts, &e->meta.ts) != 0 ||
+	    m.frag_len != e->meta.frag_len)
+		goto out_corrupt;
+	memcpy(buf, st->rbuf + bft_rec_frag_off(st->n), m.frag_len);
+	return 0;
+out_corrupt:
+	bft_log("%s: record at seg %" PRIu32 " offset %" PRIu64 " is damaged;"
+	    " not serving it", st->dir, s->no, off);
+	return -EIO;
+}
+
+int
+bft_store_sync(struct bft_store *st)
+{
+	int err;
+
+	for (size_t i = 0; i < st->nseg; i++) {
+		if (!st->segs[i].dirty)
+			continue;
+		if (fdatasync(st->segs[i].fd) < 0)
+			return -errno;
+		st->segs[i].dirty = false;
+	}
+	if (st->nretired > 0 && (err = unlink_retired(st)) < 0)
+		return err;
+	if (st->dir_dirty) {
+		if (fsync(st->dirfd) < 0)
+			return -errno;
+		st->dir_dirty = false;
+	}
+	return 0;
+}
+
+void
+bft_store_stats(const struct bft_store *st, struct bft_store_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	out->records_replayed = st->replayed;
+	out->records_discarded = st->rp.torn_records + st->rp.corrupt_records;
+	out->segments = st->nseg;
+	out->compactions = st->compactions;
+	for (size_t i = 0; i < st->nseg; i++) {
+		out->bytes_live += st->segs[i].live;
+		out->bytes_total += st->segs[i].size;
+	}
+}
+
+void
+bft_store_replay_info(const struct bft_store *st,
+    struct bft_store_replay *out)
+{
+	*out = st->rp;
+}
+
+/*
+ * Compaction copies a segment's live records to the log's end and then
+ * removes the segment.  A copy is the same record under a newer
+ * sequence number, and replay keeps the latest record of an entry, so
+ * a crash at any point replays to the same state: before the unlink
+ * both copies exist and agree.
+ */
+static struct seg *
+compact_pick(struct bft_store *st)
+{
+	struct seg *best = NULL;
+
+	for (size_t i = 0; i + 1 < st->nseg; i++) {
+		struct seg *s = &st->segs[i];
+
+		if (s->stuck || s->retired || (s->size > 0 &&
+		    (double)s->live * 100 >=
+		    (double)st->compact_pct * (double)s->size))
+			continue;
+		/* The lowest live fraction frees the most per byte copied. */
+		if (best == NULL || (double)s->live * (double)best->size <
+		    (double)best->live * (double)s->size)
+			best = s;
+	}
+	return best;
+}
+
+/* The block whose live record is at loc, and which one (-1: lc). */
+static struct blk *
+rec_owner(struct bft_store *st, uint64_t loc, const struct bft_rec_hdr *h,
+    int *idx)
+{
+	struct blk *b;
+
+	if (h->block >= st->id.nblocks || (b = st->blocks[h->block]) == NULL)
+		return NULL;
+	*idx = -1;
+	if (h->type == BFT_REC_LC)
+		return b->lc_loc == loc ? b : NULL;
+	for (unsigned i = 0; i < b->pub.nhist; i++) {
+		if (b->pub.hist[i].loc == loc) {
+			*idx = (int)i;
+			return b;
+		}
+	}
+	return NULL;
+}
+
+static int
+compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
+    uint64_t block, struct blk *b, int idx)
+{
+	struct seg *src = st_seg_find(st, LOC_SEG(oldloc));
+	struct bft_hist_meta m;
+	struct bft_rec_hdr h;
+	uint64_t loc;
+	bool ok;
+	int err;
+
+	if ((err = bft_pread_all(src->fd, st->rbuf, len, LOC_OFF(oldloc))) < 0)
+		return err;
+	ok = bft_rec_check(st->rbuf, len, st->n, &h) == BFT_REC_OK;
+	if (ok && idx >= 0) {
+		bft_rec_decode_hist(st->rbuf, st->n, &m);
+		ok = bft_ts_cmp(&m.ts, &b->pub.hist[idx].meta.ts) == 0;
+	}
+	if (!ok && idx >= 0) {
+		bft_log("%s: HIST record at seg %" PRIu32 " offset %" PRIu64
+		    " was damaged since open; dropping the entry", st->dir,
+		    src->no, LOC_OFF(oldloc));
+		hist_drop(st, b, (unsigned)idx);
+		return 0;
+	}
+	/* lc was checked when it came in; memory can rewrite it. */
+	if (!ok)
+		bft_rec_encode_lc(st->rbuf, st->n, 0, block, &b->pub.lc);
+	bft_rec_restamp(st->rbuf, len, st->next_seq);
+	if ((err = append_rec(st, st->rbuf, len, &loc)) < 0)
+		return err;
+	live_dec(st, oldloc, len);
+	live_inc(st, loc, len);
+	if (idx < 0)
+		b->lc_loc = loc;
+	else
+		b->pub.hist[idx].loc = loc;
+	return 0;
+}
+
+/*
+ * Removes every retired segment.  Only called right after a successful
+ * sync, so the copies of their records are durable by then.
+ */
+static int
+unlink_retired(struct bft_store *st)
+{
+	char name[BFT_SEG_NAME_MAX];
+	size_t i = 0;
+
+	while (i < st->nseg) {
+		struct seg *s = &st->segs[i];
+
+		if (!s->retired) {
+			i++;
+			continue;
+		}
+		bft_seg_name(name, s->no);
+		if (unlinkat(st->dirfd, name, 0) < 0 && errno != ENOENT)
+			return -errno;
+		close(s->fd);
+		memmove(s, s + 1, (st->nseg - i - 1) * sizeof *s);
+		st->nseg--;
+		st->nretired--;
+		st->dir_dirty = true;
+	}
+	return 0;
+}
+
+/*
+ * Retires the compacted segment.  Unlinking it needs its copies to be
+ * durable first, and an fdatasync of up to a segment of fresh data on
+ * the event loop stalls every client for hundreds of milliseconds; so
+ * the unlink waits for the next sync, which clients ask for with FLUSH.
+ * Only a pile of retired segments forces a sync here.
+ */
+static int
+compact_finish(struct bft_store *st)
+{
+	struct seg *src = st_seg_find(st, st->cmp_no);
+	char name[BFT_SEG_NAME_MAX];
+
+	if (src->live != 0) {
+		bft_seg_name(name, src->no);
+		bft_log("%s/%s: %" PRIu64 " live bytes left after compaction; "
+		    "keeping it", st->dir, name, src->live);
+		src->stuck = true;
+		st->cmp_no = 0;
+		return 0;
+	}
+	src->retired = true;
+	st->nretired++;
+	st->cmp_no = 0;
+	st->compactions++;
+	if (st->nretired >= MAX_RETIRED)
+		return bft_store_sync(st);
+	return 0;
+}
+
+/*
+ * One bounded step of compaction, after an append of appended bytes.
+ * Scanning four times what was appended frees space faster than a
+ * workload can make garbage while the victim is at most half live.
+ */
+static void
+compact_step(struct bft_store *st, size_t appended)
+{
+	uint64_t budget = 4 * (uint64_t)appended + COMPACT_MIN_BUDGET;
+	uint8_t hdr[BFT_REC_HDR_LEN];
+	struct bft_rec_hdr h;
+	struct seg *src;
+	int err = 0;
+
+	if (st->cmp_no == 0) {
+		if ((src = compact_pick(st)) == NULL)
+			return;
+		st->cmp_no = src->no;
+		st->cmp_off = 0;
+	}
+	for (uint64_t done = 0; done < budget;) {
+		uint64_t off = st->cmp_off, avail;
+		struct blk *b;
+		size_t len;
+		int idx;
+
+		src = st_seg_find(st, st->cmp_no);
+		if (off >= src->end) {
+			err = compact_finish(st);
+			break;
+		}
+		avail = src->end - off;
+		err = bft_pread_all(src->fd, hdr, avail < sizeof hdr ?
+		    (size_t)avail : sizeof hdr, off);
+		if (err < 0)
+			break;
+		if (bft_rec_check_hdr(hdr, avail, st->n, &h) != BFT_REC_OK) {
+			bft_log("%s: seg %" PRIu32 " offset %" PRIu64 " no "
+			    "longer parses; not compacting it", st->dir,
+			    src->no, off);
+			src->stuck = true;
+			st->cmp_no = 0;
+			return;
+		}
+		len = BFT_REC_HDR_LEN + (size_t)h.payload_len +
+		    BFT_REC_SUM_LEN;
+		b = rec_owner(st, LOC(src->no, off), &h, &idx);
+		if (b != NULL &&
+		    (err = compact_copy(st, LOC(src->no, off), len, h.block, b,
+		    idx)) < 0)
+			break;
+		st->cmp_off = off + len;
+		done += len;
+	}
+	if (err < 0 && !st->cmp_failing)
+		bft_log("%s: compaction: %s; will retry", st->dir,
+		    strerror(-err));
+	st->cmp_failing = err < 0;
+}
+

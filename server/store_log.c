@@ -1,0 +1,468 @@
+/* The store's on-disk formats; see store_log.h for the record layout. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <nmmintrin.h>
+#define HAVE_SSE42_CRC 1
+#endif
+
+#include "store_log.h"
+
+#define CRC32C_POLY	0x82f63b78u	/* reflected Castagnoli polynomial */
+
+static uint32_t crc_tab[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void
+crc_tab_init(void)
+{
+	for (unsigned i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (CRC32C_POLY & (0u - (c & 1)));
+		crc_tab[0][i] = c;
+	}
+	for (unsigned i = 0; i < 256; i++)
+		for (int t = 1; t < 8; t++)
+			crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^
+			    crc_tab[0][crc_tab[t - 1][i] & 0xff];
+}
+
+/* Slicing-by-8: eight table lookups per eight bytes. */
+uint32_t
+bft_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	pthread_once(&crc_once, crc_tab_init);
+	crc = ~crc;
+	while (len >= 8) {
+		uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+		    (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+		uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 |
+		    (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+
+		crc = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^
+		    crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24] ^
+		    crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff] ^
+		    crc_tab[1][(hi >> 16) & 0xff] ^ crc_tab[0][hi >> 24];
+		p += 8;
+		len -= 8;
+	}
+	while (len-- > 0)
+		crc = (crc >> 8) ^ crc_tab[0][(crc ^ *p++) & 0xff];
+	return ~crc;
+}
+
+#ifdef HAVE_SSE42_CRC
+bool
+bft_crc32c_hw_available(void)
+{
+	return __builtin_cpu_supports("sse4.2");
+}
+
+/*
+ * Only this function is compiled for SSE4.2, so the binary still runs
+ * on CPUs without it as long as the dispatch below is honoured.
+ */
+__attribute__((target("sse4.2"))) uint32_t
+bft_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	crc = ~crc;
+#ifdef __x86_64__
+	while (len >= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		crc = (uint32_t)_mm_crc32_u64(crc, v);
+		p += 8;
+		len -= 8;
+	}
+#endif
+	while (len-- > 0)
+		crc = _mm_crc32_u8(crc, *p++);
+	return ~crc;
+}
+#else
+bool
+bft_crc32c_hw_available(void)
+{
+	return false;
+}
+
+uint32_t
+bft_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+	return bft_crc32c_sw(crc, buf, len);
+}
+#endif
+
+static bool crc_hw;
+static pthread_once_t crc_hw_once = PTHREAD_ONCE_INIT;
+
+static void
+crc_hw_init(void)
+{
+	crc_hw = bft_crc32c_hw_available();
+}
+
+uint32_t
+bft_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	pthread_once(&crc_hw_once, crc_hw_init);
+	return crc_hw ? bft_crc32c_hw(crc, buf, len) :
+	    bft_crc32c_sw(crc, buf, len);
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t
+get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static uint64_t
+get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+#define TS_LEN	(16u + BFT_MAC_LEN)
+
+size_t
+bft_rec_hist_meta_len(unsigned n)
+{
+	return TS_LEN + BFT_HASH_LEN + (size_t)n * (BFT_MAC_LEN + BFT_HASH_LEN)
+	    + 4;
+}
+
+static size_t
+lc_payload_len(unsigned n)
+{
+	return TS_LEN + BFT_NONCE_LEN + (size_t)n * BFT_MAC_LEN;
+}
+
+size_t
+bft_rec_hist_len(unsigned n, uint32_t frag_len)
+{
+	return BFT_REC_HDR_LEN + bft_rec_hist_meta_len(n) + frag_len +
+	    BFT_REC_SUM_LEN;
+}
+
+size_t
+bft_rec_lc_len(unsigned n)
+{
+	return BFT_REC_HDR_LEN + lc_payload_len(n) + BFT_REC_SUM_LEN;
+}
+
+size_t
+bft_rec_max_len(unsigned n)
+{
+	size_t h = bft_rec_hist_len(n, BFT_MAX_FRAG), l = bft_rec_lc_len(n);
+
+	return h > l ? h : l;
+}
+
+size_t
+bft_rec_frag_off(unsigned n)
+{
+	return BFT_REC_HDR_LEN + bft_rec_hist_meta_len(n);
+}
+
+static uint8_t *
+put_ts(uint8_t *p, const struct bft_ts *ts)
+{
+	put64(p, ts->num);
+	put64(p + 8, ts->wid);
+	memcpy(p + 16, ts->mac, BFT_MAC_LEN);
+	return p + TS_LEN;
+}
+
+static const uint8_t *
+get_ts(const uint8_t *p, struct bft_ts *ts)
+{
+	ts->num = get64(p);
+	ts->wid = get64(p + 8);
+	memcpy(ts->mac, p + 16, BFT_MAC_LEN);
+	return p + TS_LEN;
+}
+
+static void
+put_hdr(uint8_t *p, unsigned type, uint32_t payload_len, uint64_t seq,
+    uint64_t block)
+{
+	memset(p, 0, BFT_REC_HDR_LEN);
+	put32(p, BFT_REC_MAGIC);
+	p[4] = (uint8_t)type;
+	p[5] = BFT_REC_VERSION;
+	put32(p + 8, payload_len);
+	put64(p + 16, seq);
+	put64(p + 24, block);
+}
+
+static void
+put_sum(uint8_t *rec, size_t len)
+{
+	put32(rec + len - BFT_REC_SUM_LEN,
+	    bft_crc32c(0, rec, len - BFT_REC_SUM_LEN));
+}
+
+size_t
+bft_rec_encode_hist(uint8_t *buf, unsigned n, uint64_t seq, uint64_t block,
+    const struct bft_hist_meta *m, const uint8_t *frag)
+{
+	size_t len = bft_rec_hist_len(n, m->frag_len);
+	uint8_t *p = buf + BFT_REC_HDR_LEN;
+
+	put_hdr(buf, BFT_REC_HIST, (uint32_t)(len - BFT_REC_HDR_LEN -
+	    BFT_REC_SUM_LEN), seq, block);
+	p = put_ts(p, &m->ts);
+	memcpy(p, m->nh, BFT_HASH_LEN);
+	p += BFT_HASH_LEN;
+	memcpy(p, m->vec, (size_t)n * BFT_MAC_LEN);
+	p += (size_t)n * BFT_MAC_LEN;
+	memcpy(p, m->cc, (size_t)n * BFT_HASH_LEN);
+	p += (size_t)n * BFT_HASH_LEN;
+	put32(p, m->frag_len);
+	p += 4;
+	if (m->frag_len > 0)
+		memcpy(p, frag, m->frag_len);
+	put_sum(buf, len);
+	return len;
+}
+
+size_t
+bft_rec_encode_lc(uint8_t *buf, unsigned n, uint64_t seq, uint64_t block,
+    const struct bft_cand *c)
+{
+	size_t len = bft_rec_lc_len(n);
+	uint8_t *p = buf + BFT_REC_HDR_LEN;
+
+	put_hdr(buf, BFT_REC_LC, (uint32_t)lc_payload_len(n), seq, block);
+	p = put_ts(p, &c->ts);
+	memcpy(p, c->nonce, BFT_NONCE_LEN);
+	p += BFT_NONCE_LEN;
+	memcpy(p, c->vec, (size_t)n * BFT_MAC_LEN);
+	put_sum(buf, len);
+	return len;
+}
+
+void
+bft_rec_restamp(uint8_t *rec, size_t len, uint64_t seq)
+{
+	put64(rec + 16, seq);
+	put_sum(rec, len);
+}
+
+enum bft_rec_status
+bft_rec_check_hdr(const uint8_t *buf, size_t avail, unsigned n,
+    struct bft_rec_hdr *h)
+{
+	size_t meta = bft_rec_hist_meta_len(n);
+
+	if (avail < BFT_REC_HDR_LEN)
+		return BFT_REC_SHORT;
+	if (get32(buf) != BFT_REC_MAGIC || buf[5] != BFT_REC_VERSION ||
+	    get16(buf + 6) != 0 || get32(buf + 12) != 0)
+		return BFT_REC_BADHDR;
+	h->type = buf[4];
+	h->payload_len = get32(buf + 8);
+	h->seq = get64(buf + 16);
+	h->block = get64(buf + 24);
+	switch (h->type) {
+	case BFT_REC_HIST:
+		if (h->payload_len < meta ||
+		    h->payload_len - meta > BFT_MAX_FRAG)
+			return BFT_REC_BADHDR;
+		break;
+	case BFT_REC_LC:
+		if (h->payload_len != lc_payload_len(n))
+			return BFT_REC_BADHDR;
+		break;
+	default:
+		return BFT_REC_BADHDR;
+	}
+	if (avail - BFT_REC_HDR_LEN < (size_t)h->payload_len + BFT_REC_SUM_LEN)
+		return BFT_REC_SHORT;
+	return BFT_REC_OK;
+}
+
+enum bft_rec_status
+bft_rec_check(const uint8_t *buf, size_t len, unsigned n,
+    struct bft_rec_hdr *h)
+{
+	enum bft_rec_status s = bft_rec_check_hdr(buf, len, n, h);
+	size_t meta = bft_rec_hist_meta_len(n);
+
+	if (s != BFT_REC_OK)
+		return s;
+	if (len != BFT_REC_HDR_LEN + (size_t)h->payload_len + BFT_REC_SUM_LEN)
+		return BFT_REC_BADHDR;
+	if (bft_crc32c(0, buf, len - BFT_REC_SUM_LEN) !=
+	    get32(buf + len - BFT_REC_SUM_LEN))
+		return BFT_REC_BADSUM;
+	/* A HIST record's frag_len must agree with its length. */
+	if (h->type == BFT_REC_HIST &&
+	    get32(buf + BFT_REC_HDR_LEN + meta - 4) != h->payload_len - meta)
+		return BFT_REC_BADSUM;
+	return BFT_REC_OK;
+}
+
+enum bft_rec_status
+bft_rec_read(int fd, uint64_t off, uint64_t end, unsigned n, uint8_t *buf,
+    struct bft_rec_hdr *h)
+{
+	enum bft_rec_status s;
+	size_t len;
+	int err;
+
+	if (off >= end)
+		return BFT_REC_SHORT;
+	len = end - off < BFT_REC_HDR_LEN ? (size_t)(end - off) :
+	    BFT_REC_HDR_LEN;
+	if ((err = bft_pread_all(fd, buf, len, off)) < 0)
+		goto out_err;
+	s = bft_rec_check_hdr(buf, end - off > SIZE_MAX ? SIZE_MAX :
+	    (size_t)(end - off), n, h);
+	if (s != BFT_REC_OK)
+		return s;
+	len = BFT_REC_HDR_LEN + (size_t)h->payload_len + BFT_REC_SUM_LEN;
+	err = bft_pread_all(fd, buf + BFT_REC_HDR_LEN, len - BFT_REC_HDR_LEN,
+	    off + BFT_REC_HDR_LEN);
+	if (err < 0)
+		goto out_err;
+	return bft_rec_check(buf, len, n, h);
+out_err:
+	errno = -err;
+	return BFT_REC_IOERR;
+}
+
+void
+bft_rec_decode_hist(const uint8_t *rec, unsigned n, struct bft_hist_meta *m)
+{
+	const uint8_t *p = rec + BFT_REC_HDR_LEN;
+
+	memset(m, 0, sizeof *m);
+	p = get_ts(p, &m->ts);
+	memcpy(m->nh, p, BFT_HASH_LEN);
+	p += BFT_HASH_LEN;
+	memcpy(m->vec, p, (size_t)n * BFT_MAC_LEN);
+	p += (size_t)n * BFT_MAC_LEN;
+	memcpy(m->cc, p, (size_t)n * BFT_HASH_LEN);
+	p += (size_t)n * BFT_HASH_LEN;
+	m->frag_len = get32(p);
+}
+
+void
+bft_rec_decode_lc(const uint8_t *rec, unsigned n, struct bft_cand *c)
+{
+	const uint8_t *p = rec + BFT_REC_HDR_LEN;
+
+	memset(c, 0, sizeof *c);
+	p = get_ts(p, &c->ts);
+	memcpy(c->nonce, p, BFT_NONCE_LEN);
+	p += BFT_NONCE_LEN;
+	memcpy(c->vec, p, (size_t)n * BFT_MAC_LEN);
+}
+
+int
+bft_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t w = pwrite(fd, p, len, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;
+		p += w;
+		len -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+int
+bft_pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t r = pread(fd, p, len, (off_t)off);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		p += r;
+		len -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+void
+bft_seg_name(char *buf, uint32_t no)
+{
+	snprintf(buf, BFT_SEG_NAME_MAX, "seg-%06" PRIu32 ".log", no);
+}
+
+bool
+bft_seg_parse_name(const char *name, uint32_t *no)
+{
+	char canon[BFT_SEG_NAME_MAX];
+	unsigned long v;
+	char *end;
+
+	if (strncmp(name, "seg-", 4) != 0 || name[4] < '0' || name[4] > '9')
+		return false;
+	errno = 0;
+	v = strtoul(name + 4, &end, 10);
+	if (errno != 0 || strcmp(end, ".log") != 0 || v == 0 ||
+	    v >= UINT32_MAX)
+		return false;
+	/* Only the name this code would write, so unlink finds it again. */
+	bft_seg_name(canon, (uint32_t)v);
+	if (strcmp(canon, name) != 0)
+		return false;
+	*no = (uint32_t)v;
+	return true;
+}

@@ -1,0 +1,109 @@
+/*
+ * The store's log formats: CRC32C, records and segment file names.
+ * store.c decides what to write and when; this file only knows how the
+ * bytes are laid out and checked.
+ *
+ * A record is a 32-byte header, a payload and a CRC32C of both:
+ *
+ *	0  magic "BFTR"     4  type      5  version    6  zero (2)
+ *	8  payload length  12  zero (4) 16  sequence  24  block number
+ *
+ * all little-endian.  A HIST payload is ts, nh, vec[n], cc[n],
+ * frag_len and the fragment; an LC payload is ts, nonce, vec[n].  Only
+ * the n entries a cluster uses are stored, so a record's length follows
+ * from its type, n and frag_len, which is what makes a torn or damaged
+ * header recognisable.
+ */
+#ifndef BFTBLK_STORE_LOG_H
+#define BFTBLK_STORE_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+#define BFT_REC_HDR_LEN		32u
+#define BFT_REC_SUM_LEN		4u
+#define BFT_REC_MAGIC		0x52544642u	/* "BFTR" */
+#define BFT_REC_VERSION		1u
+
+enum bft_rec_type {
+	BFT_REC_HIST = 1,
+	BFT_REC_LC = 2,
+};
+
+/* What bft_rec_check() and bft_rec_read() found at an offset. */
+enum bft_rec_status {
+	BFT_REC_OK,
+	BFT_REC_BADHDR,		/* no plausible header: length unknown */
+	BFT_REC_SHORT,		/* plausible header, record runs past end */
+	BFT_REC_BADSUM,		/* fits, but checksum or body is wrong */
+	BFT_REC_IOERR,		/* pread failed; errno says why */
+};
+
+struct bft_rec_hdr {
+	unsigned type;
+	uint32_t payload_len;
+	uint64_t seq;
+	uint64_t block;
+};
+
+/* CRC32C (Castagnoli), chainable: pass 0 first, then the last result. */
+uint32_t bft_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The table-driven version, always available. */
+uint32_t bft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+/* Whether bft_crc32c_hw() may be called on this CPU. */
+bool bft_crc32c_hw_available(void);
+/* The SSE4.2 version; only when bft_crc32c_hw_available(). */
+uint32_t bft_crc32c_hw(uint32_t crc, const void *buf, size_t len);
+
+/* Lengths of payloads and whole records for a cluster of n servers. */
+size_t bft_rec_hist_meta_len(unsigned n);
+size_t bft_rec_hist_len(unsigned n, uint32_t frag_len);
+size_t bft_rec_lc_len(unsigned n);
+size_t bft_rec_max_len(unsigned n);
+/* Where a HIST record's fragment starts, from the record's start. */
+size_t bft_rec_frag_off(unsigned n);
+
+/* Encode a complete record into buf; return its length. */
+size_t bft_rec_encode_hist(uint8_t *buf, unsigned n, uint64_t seq,
+			   uint64_t block, const struct bft_hist_meta *m,
+			   const uint8_t *frag);
+size_t bft_rec_encode_lc(uint8_t *buf, unsigned n, uint64_t seq,
+			 uint64_t block, const struct bft_cand *c);
+/* Give an encoded record a new sequence number and checksum. */
+void bft_rec_restamp(uint8_t *rec, size_t len, uint64_t seq);
+
+/*
+ * Checks the header at buf (avail bytes present).  BADHDR if the header
+ * is impossible, SHORT if the record is longer than avail, else OK.
+ */
+enum bft_rec_status bft_rec_check_hdr(const uint8_t *buf, size_t avail,
+				      unsigned n, struct bft_rec_hdr *h);
+/* Checks a whole record in buf of exactly its length: header, sum, body. */
+enum bft_rec_status bft_rec_check(const uint8_t *buf, size_t len, unsigned n,
+				  struct bft_rec_hdr *h);
+/*
+ * Reads and checks the record at off of a file whose valid bytes end at
+ * end, into buf of bft_rec_max_len(n) bytes.
+ */
+enum bft_rec_status bft_rec_read(int fd, uint64_t off, uint64_t end,
+				 unsigned n, uint8_t *buf,
+				 struct bft_rec_hdr *h);
+
+/* Decode the payload of a record bft_rec_check() accepted. */
+void bft_rec_decode_hist(const uint8_t *rec, unsigned n,
+			 struct bft_hist_meta *m);
+void bft_rec_decode_lc(const uint8_t *rec, unsigned n, struct bft_cand *c);
+
+/* Whole-buffer I/O: 0 or a negative errno (-EIO for a short read). */
+int bft_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+int bft_pread_all(int fd, void *buf, size_t len, uint64_t off);
+
+/* Segment file names: seg-NNNNNN.log, numbered from 1. */
+#define BFT_SEG_NAME_MAX	32
+void bft_seg_name(char *buf, uint32_t no);
+bool bft_seg_parse_name(const char *name, uint32_t *no);
+
+#endif

@@ -1,0 +1,541 @@
+/*
+ * Opening the store: the identity file that ties a data directory to
+ * one server of one cluster, and the replay of the log into memory.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kvfile.h"
+#include "log.h"
+#include "store.h"
+#include "store_int.h"
+#include "store_log.h"
+
+#define IDENTITY_FILE	"identity"
+#define IDENTITY_TMP	"identity.tmp"
+#define MAX_NBLOCKS	(1ull << 32)
+
+static void
+cluster_id_hex(const uint8_t id[BFT_CLUSTER_ID_LEN],
+    char hex[2 * BFT_CLUSTER_ID_LEN + 1])
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (unsigned i = 0; i < BFT_CLUSTER_ID_LEN; i++) {
+		hex[2 * i] = digits[id[i] >> 4];
+		hex[2 * i + 1] = digits[id[i] & 15];
+	}
+	hex[2 * BFT_CLUSTER_ID_LEN] = '\0';
+}
+
+/* Temporary file, fsync, rename, fsync of the directory. */
+static int
+identity_write(int dirfd, const struct bft_store_identity *id)
+{
+	char text[512], hex[2 * BFT_CLUSTER_ID_LEN + 1];
+	int fd, len, err = 0;
+
+	cluster_id_hex(id->cluster_id, hex);
+	len = snprintf(text, sizeof text,
+	    "# What this bftblk data directory belongs to; never edit.\n"
+	    "format = 1\ncluster_id = %s\nserver_index = %" PRIu32 "\n"
+	    "n = %" PRIu32 "\nt = %" PRIu32 "\nblock_size = %" PRIu32 "\n"
+	    "nblocks = %" PRIu64 "\n", hex, id->server_index, id->n, id->t,
+	    id->block_size, id->nblocks);
+	fd = openat(dirfd, IDENTITY_TMP, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if ((err = bft_pwrite_all(fd, text, (size_t)len, 0)) < 0)
+		goto out_close;
+	if (fsync(fd) < 0) {
+		err = -errno;
+		goto out_close;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		err = -errno;
+		goto out_unlink;
+	}
+	fd = -1;
+	if (renameat(dirfd, IDENTITY_TMP, dirfd, IDENTITY_FILE) < 0) {
+		err = -errno;
+		goto out_unlink;
+	}
+	/* The rename is only durable once the directory is. */
+	if (fsync(dirfd) < 0)
+		return -errno;
+	return 0;
+out_close:
+	close(fd);
+out_unlink:
+	unlinkat(dirfd, IDENTITY_TMP, 0);
+	return err;
+}
+
+struct id_parse {
+	struct bft_store_identity *id;
+	unsigned seen;
+};
+
+static const char *const id_keys[] = {
+	"format", "cluster_id", "server_index", "n", "t", "block_size",
+	"nblocks",
+};
+
+static int
+parse_u64(const char *s, uint64_t max, uint64_t *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return errno != 0 || *end != '\0' || *v > max ? -1 : 0;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static int
+id_pair(void *ctx, const char *key, const char *value, char *err,
+    size_t errlen)
+{
+	struct id_parse *ip = ctx;
+	unsigned k;
+	uint64_t v = 0;
+
+	for (k = 0; k < sizeof id_keys / sizeof id_keys[0]; k++)
+		if (strcmp(key, id_keys[k]) == 0)
+			break;
+	if (k == sizeof id_keys / sizeof id_keys[0]) {
+		snprintf(err, errlen, "unknown field \"%s\"", key);
+		return -1;
+	}
+	if (ip->seen & (1u << k)) {
+		snprintf(err, errlen, "field %s given twice", key);
+		return -1;
+	}
+	ip->seen |= 1u << k;
+	if (k == 1) {
+		if (strlen(value) != 2 * BFT_CLUSTER_ID_LEN)
+			goto out_bad;
+		for (unsigned i = 0; i < BFT_CLUSTER_ID_LEN; i++) {
+			int hi = hexval(value[2 * i]), lo = hexval(value[2 * i +
+			    1]);
+
+			if (hi < 0 || lo < 0)
+				goto out_bad;
+			ip->id->cluster_id[i] = (uint8_t)(hi << 4 | lo);
+		}
+		return 0;
+	}
+	if (parse_u64(value, k == 6 ? UINT64_MAX : UINT32_MAX, &v) < 0)
+		goto out_bad;
+	switch (k) {
+	case 0:
+		if (v != 1) {
+			snprintf(err, errlen, "format %" PRIu64 " is not "
+			    "supported (only 1)", v);
+			return -1;
+		}
+		break;
+	case 2: ip->id->server_index = (uint32_t)v; break;
+	case 3: ip->id->n = (uint32_t)v; break;
+	case 4: ip->id->t = (uint32_t)v; break;
+	case 5: ip->id->block_size = (uint32_t)v; break;
+	case 6: ip->id->nblocks = v; break;
+	}
+	return 0;
+out_bad:
+	snprintf(err, errlen, "bad value \"%s\" for %s", value, key);
+	return -1;
+}
+
+/* 0, -ENOENT if there is none, or -errno with a reason in err. */
+static int
+identity_read(const char *dir, int dirfd, struct bft_store_identity *id,
+    char *err, size_t errlen)
+{
+	struct id_parse ip = { .id = id };
+	char path[4096];
+	struct stat sb;
+
+	memset(id, 0, sizeof *id);
+	if (fstatat(dirfd, IDENTITY_FILE, &sb, 0) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "%s/%s: %s", dir, IDENTITY_FILE,
+		    strerror(e));
+		return -e;
+	}
+	if (snprintf(path, sizeof path, "%s/%s", dir, IDENTITY_FILE) >=
+	    (int)sizeof path) {
+		snprintf(err, errlen, "data dir path too long");
+		return -ENAMETOOLONG;
+	}
+	if (bft_kv_parse(path, 0, id_pair, &ip, err, errlen) < 0)
+		return -EINVAL;
+	for (unsigned k = 0; k < sizeof id_keys / sizeof id_keys[0]; k++) {
+		if (!(ip.seen & (1u << k))) {
+			snprintf(err, errlen, "%s: field %s is missing", path,
+			    id_keys[k]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Applies one valid record found by replay. */
+static int
+replay_rec(struct bft_store *st, const struct bft_rec_hdr *h, uint64_t loc,
+    size_t len)
+{
+	struct bft_hist_meta m;
+	struct bft_cand c;
+	struct blk *b;
+
+	if ((b = st_blk_reserve(st, h->block, h->type == BFT_REC_HIST)) == NULL)
+		return -ENOMEM;
+	if (h->type == BFT_REC_LC) {
+		bft_rec_decode_lc(st->rbuf, st->n, &c);
+		st_lc_apply(st, b, &c, loc, len);
+		return 0;
+	}
+	bft_rec_decode_hist(st->rbuf, st->n, &m);
+	if (bft_ts_cmp(&m.ts, &b->pub.lc.ts) >= 0)
+		st_hist_apply(st, b, &m, loc, len);
+	return 0;
+}
+
+static void
+replay_corrupt(struct bft_store *st, const struct seg *s, uint64_t off,
+    uint64_t len, const char *why)
+{
+	char name[BFT_SEG_NAME_MAX];
+
+	bft_seg_name(name, s->no);
+	bft_log("%s/%s: offset %" PRIu64 ": %s; %" PRIu64 " bytes not "
+	    "served", st->dir, name, off, why, len);
+	st->rp.corrupt_records++;
+	st->rp.corrupt_bytes += len;
+}
+
+/*
+ * Replays segment i.  A bad record is skipped when its length is
+ * plausible and a good record follows; otherwise it ends the segment,
+ * which in the last segment is a torn append and is cut off.
+ */
+static int
+replay_seg(struct bft_store *st, size_t i, char *err, size_t errlen)
+{
+	struct seg *s = &st->segs[i];
+	char name[BFT_SEG_NAME_MAX];
+	enum bft_rec_status rs;
+	struct bft_rec_hdr h = { 0 }, h2;
+	uint64_t off = 0, end;
+	struct stat sb;
+	size_t len;
+	int e;
+
+	bft_seg_name(name, s->no);
+	if (fstat(s->fd, &sb) < 0)
+		goto out_errno;
+	s->size = (uint64_t)sb.st_size;
+	/* Offsets are 32 bits; nothing this code writes gets that far. */
+	end = s->size < UINT32_MAX ? s->size : UINT32_MAX;
+	while (off < end) {
+		rs = bft_rec_read(s->fd, off, end, st->n, st->rbuf, &h);
+		if (rs == BFT_REC_IOERR)
+			goto out_errno;
+		/* OK and BADSUM both mean the header's length is sound. */
+		len = BFT_REC_HDR_LEN + (size_t)h.payload_len +
+		    BFT_REC_SUM_LEN;
+		if (rs == BFT_REC_OK) {
+			if (h.seq >= st->next_seq)
+				st->next_seq = h.seq + 1;
+			if (h.block >= st->id.nblocks) {
+				replay_corrupt(st, s, off, len,
+				    "record for a block beyond the disk");
+			} else if (replay_rec(st, &h, LOC(s->no, off), len) <
+			    0) {
+				snprintf(err, errlen, "out of memory replaying"
+				    " %s/%s", st->dir, name);
+				return -ENOMEM;
+			} else {
+				st->replayed++;
+			}
+			off += len;
+			continue;
+		}
+		if (rs == BFT_REC_BADSUM) {
+			rs = bft_rec_read(s->fd, off + len, end, st->n,
+			    st->rbuf, &h2);
+			if (rs == BFT_REC_IOERR)
+				goto out_errno;
+			if (rs == BFT_REC_OK) {
+				replay_corrupt(st, s, off, len,
+				    "checksum mismatch, record skipped");
+				off += len;
+				continue;
+			}
+		}
+		if (i + 1 < st->nseg) {
+			replay_corrupt(st, s, off, end - off,
+			    "unreadable record ends the segment");
+			break;
+		}
+		bft_log("%s/%s: torn record at offset %" PRIu64 " (%" PRIu64
+		    " bytes) cut off", st->dir, name, off, s->size - off);
+		st->rp.torn_records++;
+		st->rp.torn_bytes += s->size - off;
+		if (ftruncate(s->fd, (off_t)off) < 0 || fsync(s->fd) < 0)
+			goto out_errno;
+		s->size = off;
+		break;
+	}
+	s->end = off;
+	return 0;
+out_errno:
+	e = errno ? errno : EIO;
+	snprintf(err, errlen, "%s/%s: %s", st->dir, name, strerror(e));
+	return -e;
+}
+
+static int
+seg_cmp(const void *a, const void *b)
+{
+	const struct seg *x = a, *y = b;
+
+	return x->no < y->no ? -1 : x->no > y->no;
+}
+
+/* Finds the segment files and opens them, in log order. */
+static int
+open_segs(struct bft_store *st, char *err, size_t errlen)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, e = 0;
+
+	if ((fd = dup(st->dirfd)) < 0 || (d = fdopendir(fd)) == NULL) {
+		e = -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s: %s", st->dir, strerror(-e));
+		return e;
+	}
+	while ((de = readdir(d)) != NULL) {
+		uint32_t no;
+
+		if (!bft_seg_parse_name(de->d_name, &no))
+			continue;
+		if ((e = st_seg_reserve(st)) < 0)
+			break;
+		st->segs[st->nseg++] = (struct seg){ .no = no, .fd = -1 };
+	}
+	closedir(d);
+	if (e < 0) {
+		snprintf(err, errlen, "%s: %s", st->dir, strerror(-e));
+		return e;
+	}
+	if (st->nseg > 0)
+		qsort(st->segs, st->nseg, sizeof *st->segs, seg_cmp);
+	for (size_t i = 0; i < st->nseg; i++) {
+		char name[BFT_SEG_NAME_MAX];
+
+		bft_seg_name(name, st->segs[i].no);
+		st->segs[i].fd = openat(st->dirfd, name, O_RDWR | O_CLOEXEC);
+		if (st->segs[i].fd < 0) {
+			e = -errno;
+			snprintf(err, errlen, "%s/%s: %s", st->dir, name,
+			    strerror(-e));
+			return e;
+		}
+	}
+	return 0;
+}
+
+/* Compares the identity on disk with the configured one. */
+static int
+check_identity(struct bft_store *st, char *err, size_t errlen)
+{
+	const struct bft_store_identity *a = &st->id;
+	struct bft_store_identity d;
+	char hd[2 * BFT_CLUSTER_ID_LEN + 1], ha[2 * BFT_CLUSTER_ID_LEN + 1];
+	int e;
+
+	e = identity_read(st->dir, st->dirfd, &d, err, errlen);
+	if (e == -ENOENT && st->nseg > 0) {
+		snprintf(err, errlen, "data dir %s has log segments but no "
+		    "identity file; refusing to guess whose they are",
+		    st->dir);
+		return -EINVAL;
+	}
+	if (e == -ENOENT) {
+		if ((e = identity_write(st->dirfd, a)) < 0)
+			snprintf(err, errlen, "%s/%s: %s", st->dir,
+			    IDENTITY_FILE, strerror(-e));
+		return e;
+	}
+	if (e < 0)
+		return e;
+	cluster_id_hex(d.cluster_id, hd);
+	cluster_id_hex(a->cluster_id, ha);
+	if (strcmp(hd, ha) != 0)
+		snprintf(err, errlen, "data dir %s belongs to cluster %s, "
+		    "config says %s", st->dir, hd, ha);
+	else if (d.server_index != a->server_index)
+		snprintf(err, errlen, "data dir %s belongs to server index %"
+		    PRIu32 ", config says %" PRIu32, st->dir, d.server_index,
+		    a->server_index);
+	else if (d.n != a->n)
+		snprintf(err, errlen, "data dir %s was made for n = %" PRIu32
+		    " servers, config says n = %" PRIu32, st->dir, d.n, a->n);
+	else if (d.t != a->t)
+		snprintf(err, errlen, "data dir %s was made for t = %" PRIu32
+		    ", config says t = %" PRIu32, st->dir, d.t, a->t);
+	else if (d.block_size != a->block_size)
+		snprintf(err, errlen, "data dir %s has block size %" PRIu32
+		    " vs %" PRIu32 " in the config", st->dir, d.block_size,
+		    a->block_size);
+	else if (d.nblocks != a->nblocks)
+		snprintf(err, errlen, "data dir %s holds %" PRIu64 " blocks, "
+		    "config says %" PRIu64, st->dir, d.nblocks, a->nblocks);
+	else
+		return 0;
+	return -EINVAL;
+}
+
+static int
+check_params(const struct bft_store_identity *id,
+    const struct bft_store_opts *o, char *err, size_t errlen)
+{
+	if (id->n == 0 || id->n > BFT_MAX_N || id->server_index >= id->n ||
+	    id->block_size == 0 || id->nblocks == 0 ||
+	    id->nblocks > MAX_NBLOCKS)
+		snprintf(err, errlen, "store: bad geometry (n %" PRIu32
+		    ", index %" PRIu32 ", block size %" PRIu32 ", %" PRIu64
+		    " blocks)", id->n, id->server_index, id->block_size,
+		    id->nblocks);
+	else if (o != NULL && (o->segment_size > BFT_STORE_MAX_SEGMENT ||
+	    o->compact_pct > 100))
+		snprintf(err, errlen, "store: segment size %" PRIu64 " or "
+		    "compaction threshold %u%% out of range", o->segment_size,
+		    o->compact_pct);
+	else
+		return 0;
+	return -EINVAL;
+}
+
+struct bft_store *
+bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
+    const struct bft_store_opts *opts, char *err, size_t errlen)
+{
+	struct bft_store *st;
+	int e;
+
+	if (check_params(id, opts, err, errlen) < 0)
+		return NULL;
+	if ((st = calloc(1, sizeof *st)) == NULL)
+		goto out_nomem;
+	st->dirfd = -1;
+	if ((st->dir = strdup(dir)) == NULL)
+		goto out_nomem;
+	st->id = *id;
+	st->n = id->n;
+	st->seg_max = opts && opts->segment_size ? opts->segment_size :
+	    BFT_STORE_DEFAULT_SEGMENT;
+	st->compact_pct = opts && opts->compact_pct ? opts->compact_pct :
+	    BFT_STORE_DEFAULT_PCT;
+	st->next_seq = 1;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		goto out_errno;
+	if ((st->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		goto out_errno;
+	if (flock(st->dirfd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK)
+			goto out_errno;
+		snprintf(err, errlen, "data dir %s is in use by another "
+		    "process", dir);
+		goto out_close;
+	}
+	if (open_segs(st, err, errlen) < 0 ||
+	    check_identity(st, err, errlen) < 0)
+		goto out_close;
+	unlinkat(st->dirfd, IDENTITY_TMP, 0);
+	st->blocks = calloc((size_t)id->nblocks, sizeof *st->blocks);
+	st->wbuf = malloc(bft_rec_max_len(st->n));
+	st->rbuf = malloc(bft_rec_max_len(st->n));
+	if (st->blocks == NULL || st->wbuf == NULL || st->rbuf == NULL)
+		goto out_nomem;
+	for (size_t i = 0; i < st->nseg; i++)
+		if (replay_seg(st, i, err, errlen) < 0)
+			goto out_close;
+	if (st->nseg == 0 && (e = st_seg_create(st)) < 0) {
+		errno = -e;
+		goto out_errno;
+	}
+	return st;
+out_errno:
+	snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+	goto out_close;
+out_nomem:
+	snprintf(err, errlen, "%s: out of memory", dir);
+out_close:
+	bft_store_close(st);
+	return NULL;
+}
+
+struct bft_store *
+bft_store_open(const char *dir, const struct bft_store_identity *id,
+    char *err, size_t errlen)
+{
+	return bft_store_open_opts(dir, id, NULL, err, errlen);
+}
+
+void
+bft_store_close(struct bft_store *st)
+{
+	int err;
+
+	if (st == NULL)
+		return;
+	if (st->blocks != NULL && (err = bft_store_sync(st)) < 0)
+		bft_log("%s: sync on close: %s", st->dir, strerror(-err));
+	for (size_t i = 0; i < st->nseg; i++)
+		if (st->segs[i].fd >= 0)
+			close(st->segs[i].fd);
+	for (uint64_t b = 0; st->blocks != NULL && b < st->id.nblocks; b++) {
+		if (st->blocks[b] != NULL) {
+			free(st->blocks[b]->pub.hist);
+			free(st->blocks[b]);
+		}
+	}
+	if (st->dirfd >= 0)
+		close(st->dirfd);
+	free(st->blocks);
+	free(st->segs);
+	free(st->wbuf);
+	free(st->rbuf);
+	free(st->dir);
+	free(st);
+}
