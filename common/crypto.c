@@ -71,11 +71,19 @@ void
 bft_vec_mac(const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
     const uint8_t ki[BFT_KEY_LEN], uint8_t out[BFT_MAC_LEN])
 {
-	uint8_t msg[1 + 16 + BFT_HASH_LEN];
+	uint8_t msg[1 + 16 + BFT_MAC_LEN + BFT_HASH_LEN];
 
+	/*
+	 * The timestamp's own MAC is covered too.  Otherwise a reader could
+	 * write back a real candidate with its ts MAC garbled: servers would
+	 * take it into lc on the strength of vec, and writers, whose CLOCK
+	 * skips timestamps that fail k_W, would then choose a timestamp
+	 * below a completed write.
+	 */
 	msg[0] = 'V';
 	put_ts(msg + 1, ts);
-	memcpy(msg + 17, nh, BFT_HASH_LEN);
+	memcpy(msg + 17, ts->mac, BFT_MAC_LEN);
+	memcpy(msg + 17 + BFT_MAC_LEN, nh, BFT_HASH_LEN);
 	mac(ki, msg, sizeof msg, out);
 }
 

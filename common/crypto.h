@@ -30,7 +30,10 @@ bool bft_equal(const void *a, const void *b, size_t len);
 void bft_ts_sign(struct bft_ts *ts, const uint8_t kw[BFT_KEY_LEN]);
 bool bft_ts_verify(const struct bft_ts *ts, const uint8_t kw[BFT_KEY_LEN]);
 
-/* vec[i] = MAC_ki(ts || nh): what server i checks on STORE and COMPLETE. */
+/*
+ * vec[i] = MAC_ki(ts || ts.mac || nh): what server i checks on STORE and
+ * COMPLETE, and on write-backs without a history entry.
+ */
 void bft_vec_mac(const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
 		 const uint8_t ki[BFT_KEY_LEN], uint8_t out[BFT_MAC_LEN]);
 bool bft_vec_verify(const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],

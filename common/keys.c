@@ -17,8 +17,9 @@ struct key_ctx {
 	uint32_t have_keys;
 };
 
+/* Parses a decimal number no greater than max. */
 static int
-parse_index(const char *s, unsigned *out)
+parse_bounded(const char *s, unsigned max, unsigned *out)
 {
 	char *end;
 	unsigned long v;
@@ -27,7 +28,7 @@ parse_index(const char *s, unsigned *out)
 		return -1;
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (errno || *end || v >= BFT_MAX_N)
+	if (errno || *end || v > max)
 		return -1;
 	*out = (unsigned)v;
 	return 0;
@@ -46,7 +47,7 @@ key_pair(void *vctx, const char *key, const char *value, char *err,
 			goto bad;
 		ctx->have_id = 1;
 	} else if (ctx->sk && strcmp(key, "index") == 0) {
-		if (parse_index(value, &ctx->sk->index))
+		if (parse_bounded(value, BFT_MAX_N - 1, &ctx->sk->index))
 			goto bad;
 		ctx->have_index = 1;
 	} else if (ctx->sk && strcmp(key, "key") == 0) {
@@ -54,10 +55,11 @@ key_pair(void *vctx, const char *key, const char *value, char *err,
 			goto bad;
 		ctx->have_keys = 1;
 	} else if (ctx->ck && strcmp(key, "n") == 0) {
-		if (parse_index(value, &ctx->ck->n) || ctx->ck->n < 4)
+		if (parse_bounded(value, BFT_MAX_N, &ctx->ck->n) ||
+		    ctx->ck->n < 4 || (ctx->ck->n - 1) % 3 != 0)
 			goto bad;
 	} else if (ctx->ck && strncmp(key, "key.", 4) == 0) {
-		if (parse_index(key + 4, &idx) ||
+		if (parse_bounded(key + 4, BFT_MAX_N - 1, &idx) ||
 		    bft_parse_hex(value, ctx->ck->k[idx], BFT_KEY_LEN))
 			goto bad;
 		ctx->have_keys |= 1u << idx;
