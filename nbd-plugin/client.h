@@ -71,6 +71,7 @@ struct op {
 	struct bft_cand C[BFT_MAX_N];
 	unsigned nc;
 	struct bft_reply W[BFT_MAX_N];
+	uint32_t unhashed;		/* replies whose fragment is not checked yet */
 	struct bft_cand chosen;
 	uint32_t quorum;
 	bool zero;			/* C came out empty: the block reads as 0 */

@@ -23,6 +23,7 @@ read_start(struct op *op)
 	op->nc = 0;
 	op->zero = false;
 	op->quorum = 0;
+	op->unhashed = 0;
 	memset(op->W, 0, sizeof op->W);
 	round_start(op, PH_COLLECT);
 }
@@ -92,6 +93,35 @@ selected(struct op *op, int h)
 	round_start(op, PH_REPAIR);
 }
 
+/*
+ * Hashing a fragment is the largest cost of a read, and safe() needs only
+ * t+1 verified ones: check fragments that claim ts one at a time until
+ * the candidate is safe or none are left.  safe() only grows as more
+ * fragments verify, so this decides exactly as hashing them all would.
+ */
+static bool
+safe_lazily(struct op *op, const struct bft_ts *ts)
+{
+	struct bft_client *cl = op->cl;
+	uint32_t flen = bft_ec_frag_len(cl->p.ec);
+	uint8_t h[BFT_HASH_LEN];
+
+	while (!bft_safe(ts, op->W, cl->n, cl->t, &op->quorum)) {
+		unsigned i;
+
+		for (i = 0; i < cl->n; i++)
+			if ((op->unhashed & (1u << i)) &&
+			    bft_ts_cmp(&op->W[i].ts, ts) == 0)
+				break;
+		if (i == cl->n)
+			return false;
+		op->unhashed &= ~(1u << i);
+		bft_hash(op->frags[i], flen, h);
+		op->W[i].frag_ok = bft_equal(h, op->W[i].cc[i], BFT_HASH_LEN);
+	}
+	return true;
+}
+
 /* FILTER's wait condition (line 159), re-checked after every reply. */
 static void
 filter_check(struct op *op, bool all_in)
@@ -109,7 +139,7 @@ filter_check(struct op *op, bool all_in)
 		return;
 	}
 	h = bft_highest(op->C, op->nc);
-	if (bft_safe(&op->C[h].ts, op->W, n, t, &op->quorum)) {
+	if (safe_lazily(op, &op->C[h].ts)) {
 		selected(op, h);
 		return;
 	}
@@ -129,7 +159,6 @@ filter_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	struct bft_client *cl = op->cl;
 	struct bft_reply *w = &op->W[i];
 	uint32_t flen = bft_ec_frag_len(cl->p.ec);
-	uint8_t h[BFT_HASH_LEN];
 
 	w->present = true;
 	w->ts = m->ts;
@@ -138,8 +167,7 @@ filter_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	w->frag_ok = false;
 	if (!bft_ts_is_zero(&m->ts) && m->frag_len == flen) {
 		memcpy(op->frags[i], m->frag, flen);
-		bft_hash(op->frags[i], flen, h);
-		w->frag_ok = bft_equal(h, m->cc[i], BFT_HASH_LEN);
+		op->unhashed |= 1u << i;
 	}
 	op->ok |= 1u << i;
 	filter_check(op, popcount32(op->replied) == cl->n);
