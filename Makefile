@@ -101,6 +101,9 @@ bench: all
 clean:
 	rm -rf build build-asan
 
+# Test objects come from a chain of pattern rules; keep them between runs.
+.SECONDARY:
+
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	run stop bench clean
 

@@ -290,8 +290,22 @@ static void on_closed(uv_handle_t *h);
 static void
 conn_close(struct conn *c, const char *why)
 {
+	struct client_loop *lp = c->cl->lp;
+	uint32_t bit = 1u << c->idx;
+
 	if (c->state == C_CLOSING || c->state == C_IDLE)
 		return;
+	/*
+	 * Requests on this connection are lost with it.  Every request is
+	 * idempotent (a STORE resent carries the same ts and nh), so the
+	 * unanswered ones go out again once the server is back.
+	 */
+	for (uint32_t s = 0; s < MAX_OPS; s++) {
+		struct op *op = lp->slots[s];
+
+		if (op != NULL && !(op->replied & bit))
+			op->sent &= ~bit;
+	}
 	if (!c->warned)
 		nbdkit_debug("server %u: connection lost: %s", c->idx, why);
 	c->warned = true;

@@ -117,11 +117,15 @@ write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	if (m->status != BFT_OK) {
 		/*
 		 * ESTALE means (num, wid) was completed with other data by an
-		 * earlier attempt of ours; a fresh writer id makes every later
-		 * timestamp new.
+		 * earlier attempt of ours; EBUSY, that failed attempts of ours
+		 * left too many STOREs pending on this block.  A fresh writer
+		 * id makes every later timestamp new and starts its count at
+		 * zero; a later completed write collects the leftovers.
 		 */
-		if (m->status == BFT_ESTALE)
+		if (m->status == BFT_ESTALE || m->status == BFT_EBUSY) {
 			bft_random(&cl->writer_id, sizeof cl->writer_id);
+			cl->writer_id |= 1;
+		}
 		round_note_error(op, i, m->status);
 		return;
 	}
