@@ -143,6 +143,13 @@ op_done(struct op *op, int err, const char *why)
 
 	op->err = err;
 	op->why = why;
+	/*
+	 * A write that failed after CLOCK may have completed at a few
+	 * servers.  Reusing its (num, wid) would put two values under one
+	 * timestamp, so this writer takes a new id.
+	 */
+	if (err && op->kind == OP_WRITE && op->phase != PH_CLOCK)
+		rotate_writer_id(op->cl);
 	lp->slots[op->slot] = NULL;
 	lp->nactive--;
 	batch_signal(op->batch);	/* op may be freed from here on */
@@ -154,6 +161,13 @@ op_done(struct op *op, int err, const char *why)
 			lp->waittail = NULL;
 		start_op(next);
 	}
+}
+
+void
+rotate_writer_id(struct bft_client *cl)
+{
+	bft_random(&cl->writer_id, sizeof cl->writer_id);
+	cl->writer_id |= 1;	/* zero marks c0 */
 }
 
 static int

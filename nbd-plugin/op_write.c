@@ -122,10 +122,8 @@ write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 		 * id makes every later timestamp new and starts its count at
 		 * zero; a later completed write collects the leftovers.
 		 */
-		if (m->status == BFT_ESTALE || m->status == BFT_EBUSY) {
-			bft_random(&cl->writer_id, sizeof cl->writer_id);
-			cl->writer_id |= 1;
-		}
+		if (m->status == BFT_ESTALE || m->status == BFT_EBUSY)
+			rotate_writer_id(cl);
 		round_note_error(op, i, m->status);
 		return;
 	}

@@ -142,9 +142,8 @@ bftblk_config_complete(void)
 		nbdkit_error("warning: ISA-L is not available (install "
 		    "libisal2); using the slow %s erasure code",
 		    bft_ec_backend(ec));
-	if (writer_id == 0)
+	while (writer_id == 0)		/* zero marks c0 */
 		bft_random(&writer_id, sizeof writer_id);
-	writer_id |= 1;		/* never zero: zero marks c0 */
 	nbdkit_debug("bftblk: t=%u n=%u, %" PRIu64 " bytes, ec %s, "
 	    "fragment %u bytes", cfg.t, cfg.n, export_size,
 	    bft_ec_backend(ec), bft_ec_frag_len(ec));

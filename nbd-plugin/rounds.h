@@ -35,6 +35,9 @@ void op_done(struct op *op, int err, const char *why);
  */
 bool round_note_error(struct op *op, unsigned i, int status);
 
+/* Gives this writer a fresh random id (loop thread only). */
+void rotate_writer_id(struct bft_client *cl);
+
 /* Per-kind hooks, called by the round machinery. */
 void write_start(struct op *op);
 void write_build(struct op *op, unsigned i, struct bft_msg *m);
