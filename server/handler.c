@@ -1,0 +1,461 @@
+/*
+ * The server side of M-PoWerStore (Dobre et al., Algorithm 5), one
+ * request at a time.  Line numbers in comments refer to Algorithm 5.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto.h"
+#include "log.h"
+#include "predicates.h"
+#include "handler.h"
+
+int
+bft_handler_init(struct bft_handler *h, const struct bft_config *cfg,
+    const struct bft_server_key *key, struct bft_store *st,
+    unsigned max_pending)
+{
+	memset(h, 0, sizeof *h);
+	h->cfg = cfg;
+	h->key = key;
+	h->st = st;
+	h->max_pending = max_pending ? max_pending : BFT_DEFAULT_MAX_PENDING;
+	h->fragbuf = malloc(BFT_MAX_FRAG);
+	return h->fragbuf ? 0 : -1;
+}
+
+void
+bft_handler_fini(struct bft_handler *h)
+{
+	free(h->fragbuf);
+	h->fragbuf = NULL;
+}
+
+/*
+ * Authentication failures and refusals can come in floods from a broken
+ * or hostile client; the first few say what is going on, the rest would
+ * only fill the disk.
+ */
+static bool
+log_this(uint64_t count)
+{
+	return count <= 10 || count % 1000 == 0;
+}
+
+static int
+store_status(struct bft_handler *h, const char *peer, const char *what,
+    uint64_t block, int err)
+{
+	h->stats.store_errors++;
+	bft_log("conn %s: %s block %" PRIu64 ": store: %s", peer, what, block,
+	    strerror(-err));
+	switch (err) {
+	case -ENOSPC:	return BFT_ENOSPC;
+	case -ESTALE:	return BFT_ESTALE;
+	case -ERANGE:	return BFT_ERANGE;
+	default:	return BFT_EIO;
+	}
+}
+
+/* Copies the first n entries of a MAC vector and zeroes the rest. */
+static void
+copy_vec(uint8_t dst[BFT_MAX_N][BFT_MAC_LEN],
+    const uint8_t src[BFT_MAX_N][BFT_MAC_LEN], unsigned n)
+{
+	memset(dst, 0, BFT_MAX_N * BFT_MAC_LEN);
+	memcpy(dst, src, (size_t)n * BFT_MAC_LEN);
+}
+
+static int
+handle_hello(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep)
+{
+	const struct bft_config *cfg = h->cfg;
+	char why[512], theirs[2 * BFT_CLUSTER_ID_LEN + 1];
+	char ours[2 * BFT_CLUSTER_ID_LEN + 1];
+	size_t off = 0;
+
+#define DIFF(...) do { \
+		int r_ = snprintf(why + off, sizeof why - off, __VA_ARGS__); \
+		if (r_ > 0 && (size_t)r_ < sizeof why - off) \
+			off += (size_t)r_; \
+	} while (0)
+	if (!bft_equal(req->cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN)) {
+		bft_format_hex(req->cluster_id, BFT_CLUSTER_ID_LEN, theirs);
+		bft_format_hex(cfg->cluster_id, BFT_CLUSTER_ID_LEN, ours);
+		DIFF(" cluster-id %s (ours %s)", theirs, ours);
+	}
+	if (req->hello_n != cfg->n)
+		DIFF(" n %" PRIu32 " (ours %u)", req->hello_n, cfg->n);
+	if (req->hello_t != cfg->t)
+		DIFF(" t %" PRIu32 " (ours %u)", req->hello_t, cfg->t);
+	if (req->block_size != cfg->block_size)
+		DIFF(" block-size %" PRIu32 " (ours %" PRIu32 ")",
+		    req->block_size, cfg->block_size);
+	if (req->nblocks != cfg->nblocks)
+		DIFF(" nblocks %" PRIu64 " (ours %" PRIu64 ")", req->nblocks,
+		    cfg->nblocks);
+	if (req->server_index != h->key->index)
+		DIFF(" server index %" PRIu32 " (ours %u)", req->server_index,
+		    h->key->index);
+#undef DIFF
+	if (off == 0)
+		return 0;
+	h->stats.hello_mismatch++;
+	bft_log("conn %s: HELLO mismatch:%s", peer, why);
+	rep->status = BFT_ECLUSTER;
+	return 1;
+}
+
+/* STOREs of writer wid waiting above lc, i.e. not yet superseded. */
+static unsigned
+pending_count(const struct bft_block_state *bs, uint64_t wid)
+{
+	unsigned count = 0;
+
+	for (unsigned j = 0; j < bs->nhist; j++) {
+		const struct bft_ts *ts = &bs->hist[j].meta.ts;
+
+		if (ts->wid == wid && bft_ts_cmp(ts, &bs->lc.ts) > 0)
+			count++;
+	}
+	return count;
+}
+
+/* Lines 113-115, hardened against replays and floods. */
+static void
+handle_store(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep)
+{
+	unsigned i = h->key->index, n = h->cfg->n;
+	const struct bft_block_state *bs;
+	const struct bft_hist_entry *e;
+	struct bft_hist_meta meta;
+	uint8_t lcnh[BFT_HASH_LEN];
+	int cmp, err;
+
+	/* ts0 belongs to the initial value; no writer ever stores it. */
+	if (req->ts.num == 0 || req->frag == NULL || req->frag_len == 0 ||
+	    req->frag_len > BFT_MAX_FRAG) {
+		rep->status = BFT_EPROTO;
+		return;
+	}
+	/*
+	 * The paper's server stores whatever arrives; checking vec[i] first
+	 * keeps anyone without the writer's keys from filling Hist.
+	 */
+	if (!bft_vec_verify(&req->ts, req->nh, h->key->k, req->vec[i])) {
+		if (log_this(++h->stats.eauth))
+			bft_log("conn %s: STORE block %" PRIu64 " ts %" PRIu64
+			    "/%" PRIu64 ": bad MAC (%" PRIu64 " so far)", peer,
+			    req->block, req->ts.num, req->ts.wid,
+			    h->stats.eauth);
+		rep->status = BFT_EAUTH;
+		return;
+	}
+	bs = bft_store_block(h->st, req->block);
+	cmp = bft_ts_cmp(&req->ts, &bs->lc.ts);
+	if (cmp < 0) {
+		/*
+		 * A newer write completed here, so the GC rule would drop
+		 * this entry at once; acking without storing is what storing
+		 * and collecting would amount to.
+		 */
+		h->stats.superseded++;
+		return;
+	}
+	e = bft_store_hist(h->st, req->block, &req->ts);
+	if (cmp == 0) {
+		/*
+		 * ts already completed: a retransmission of its own STORE is
+		 * fine, other data under a completed timestamp never is.  A
+		 * missing entry whose nh matches lc's nonce is the late STORE
+		 * of that very write (lc came by write-back), and keeping its
+		 * fragment lets this server serve the completed value.
+		 */
+		if (e != NULL) {
+			if (!bft_equal(e->meta.nh, req->nh, BFT_HASH_LEN)) {
+				h->stats.estale++;
+				rep->status = BFT_ESTALE;
+			}
+			return;
+		}
+		bft_hash(bs->lc.nonce, BFT_NONCE_LEN, lcnh);
+		if (!bft_equal(lcnh, req->nh, BFT_HASH_LEN)) {
+			h->stats.estale++;
+			rep->status = BFT_ESTALE;
+			return;
+		}
+	}
+	/*
+	 * Hist is unbounded in the paper; capping the STOREs a writer may
+	 * leave above lc bounds the memory one client can pin per block,
+	 * while a retransmission of a present entry is always accepted.
+	 */
+	if (e == NULL && cmp > 0 &&
+	    pending_count(bs, req->ts.wid) >= h->max_pending) {
+		if (log_this(++h->stats.ebusy))
+			bft_log("conn %s: STORE block %" PRIu64 ": writer %"
+			    PRIu64 " has %u pending (%" PRIu64 " refused)",
+			    peer, req->block, req->ts.wid, h->max_pending,
+			    h->stats.ebusy);
+		rep->status = BFT_EBUSY;
+		return;
+	}
+	memset(&meta, 0, sizeof meta);
+	meta.ts = req->ts;
+	memcpy(meta.nh, req->nh, BFT_HASH_LEN);
+	copy_vec(meta.vec, req->vec, n);
+	memcpy(meta.cc, req->cc, (size_t)n * BFT_HASH_LEN);
+	meta.frag_len = req->frag_len;
+	err = bft_store_put_hist(h->st, req->block, &meta, req->frag);
+	if (err < 0)
+		rep->status = store_status(h, peer, "STORE", req->block, err);
+}
+
+static int
+set_lc(struct bft_handler *h, const char *peer, const char *what,
+    uint64_t block, const struct bft_ts *ts, const uint8_t *nonce,
+    const uint8_t vec[BFT_MAX_N][BFT_MAC_LEN])
+{
+	struct bft_cand c;
+	int err;
+
+	memset(&c, 0, sizeof c);
+	c.ts = *ts;
+	memcpy(c.nonce, nonce, BFT_NONCE_LEN);
+	copy_vec(c.vec, vec, h->cfg->n);
+	err = bft_store_set_lc(h->st, block, &c);
+	return err < 0 ? store_status(h, peer, what, block, err) : BFT_OK;
+}
+
+/* Lines 116-118. */
+static void
+handle_complete(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep)
+{
+	const struct bft_block_state *bs;
+	uint8_t nh[BFT_HASH_LEN];
+
+	if (req->ts.num == 0) {
+		rep->status = BFT_EPROTO;
+		return;
+	}
+	/*
+	 * The paper trusts the channel to authenticate the writer; the MAC
+	 * check is that authentication, and it keeps lc a proof of writing.
+	 */
+	bft_hash(req->nonce, BFT_NONCE_LEN, nh);
+	if (!bft_vec_verify(&req->ts, nh, h->key->k,
+	    req->vec[h->key->index])) {
+		if (log_this(++h->stats.eauth))
+			bft_log("conn %s: COMPLETE block %" PRIu64 " ts %"
+			    PRIu64 "/%" PRIu64 ": bad MAC (%" PRIu64
+			    " so far)", peer, req->block, req->ts.num,
+			    req->ts.wid, h->stats.eauth);
+		rep->status = BFT_EAUTH;
+		return;
+	}
+	bs = bft_store_block(h->st, req->block);
+	if (bft_ts_cmp(&req->ts, &bs->lc.ts) > 0)
+		rep->status = set_lc(h, peer, "COMPLETE", req->block, &req->ts,
+		    req->nonce, req->vec);
+}
+
+static const struct bft_hist_meta *
+hist_meta(struct bft_handler *h, uint64_t block, const struct bft_ts *ts)
+{
+	const struct bft_hist_entry *e = bft_store_hist(h->st, block, ts);
+
+	return e ? &e->meta : NULL;
+}
+
+/* Fills a FILTER_ACK from one Hist entry, fragment included. */
+static void
+reply_hist(struct bft_handler *h, const char *peer, uint64_t block,
+    const struct bft_hist_entry *e, struct bft_msg *rep)
+{
+	int err;
+
+	err = bft_store_read_frag(h->st, e, h->fragbuf);
+	if (err < 0) {
+		rep->status = store_status(h, peer, "FILTER", block, err);
+		return;
+	}
+	rep->ts = e->meta.ts;
+	copy_vec(rep->vec, e->meta.vec, h->cfg->n);
+	memcpy(rep->cc, e->meta.cc, (size_t)h->cfg->n * BFT_HASH_LEN);
+	rep->frag = h->fragbuf;
+	rep->frag_len = e->meta.frag_len;
+}
+
+/* Lines 121-127. */
+static void
+handle_filter(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep)
+{
+	const struct bft_cand *C = req->cands, *wb = NULL, *rt = NULL;
+	const struct bft_block_state *bs;
+	const struct bft_hist_entry *e;
+	unsigned nc = req->ncands, i = h->key->index;
+	bool lc_newest = true;
+
+	if (nc == 0 || nc > h->cfg->n) {
+		rep->status = BFT_EPROTO;
+		return;
+	}
+	/* Line 123: c_wb, the highest valid candidate. */
+	for (unsigned j = 0; j < nc; j++) {
+		if (wb != NULL && bft_ts_cmp(&C[j].ts, &wb->ts) <= 0)
+			continue;
+		if (bft_valid(&C[j], hist_meta(h, req->block, &C[j].ts), i,
+		    h->key->k))
+			wb = &C[j];
+	}
+	/* Line 124: write-back. */
+	bs = bft_store_block(h->st, req->block);
+	if (wb != NULL && bft_ts_cmp(&wb->ts, &bs->lc.ts) > 0) {
+		rep->status = set_lc(h, peer, "FILTER", req->block, &wb->ts,
+		    wb->nonce, wb->vec);
+		if (rep->status != BFT_OK)
+			return;
+		h->stats.writebacks++;
+		bs = bft_store_block(h->st, req->block);
+	}
+	/*
+	 * Line 125: c_rt, the highest candidate backed by Hist.  It is
+	 * chosen after the write-back, whose GC may have dropped entries.
+	 */
+	for (unsigned j = 0; j < nc; j++) {
+		if (rt != NULL && bft_ts_cmp(&C[j].ts, &rt->ts) <= 0)
+			continue;
+		if (bft_valid_by_hist(&C[j], hist_meta(h, req->block,
+		    &C[j].ts)))
+			rt = &C[j];
+	}
+	if (rt != NULL) {
+		reply_hist(h, peer, req->block,
+		    bft_store_hist(h->st, req->block, &rt->ts), rep);
+		return;
+	}
+	/*
+	 * The paper answers c0 here.  When lc is newer than every
+	 * candidate, the entries asked for were collected because a newer
+	 * write completed, and c0 would wrongly count against them in the
+	 * reader's invalid(); lc.ts tells the reader the truth instead.
+	 */
+	for (unsigned j = 0; j < nc; j++)
+		if (bft_ts_cmp(&bs->lc.ts, &C[j].ts) <= 0)
+			lc_newest = false;
+	if (!lc_newest)
+		return;		/* c0: everything in rep is zero */
+	e = bft_store_hist(h->st, req->block, &bs->lc.ts);
+	if (e != NULL) {
+		reply_hist(h, peer, req->block, e, rep);
+		return;
+	}
+	rep->ts = bs->lc.ts;
+	rep->frag = h->fragbuf;
+	rep->frag_len = 0;
+}
+
+/* Lines 128-130. */
+static void
+handle_repair(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep)
+{
+	const struct bft_cand *c = &req->cands[0];
+	const struct bft_block_state *bs;
+
+	if (req->ncands < 1) {
+		rep->status = BFT_EPROTO;
+		return;
+	}
+	bs = bft_store_block(h->st, req->block);
+	if (bft_ts_cmp(&c->ts, &bs->lc.ts) <= 0 ||
+	    !bft_valid(c, hist_meta(h, req->block, &c->ts), h->key->index,
+	    h->key->k))
+		return;
+	rep->status = set_lc(h, peer, "REPAIR", req->block, &c->ts, c->nonce,
+	    c->vec);
+	if (rep->status == BFT_OK)
+		h->stats.repairs++;
+}
+
+int
+bft_handle(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep)
+{
+	const struct bft_block_state *bs;
+	int err;
+
+	/* Zeroed whole, so no byte of an earlier reply can leak into this. */
+	memset(rep, 0, sizeof *rep);
+	rep->type = req->type | BFT_ACK;
+	rep->id = req->id;
+	rep->block = req->block;
+	rep->status = BFT_OK;
+	if ((req->type & BFT_ACK) || req->type < BFT_HELLO ||
+	    req->type > BFT_FLUSH) {
+		rep->status = BFT_EPROTO;
+		return 1;
+	}
+	h->stats.requests[req->type]++;
+	if (req->type == BFT_HELLO)
+		return handle_hello(h, peer, req, rep);
+	if (req->type == BFT_FLUSH) {
+		err = bft_store_sync(h->st);
+		if (err < 0)
+			rep->status = store_status(h, peer, "FLUSH", 0, err);
+		return 0;
+	}
+	if (req->block >= h->cfg->nblocks) {
+		rep->status = BFT_ERANGE;
+		return 0;
+	}
+	switch (req->type) {
+	case BFT_CLOCK:			/* lines 111-112 */
+		rep->ts = bft_store_block(h->st, req->block)->lc.ts;
+		break;
+	case BFT_STORE:
+		handle_store(h, peer, req, rep);
+		break;
+	case BFT_COMPLETE:
+		handle_complete(h, peer, req, rep);
+		break;
+	case BFT_COLLECT:		/* lines 119-120 */
+		bs = bft_store_block(h->st, req->block);
+		rep->cands[0] = bs->lc;
+		rep->ncands = 1;
+		break;
+	case BFT_FILTER:
+		handle_filter(h, peer, req, rep);
+		break;
+	case BFT_REPAIR:
+		handle_repair(h, peer, req, rep);
+		break;
+	}
+	return 0;
+}
+
+void
+bft_handler_log_stats(const struct bft_handler *h)
+{
+	const struct bft_handler_stats *s = &h->stats;
+
+	bft_debug("requests: hello %" PRIu64 " clock %" PRIu64 " store %"
+	    PRIu64 " complete %" PRIu64 " collect %" PRIu64 " filter %" PRIu64
+	    " repair %" PRIu64 " flush %" PRIu64, s->requests[BFT_HELLO],
+	    s->requests[BFT_CLOCK], s->requests[BFT_STORE],
+	    s->requests[BFT_COMPLETE], s->requests[BFT_COLLECT],
+	    s->requests[BFT_FILTER], s->requests[BFT_REPAIR],
+	    s->requests[BFT_FLUSH]);
+	bft_debug("refused: eauth %" PRIu64 " ebusy %" PRIu64 " estale %"
+	    PRIu64 " hello-mismatch %" PRIu64 "; superseded stores %" PRIu64
+	    "; write-backs %" PRIu64 " repairs %" PRIu64 " store errors %"
+	    PRIu64, s->eauth, s->ebusy, s->estale, s->hello_mismatch,
+	    s->superseded, s->writebacks, s->repairs, s->store_errors);
+}

@@ -1,0 +1,59 @@
+/*
+ * The protocol logic of one server (Dobre et al., Algorithm 5): one
+ * decoded request in, one reply out.  It knows nothing of sockets, so
+ * the unit tests drive it directly against a real store.
+ */
+#ifndef BFTBLK_HANDLER_H
+#define BFTBLK_HANDLER_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "keys.h"
+#include "proto.h"
+#include "wire.h"
+#include "store.h"
+
+#define BFT_DEFAULT_MAX_PENDING 8
+
+struct bft_handler_stats {
+	uint64_t requests[BFT_FLUSH + 1];	/* indexed by request type */
+	uint64_t eauth;			/* STORE/COMPLETE with a bad MAC */
+	uint64_t ebusy;			/* STOREs refused by the pending cap */
+	uint64_t estale;
+	uint64_t superseded;		/* STOREs acked without storing */
+	uint64_t writebacks;		/* lc set by FILTER */
+	uint64_t repairs;		/* lc set by REPAIR */
+	uint64_t store_errors;		/* ENOSPC or EIO from the store */
+	uint64_t hello_mismatch;
+};
+
+struct bft_handler {
+	const struct bft_config *cfg;
+	const struct bft_server_key *key;
+	struct bft_store *st;
+	unsigned max_pending;		/* STOREs above lc per writer and block */
+	struct bft_handler_stats stats;
+	uint8_t *fragbuf;		/* BFT_MAX_FRAG bytes for FILTER_ACK */
+};
+
+/* Sets up h over an open store; 0, or -1 when out of memory. */
+int bft_handler_init(struct bft_handler *h, const struct bft_config *cfg,
+    const struct bft_server_key *key, struct bft_store *st,
+    unsigned max_pending);
+void bft_handler_fini(struct bft_handler *h);
+
+/*
+ * Handles one request from peer (a name for log lines) and fills rep
+ * (type | BFT_ACK, id, block, status and the type's fields).  rep->frag
+ * may point to h->fragbuf, valid until the next call.  Returns 1 when
+ * the connection must be closed once the reply is written (HELLO
+ * mismatch), else 0.
+ */
+int bft_handle(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep);
+
+/* Logs the counters through bft_debug (shown with -v). */
+void bft_handler_log_stats(const struct bft_handler *h);
+
+#endif

@@ -1,0 +1,373 @@
+/*
+ * bftblk-server: one storage server of a bftblk cluster.  Loads the
+ * cluster configuration and this server's key, opens the data
+ * directory, and serves M-PoWerStore requests until SIGTERM or SIGINT.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "config.h"
+#include "crypto.h"
+#include "keys.h"
+#include "log.h"
+#include "handler.h"
+#include "net.h"
+#include "store.h"
+
+struct opts {
+	const char *config, *key, *data, *listen, *unix_path, *pidfile;
+	unsigned max_pending, max_conns;
+	int verbose;
+};
+
+struct server {
+	struct bft_net *net;
+	uv_signal_t sigterm, sigint;
+	bool signals;
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: bftblk-server --config FILE --key FILE --data DIR "
+	    "[--listen HOST:PORT]\n"
+	    "                     [--unix PATH] [--max-pending N] "
+	    "[--max-conns N] [--pidfile FILE] [-v]\n");
+}
+
+static int
+parse_count(const char *s, unsigned *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end != '\0' || v == 0 || v > 1000000)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* Splits "HOST:PORT" or "[V6ADDR]:PORT"; 0, or -1 when s is neither. */
+static int
+parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *port)
+{
+	const char *colon, *h = s;
+	unsigned long p;
+	size_t hlen;
+	char *end;
+
+	if (s[0] == '[') {
+		colon = strchr(s, ']');
+		if (colon == NULL || colon[1] != ':')
+			return -1;
+		h = s + 1;
+		hlen = (size_t)(colon - h);
+		colon++;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL || memchr(s, ':', (size_t)(colon - s)))
+			return -1;
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen >= hostlen || colon[1] < '0' || colon[1] > '9')
+		return -1;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end != '\0' || p > 65535)
+		return -1;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static int
+parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "data", required_argument, NULL, 'd' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "unix", required_argument, NULL, 'u' },
+		{ "max-pending", required_argument, NULL, 'P' },
+		{ "max-conns", required_argument, NULL, 'C' },
+		{ "pidfile", required_argument, NULL, 'p' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	memset(o, 0, sizeof *o);
+	o->max_pending = BFT_DEFAULT_MAX_PENDING;
+	o->max_conns = BFT_DEFAULT_MAX_CONNS;
+	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': o->config = optarg; break;
+		case 'k': o->key = optarg; break;
+		case 'd': o->data = optarg; break;
+		case 'l': o->listen = optarg; break;
+		case 'u': o->unix_path = optarg; break;
+		case 'p': o->pidfile = optarg; break;
+		case 'v': o->verbose = 1; break;
+		case 'P':
+			if (parse_count(optarg, &o->max_pending) < 0) {
+				bft_log("--max-pending: not a count: %s",
+				    optarg);
+				return -1;
+			}
+			break;
+		case 'C':
+			if (parse_count(optarg, &o->max_conns) < 0) {
+				bft_log("--max-conns: not a count: %s", optarg);
+				return -1;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc || !o->config || !o->key || !o->data) {
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Checks that the key belongs to the configured cluster. */
+static int
+check_key(const struct opts *o, const struct bft_config *cfg,
+    const struct bft_server_key *key)
+{
+	char a[2 * BFT_CLUSTER_ID_LEN + 1], b[2 * BFT_CLUSTER_ID_LEN + 1];
+
+	if (!bft_equal(key->cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN)) {
+		bft_format_hex(key->cluster_id, BFT_CLUSTER_ID_LEN, a);
+		bft_format_hex(cfg->cluster_id, BFT_CLUSTER_ID_LEN, b);
+		bft_log("%s: key of cluster %s, but %s is cluster %s", o->key,
+		    a, o->config, b);
+		return -1;
+	}
+	if (key->index >= cfg->n) {
+		bft_log("%s: key of server %u, but %s has only n=%u servers",
+		    o->key, key->index, o->config, cfg->n);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+write_pidfile(const char *path)
+{
+	char line[32];
+	int fd, len, ok;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	len = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+	ok = write(fd, line, (size_t)len) == len;
+	if (close(fd) < 0 || !ok)
+		return -1;
+	return 0;
+}
+
+static void
+stop(struct server *srv)
+{
+	bft_net_shutdown(srv->net);
+	if (srv->signals) {
+		srv->signals = false;
+		uv_close((uv_handle_t *)&srv->sigterm, NULL);
+		uv_close((uv_handle_t *)&srv->sigint, NULL);
+	}
+}
+
+static void
+on_signal(uv_signal_t *sig, int signum)
+{
+	bft_log("%s: shutting down", strsignal(signum));
+	stop(sig->data);
+}
+
+/* Sets up listeners and signals; 0 or -1 after logging why. */
+static int
+start(struct server *srv, uv_loop_t *loop, const struct opts *o,
+    const struct bft_config *cfg, const struct bft_server_key *key)
+{
+	char host[BFT_HOST_LEN], err[512];
+	uint16_t port;
+
+	if (o->listen) {
+		if (parse_hostport(o->listen, host, sizeof host, &port) < 0) {
+			bft_log("--listen: not HOST:PORT: %s", o->listen);
+			return -1;
+		}
+	} else {
+		snprintf(host, sizeof host, "%s", cfg->servers[key->index].host);
+		port = cfg->servers[key->index].port;
+	}
+	if (bft_net_listen_tcp(srv->net, host, port, err, sizeof err) < 0 ||
+	    (o->unix_path &&
+	    bft_net_listen_unix(srv->net, o->unix_path, err, sizeof err) < 0)) {
+		bft_log("%s", err);
+		return -1;
+	}
+	if (uv_signal_init(loop, &srv->sigterm) < 0 ||
+	    uv_signal_init(loop, &srv->sigint) < 0) {
+		bft_log("cannot set up signal handling");
+		return -1;
+	}
+	srv->signals = true;
+	srv->sigterm.data = srv->sigint.data = srv;
+	if (uv_signal_start(&srv->sigterm, on_signal, SIGTERM) < 0 ||
+	    uv_signal_start(&srv->sigint, on_signal, SIGINT) < 0) {
+		bft_log("cannot set up signal handling");
+		return -1;
+	}
+	return 0;
+}
+
+/* A crash leaves a torn tail; anything else found damaged is news. */
+static void
+log_replay(const char *dir, const struct bft_store *st)
+{
+	struct bft_store_replay r;
+
+	bft_store_replay_info(st, &r);
+	if (r.torn_records || r.corrupt_records)
+		bft_log("%s: discarded %" PRIu64 " torn records (%" PRIu64
+		    " bytes) and %" PRIu64 " corrupt ones (%" PRIu64
+		    " bytes)", dir, r.torn_records, r.torn_bytes,
+		    r.corrupt_records, r.corrupt_bytes);
+}
+
+static void
+log_store_stats(const struct bft_store *st)
+{
+	struct bft_store_stats ss;
+
+	bft_store_stats(st, &ss);
+	bft_debug("store: %" PRIu64 " records replayed, %" PRIu64
+	    " discarded, %" PRIu64 " segments, %" PRIu64 " of %" PRIu64
+	    " bytes live, %" PRIu64 " compactions", ss.records_replayed,
+	    ss.records_discarded, ss.segments, ss.bytes_live, ss.bytes_total,
+	    ss.compactions);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct bft_config cfg;
+	static struct bft_server_key key;
+	struct bft_store_identity id;
+	struct bft_handler h;
+	struct bft_store *st = NULL;
+	struct server srv;
+	struct opts o;
+	uv_loop_t loop;
+	char err[512];
+	int rc = 1, e;
+
+	/* A client that goes away mid-write must cost a connection only. */
+	signal(SIGPIPE, SIG_IGN);
+	bft_log_init(argv[0], 0);
+	if (parse_args(argc, argv, &o) < 0)
+		return 1;
+	bft_log_init(argv[0], o.verbose);
+	if (bft_config_load(o.config, &cfg, err, sizeof err) < 0) {
+		bft_log("%s", err);
+		return 1;
+	}
+	if (bft_server_key_load(o.key, &key, err, sizeof err) < 0) {
+		bft_log("%s", err);
+		return 1;
+	}
+	if (check_key(&o, &cfg, &key) < 0)
+		return 1;
+	if (bft_crypto_init() < 0) {
+		bft_log("cannot initialize the crypto libraries");
+		return 1;
+	}
+	memset(&id, 0, sizeof id);
+	memcpy(id.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
+	id.server_index = key.index;
+	id.n = cfg.n;
+	id.t = cfg.t;
+	id.block_size = cfg.block_size;
+	id.nblocks = cfg.nblocks;
+	st = bft_store_open(o.data, &id, err, sizeof err);
+	if (st == NULL) {
+		bft_log("%s: %s", o.data, err);
+		return 1;
+	}
+	log_replay(o.data, st);
+	if (bft_handler_init(&h, &cfg, &key, st, o.max_pending) < 0) {
+		bft_log("out of memory");
+		goto out_store;
+	}
+	e = uv_loop_init(&loop);
+	if (e < 0) {
+		bft_log("uv_loop_init: %s", uv_strerror(e));
+		goto out_handler;
+	}
+	memset(&srv, 0, sizeof srv);
+	srv.net = bft_net_new(&loop, &h, o.max_conns);
+	if (srv.net == NULL) {
+		bft_log("out of memory");
+		goto out_loop;
+	}
+	if (start(&srv, &loop, &o, &cfg, &key) < 0)
+		goto out_net;
+	bft_log("listening on %s (server %u of %u, t=%u, %" PRIu64 " blocks)",
+	    bft_net_where(srv.net), key.index, cfg.n, cfg.t, cfg.nblocks);
+	if (o.pidfile && write_pidfile(o.pidfile) < 0) {
+		bft_log("%s: %s", o.pidfile, strerror(errno));
+		goto out_net;
+	}
+	uv_run(&loop, UV_RUN_DEFAULT);
+	rc = 0;
+	if (o.pidfile)
+		unlink(o.pidfile);
+out_net:
+	/* Closing the handles needs the loop to run their callbacks. */
+	stop(&srv);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	bft_net_free(srv.net);
+out_loop:
+	uv_loop_close(&loop);
+out_handler:
+	if (o.verbose)
+		bft_handler_log_stats(&h);
+	bft_handler_fini(&h);
+out_store:
+	e = bft_store_sync(st);
+	if (e < 0) {
+		bft_log("%s: sync: %s", o.data, strerror(-e));
+		rc = 1;
+	}
+	if (o.verbose)
+		log_store_stats(st);
+	bft_store_close(st);
+	if (rc == 0)
+		bft_log("stopped");
+	return rc;
+}

@@ -1,0 +1,48 @@
+/*
+ * The server's network side on a libuv loop: TCP and unix-socket
+ * listeners, one connection state per client, frame splitting and
+ * decoding, a write queue with backpressure.  Every decoded request is
+ * handed to the protocol handler and its reply is queued at once, so a
+ * client may keep many requests in flight on one connection.
+ */
+#ifndef BFTBLK_NET_H
+#define BFTBLK_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "handler.h"
+
+#define BFT_DEFAULT_MAX_CONNS 1024
+
+struct bft_net;
+
+/* Allocates the network state for loop; NULL when out of memory. */
+struct bft_net *bft_net_new(uv_loop_t *loop, struct bft_handler *h,
+    unsigned max_conns);
+
+/*
+ * Listens on TCP host:port (port 0 picks a free one) or on the unix
+ * socket path.  A stale socket file nobody listens on is replaced.
+ * Returns 0, or -1 with a reason in err.
+ */
+int bft_net_listen_tcp(struct bft_net *net, const char *host, uint16_t port,
+    char *err, size_t errlen);
+int bft_net_listen_unix(struct bft_net *net, const char *path,
+    char *err, size_t errlen);
+
+/* Where the listeners are, e.g. "127.0.0.1:7000 and unix:/run/s0". */
+const char *bft_net_where(const struct bft_net *net);
+
+/*
+ * Stops accepting and closes every connection; uv_run returns once the
+ * handles are closed.  Safe to call more than once.
+ */
+void bft_net_shutdown(struct bft_net *net);
+
+/* Frees net; only after shutdown and after the loop has run dry. */
+void bft_net_free(struct bft_net *net);
+
+#endif

@@ -1,0 +1,583 @@
+/*
+ * The server's protocol logic (server/handler.c) driven directly, with a
+ * real store in a temporary directory and real MACs made with the keys a
+ * client would hold.  Every reply is also run through the wire encoder,
+ * so a reply the handler builds but the wire cannot carry fails here.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "crypto.h"
+#include "keys.h"
+#include "wire.h"
+#include "../../server/handler.h"
+#include "../../server/store.h"
+
+#define T	1
+#define N	4
+#define NBLOCKS	16
+#define ME	1		/* this server's index; not 0, to catch mixups */
+#define FRAGLEN	1000
+
+static struct bft_config cfg;
+static struct bft_client_key ck;
+static struct bft_server_key sk;
+static struct bft_store_identity ident;
+static char dir[64];
+static struct bft_store *st;
+static struct bft_handler h;
+static struct bft_msg req, rep;
+
+static void
+open_store(void)
+{
+	char err[256] = "";
+
+	st = bft_store_open(dir, &ident, err, sizeof err);
+	if (st == NULL)
+		fail_msg("bft_store_open: %s", err);
+	h.st = st;
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	assert_int_equal(bft_crypto_init(), 0);
+	memset(&cfg, 0, sizeof cfg);
+	bft_random(cfg.cluster_id, BFT_CLUSTER_ID_LEN);
+	cfg.t = T;
+	cfg.n = N;
+	cfg.block_size = BFT_BLOCK_SIZE;
+	cfg.nblocks = NBLOCKS;
+	cfg.size = (uint64_t)NBLOCKS * BFT_BLOCK_SIZE;
+	memset(&ck, 0, sizeof ck);
+	memcpy(ck.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
+	ck.n = N;
+	bft_random(ck.k, sizeof ck.k);
+	bft_random(ck.kw, sizeof ck.kw);
+	memcpy(sk.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
+	sk.index = ME;
+	memcpy(sk.k, ck.k[ME], BFT_KEY_LEN);
+	memset(&ident, 0, sizeof ident);
+	memcpy(ident.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
+	ident.server_index = ME;
+	ident.n = N;
+	ident.t = T;
+	ident.block_size = BFT_BLOCK_SIZE;
+	ident.nblocks = NBLOCKS;
+	snprintf(dir, sizeof dir, "/tmp/test_handler.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(bft_handler_init(&h, &cfg, &sk, NULL, 0), 0);
+	open_store();
+	return 0;
+}
+
+static int
+rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)flag;
+	(void)f;
+	return remove(path);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	if (st)
+		bft_store_close(st);
+	st = NULL;
+	bft_handler_fini(&h);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+/* Runs req through the handler; returns the reply status. */
+static int
+handle(void)
+{
+	struct bft_buf out = { 0 };
+	int rc;
+
+	req.id++;
+	rc = bft_handle(&h, "test", &req, &rep);
+	assert_int_equal(rep.type, req.type | BFT_ACK);
+	assert_int_equal(rep.id, req.id);
+	assert_int_equal(rc, rep.status == BFT_ECLUSTER);
+	assert_int_equal(bft_wire_encode(&rep, N, &out), 0);
+	bft_buf_free(&out);
+	return rep.status;
+}
+
+static struct bft_ts
+mkts(uint64_t num, uint64_t wid)
+{
+	struct bft_ts ts = { .num = num, .wid = wid };
+
+	bft_ts_sign(&ts, ck.kw);
+	return ts;
+}
+
+/* A candidate as a writer's COMPLETE makes it: a MAC for every server. */
+static struct bft_cand
+mkcand(uint64_t num, uint64_t wid)
+{
+	struct bft_cand c;
+	uint8_t nh[BFT_HASH_LEN];
+
+	memset(&c, 0, sizeof c);
+	c.ts = mkts(num, wid);
+	bft_random(c.nonce, BFT_NONCE_LEN);
+	bft_hash(c.nonce, BFT_NONCE_LEN, nh);
+	for (unsigned j = 0; j < N; j++)
+		bft_vec_mac(&c.ts, nh, ck.k[j], c.vec[j]);
+	return c;
+}
+
+static uint8_t frag[FRAGLEN];
+
+static void
+set_req(uint8_t type, uint64_t block)
+{
+	uint64_t id = req.id;
+
+	memset(&req, 0, sizeof req);
+	req.type = type;
+	req.id = id;
+	req.block = block;
+}
+
+/* STORE of c's write to this server, with frag filled from seed. */
+static int
+store(uint64_t block, const struct bft_cand *c, uint8_t seed)
+{
+	set_req(BFT_STORE, block);
+	req.ts = c->ts;
+	bft_hash(c->nonce, BFT_NONCE_LEN, req.nh);
+	memcpy(req.vec, c->vec, sizeof req.vec);
+	memset(frag, seed, sizeof frag);
+	for (unsigned j = 0; j < N; j++)
+		memset(req.cc[j], seed + j, BFT_HASH_LEN);
+	req.frag = frag;
+	req.frag_len = FRAGLEN;
+	return handle();
+}
+
+static int
+complete(uint64_t block, const struct bft_cand *c)
+{
+	set_req(BFT_COMPLETE, block);
+	req.ts = c->ts;
+	memcpy(req.nonce, c->nonce, BFT_NONCE_LEN);
+	memcpy(req.vec, c->vec, sizeof req.vec);
+	return handle();
+}
+
+static int
+filter(uint64_t block, const struct bft_cand *C, unsigned nc)
+{
+	set_req(BFT_FILTER, block);
+	memcpy(req.cands, C, nc * sizeof *C);
+	req.ncands = nc;
+	return handle();
+}
+
+static int
+repair(uint64_t block, const struct bft_cand *c)
+{
+	set_req(BFT_REPAIR, block);
+	req.cands[0] = *c;
+	req.ncands = 1;
+	return handle();
+}
+
+static const struct bft_cand *
+lc(uint64_t block)
+{
+	return &bft_store_block(st, block)->lc;
+}
+
+static void
+assert_ts(const struct bft_ts *a, const struct bft_ts *b)
+{
+	assert_int_equal(bft_ts_cmp(a, b), 0);
+}
+
+/* The FILTER_ACK in rep is Hist[c.ts] with the fragment of seed. */
+static void
+assert_filter_hist(const struct bft_cand *c, uint8_t seed)
+{
+	uint8_t want[FRAGLEN];
+
+	assert_int_equal(rep.status, BFT_OK);
+	assert_ts(&rep.ts, &c->ts);
+	assert_memory_equal(rep.vec, c->vec, N * BFT_MAC_LEN);
+	for (unsigned j = 0; j < N; j++)
+		assert_int_equal(rep.cc[j][0], (uint8_t)(seed + j));
+	assert_int_equal(rep.frag_len, FRAGLEN);
+	memset(want, seed, sizeof want);
+	assert_memory_equal(rep.frag, want, FRAGLEN);
+}
+
+static void
+assert_filter_empty(const struct bft_ts *ts)
+{
+	static const uint8_t zero[BFT_MAX_N * BFT_HASH_LEN];
+
+	assert_int_equal(rep.status, BFT_OK);
+	assert_ts(&rep.ts, ts);
+	assert_memory_equal(rep.vec, zero, N * BFT_MAC_LEN);
+	assert_memory_equal(rep.cc, zero, N * BFT_HASH_LEN);
+	assert_int_equal(rep.frag_len, 0);
+}
+
+static void
+hello(void)
+{
+	set_req(BFT_HELLO, 0);
+	memcpy(req.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
+	req.hello_n = N;
+	req.hello_t = T;
+	req.block_size = BFT_BLOCK_SIZE;
+	req.nblocks = NBLOCKS;
+	req.server_index = ME;
+}
+
+static void
+test_hello(void **state)
+{
+	(void)state;
+	hello();
+	assert_int_equal(handle(), BFT_OK);
+	for (int field = 0; field < 6; field++) {
+		hello();
+		switch (field) {
+		case 0: req.cluster_id[7] ^= 1; break;
+		case 1: req.hello_n = 7; break;
+		case 2: req.hello_t = 2; break;
+		case 3: req.block_size = 4096; break;
+		case 4: req.nblocks = NBLOCKS + 1; break;
+		case 5: req.server_index = ME + 1; break;
+		}
+		assert_int_equal(handle(), BFT_ECLUSTER);
+	}
+	assert_int_equal(h.stats.hello_mismatch, 6);
+}
+
+static void
+test_erange(void **state)
+{
+	static const uint8_t types[] = { BFT_CLOCK, BFT_STORE, BFT_COMPLETE,
+	    BFT_COLLECT, BFT_FILTER, BFT_REPAIR };
+	struct bft_cand c = mkcand(1, 1);
+
+	(void)state;
+	for (size_t j = 0; j < sizeof types; j++) {
+		set_req(types[j], NBLOCKS);
+		req.ts = c.ts;
+		req.cands[0] = c;
+		req.ncands = 1;
+		req.frag = frag;
+		req.frag_len = FRAGLEN;
+		assert_int_equal(handle(), BFT_ERANGE);
+		req.block = UINT64_MAX;
+		assert_int_equal(handle(), BFT_ERANGE);
+	}
+	assert_int_equal(store(NBLOCKS - 1, &c, 1), BFT_OK);
+}
+
+static void
+test_store_bad_mac(void **state)
+{
+	struct bft_cand c = mkcand(1, 1);
+
+	(void)state;
+	c.vec[ME][0] ^= 1;
+	assert_int_equal(store(3, &c, 1), BFT_EAUTH);
+	assert_int_equal(bft_store_block(st, 3)->nhist, 0);
+	assert_int_equal(h.stats.eauth, 1);
+	/* Only our own entry is ours to check. */
+	c = mkcand(1, 1);
+	c.vec[ME + 1][0] ^= 1;
+	assert_int_equal(store(3, &c, 1), BFT_OK);
+	assert_int_equal(bft_store_block(st, 3)->nhist, 1);
+}
+
+static void
+test_store_bad_fields(void **state)
+{
+	struct bft_cand c = mkcand(0, 1), C[N + 1];
+
+	(void)state;
+	assert_int_equal(store(2, &c, 1), BFT_EPROTO);
+	c = mkcand(1, 1);
+	assert_int_equal(store(2, &c, 1), BFT_OK);
+	req.frag_len = 0;
+	assert_int_equal(handle(), BFT_EPROTO);
+	req.frag_len = BFT_MAX_FRAG + 1;
+	assert_int_equal(handle(), BFT_EPROTO);
+	assert_int_equal(bft_store_block(st, 2)->nhist, 1);
+	for (unsigned j = 0; j <= N; j++)
+		C[j] = c;
+	assert_int_equal(filter(2, C, 0), BFT_EPROTO);
+	assert_int_equal(filter(2, C, N + 1), BFT_EPROTO);
+	assert_int_equal(filter(2, C, N), BFT_OK);
+	assert_filter_hist(&c, 1);
+}
+
+static void
+test_happy_path(void **state)
+{
+	struct bft_cand c = mkcand(1, 7);
+
+	(void)state;
+	set_req(BFT_CLOCK, 5);
+	assert_int_equal(handle(), BFT_OK);
+	assert_true(bft_ts_is_zero(&rep.ts));
+	assert_int_equal(store(5, &c, 42), BFT_OK);
+	assert_non_null(bft_store_hist(st, 5, &c.ts));
+	assert_int_equal(complete(5, &c), BFT_OK);
+	set_req(BFT_CLOCK, 5);
+	assert_int_equal(handle(), BFT_OK);
+	assert_ts(&rep.ts, &c.ts);
+	assert_memory_equal(rep.ts.mac, c.ts.mac, BFT_MAC_LEN);
+	set_req(BFT_COLLECT, 5);
+	assert_int_equal(handle(), BFT_OK);
+	assert_int_equal(rep.ncands, 1);
+	assert_ts(&rep.cands[0].ts, &c.ts);
+	assert_memory_equal(rep.cands[0].nonce, c.nonce, BFT_NONCE_LEN);
+	assert_memory_equal(rep.cands[0].vec, c.vec, N * BFT_MAC_LEN);
+	assert_int_equal(filter(5, &c, 1), BFT_OK);
+	assert_filter_hist(&c, 42);
+	/* Another block is untouched. */
+	set_req(BFT_COLLECT, 6);
+	assert_int_equal(handle(), BFT_OK);
+	assert_true(bft_ts_is_zero(&rep.cands[0].ts));
+	set_req(BFT_FLUSH, 0);
+	assert_int_equal(handle(), BFT_OK);
+}
+
+static void
+test_filter_writeback(void **state)
+{
+	struct bft_cand c = mkcand(3, 1);
+
+	(void)state;
+	assert_int_equal(filter(4, &c, 1), BFT_OK);
+	assert_ts(&lc(4)->ts, &c.ts);
+	assert_memory_equal(lc(4)->nonce, c.nonce, BFT_NONCE_LEN);
+	assert_int_equal(h.stats.writebacks, 1);
+	/* No Hist for it here and lc is not newer than it: c0. */
+	assert_filter_empty(&(struct bft_ts){ 0 });
+	/* A second FILTER with the same candidate writes nothing back. */
+	assert_int_equal(filter(4, &c, 1), BFT_OK);
+	assert_int_equal(h.stats.writebacks, 1);
+}
+
+static void
+test_filter_forged(void **state)
+{
+	struct bft_cand C[2];
+
+	(void)state;
+	C[0] = mkcand(2, 1);
+	assert_int_equal(store(6, &C[0], 9), BFT_OK);
+	assert_int_equal(complete(6, &C[0]), BFT_OK);
+	/* Higher ts, random nonce, MACs of someone without the keys. */
+	memset(&C[1], 0, sizeof C[1]);
+	C[1].ts = mkts(5, 1);
+	bft_random(C[1].nonce, BFT_NONCE_LEN);
+	bft_random(C[1].vec, sizeof C[1].vec);
+	assert_int_equal(filter(6, C, 2), BFT_OK);
+	assert_ts(&lc(6)->ts, &C[0].ts);
+	assert_int_equal(h.stats.writebacks, 0);
+	assert_filter_hist(&C[0], 9);
+	assert_int_equal(repair(6, &C[1]), BFT_OK);
+	assert_ts(&lc(6)->ts, &C[0].ts);
+	assert_int_equal(h.stats.repairs, 0);
+}
+
+static void
+test_filter_gc(void **state)
+{
+	struct bft_cand c1 = mkcand(1, 1), c2 = mkcand(2, 1), c3;
+
+	(void)state;
+	assert_int_equal(store(7, &c1, 1), BFT_OK);
+	assert_int_equal(complete(7, &c1), BFT_OK);
+	assert_int_equal(store(7, &c2, 2), BFT_OK);
+	assert_int_equal(complete(7, &c2), BFT_OK);
+	assert_null(bft_store_hist(st, 7, &c1.ts));
+	/* c1's entry is gone because c2 completed: answer with c2's. */
+	assert_int_equal(filter(7, &c1, 1), BFT_OK);
+	assert_filter_hist(&c2, 2);
+	/* lc newer than every candidate and no Hist for it: lc.ts, empty. */
+	c3 = mkcand(3, 2);
+	assert_int_equal(complete(7, &c3), BFT_OK);
+	assert_int_equal(filter(7, &c1, 1), BFT_OK);
+	assert_filter_empty(&c3.ts);
+}
+
+static void
+test_pending_cap(void **state)
+{
+	struct bft_cand w1[3], w2 = mkcand(1, 2);
+
+	(void)state;
+	h.max_pending = 2;
+	for (unsigned j = 0; j < 3; j++)
+		w1[j] = mkcand(j + 1, 1);
+	assert_int_equal(store(8, &w1[0], 1), BFT_OK);
+	assert_int_equal(store(8, &w1[1], 2), BFT_OK);
+	assert_int_equal(store(8, &w1[2], 3), BFT_EBUSY);
+	assert_null(bft_store_hist(st, 8, &w1[2].ts));
+	assert_int_equal(h.stats.ebusy, 1);
+	/* A retransmission of a present entry is not a new one. */
+	assert_int_equal(store(8, &w1[1], 2), BFT_OK);
+	assert_int_equal(store(8, &w2, 4), BFT_OK);
+	/* Completing a write drops what lies under it and frees room. */
+	assert_int_equal(complete(8, &w1[1]), BFT_OK);
+	assert_int_equal(store(8, &w1[2], 3), BFT_OK);
+}
+
+static void
+test_store_superseded(void **state)
+{
+	struct bft_cand old = mkcand(3, 1), cur = mkcand(5, 1);
+
+	(void)state;
+	assert_int_equal(complete(9, &cur), BFT_OK);
+	assert_int_equal(store(9, &old, 1), BFT_OK);
+	assert_null(bft_store_hist(st, 9, &old.ts));
+	assert_int_equal(bft_store_block(st, 9)->nhist, 0);
+}
+
+static void
+test_store_stale(void **state)
+{
+	struct bft_cand c = mkcand(4, 1), other = c, late = mkcand(6, 1);
+	uint8_t nh[BFT_HASH_LEN];
+
+	(void)state;
+	assert_int_equal(store(10, &c, 1), BFT_OK);
+	assert_int_equal(complete(10, &c), BFT_OK);
+	assert_int_equal(store(10, &c, 1), BFT_OK);
+	/* Same ts, other data, correctly MACed: not after completion. */
+	bft_random(other.nonce, BFT_NONCE_LEN);
+	bft_hash(other.nonce, BFT_NONCE_LEN, nh);
+	bft_vec_mac(&other.ts, nh, ck.k[ME], other.vec[ME]);
+	assert_int_equal(store(10, &other, 2), BFT_ESTALE);
+	assert_int_equal(filter(10, &c, 1), BFT_OK);
+	assert_filter_hist(&c, 1);
+	/* The late STORE of a write completed here by write-back is kept. */
+	assert_int_equal(filter(10, &late, 1), BFT_OK);
+	assert_ts(&lc(10)->ts, &late.ts);
+	other = late;
+	bft_random(other.nonce, BFT_NONCE_LEN);
+	bft_hash(other.nonce, BFT_NONCE_LEN, nh);
+	bft_vec_mac(&other.ts, nh, ck.k[ME], other.vec[ME]);
+	assert_int_equal(store(10, &other, 3), BFT_ESTALE);
+	assert_int_equal(store(10, &late, 4), BFT_OK);
+	assert_int_equal(filter(10, &late, 1), BFT_OK);
+	assert_filter_hist(&late, 4);
+}
+
+static void
+test_repair(void **state)
+{
+	struct bft_cand c = mkcand(2, 3), bad = mkcand(3, 3), low = mkcand(1, 3);
+
+	(void)state;
+	bad.vec[ME][5] ^= 0x80;
+	assert_int_equal(repair(11, &bad), BFT_OK);
+	assert_true(bft_ts_is_zero(&lc(11)->ts));
+	assert_int_equal(repair(11, &c), BFT_OK);
+	assert_ts(&lc(11)->ts, &c.ts);
+	assert_int_equal(h.stats.repairs, 1);
+	assert_int_equal(repair(11, &low), BFT_OK);
+	assert_ts(&lc(11)->ts, &c.ts);
+	/* A broken MAC is fine when Hist vouches for the nonce. */
+	bad.vec[ME][5] ^= 0x80;
+	assert_int_equal(store(11, &bad, 5), BFT_OK);
+	bad.vec[ME][5] ^= 0x80;
+	assert_int_equal(repair(11, &bad), BFT_OK);
+	assert_ts(&lc(11)->ts, &bad.ts);
+	assert_int_equal(h.stats.repairs, 2);
+}
+
+static void
+test_complete_bad_mac(void **state)
+{
+	struct bft_cand c = mkcand(1, 1), d = mkcand(2, 1);
+
+	(void)state;
+	assert_int_equal(complete(12, &c), BFT_OK);
+	d.vec[ME][0] ^= 1;
+	assert_int_equal(complete(12, &d), BFT_EAUTH);
+	assert_ts(&lc(12)->ts, &c.ts);
+	/* The nonce is what the MAC binds: another nonce fails too. */
+	d = mkcand(2, 1);
+	d.nonce[0] ^= 1;
+	assert_int_equal(complete(12, &d), BFT_EAUTH);
+	assert_ts(&lc(12)->ts, &c.ts);
+	assert_int_equal(h.stats.eauth, 2);
+}
+
+static void
+test_reopen(void **state)
+{
+	struct bft_cand c = mkcand(1, 1), d = mkcand(2, 4);
+
+	(void)state;
+	assert_int_equal(store(13, &c, 77), BFT_OK);
+	assert_int_equal(complete(13, &c), BFT_OK);
+	assert_int_equal(store(13, &d, 78), BFT_OK);
+	set_req(BFT_FLUSH, 0);
+	assert_int_equal(handle(), BFT_OK);
+	bft_store_close(st);
+	open_store();
+	set_req(BFT_COLLECT, 13);
+	assert_int_equal(handle(), BFT_OK);
+	assert_ts(&rep.cands[0].ts, &c.ts);
+	assert_memory_equal(rep.cands[0].nonce, c.nonce, BFT_NONCE_LEN);
+	assert_int_equal(filter(13, &c, 1), BFT_OK);
+	assert_filter_hist(&c, 77);
+	assert_int_equal(filter(13, &d, 1), BFT_OK);
+	assert_filter_hist(&d, 78);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T_(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T_(test_hello),
+		T_(test_erange),
+		T_(test_store_bad_mac),
+		T_(test_store_bad_fields),
+		T_(test_happy_path),
+		T_(test_filter_writeback),
+		T_(test_filter_forged),
+		T_(test_filter_gc),
+		T_(test_pending_cap),
+		T_(test_store_superseded),
+		T_(test_store_stale),
+		T_(test_repair),
+		T_(test_complete_bad_mac),
+		T_(test_reopen),
+#undef T_
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
