@@ -17,24 +17,12 @@
 #include "log.h"
 #include "store.h"
 #include "store_int.h"
+#include "config.h"
 #include "store_log.h"
 
 #define IDENTITY_FILE	"identity"
 #define IDENTITY_TMP	"identity.tmp"
 #define MAX_NBLOCKS	(1ull << 32)
-
-static void
-cluster_id_hex(const uint8_t id[BFT_CLUSTER_ID_LEN],
-    char hex[2 * BFT_CLUSTER_ID_LEN + 1])
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (unsigned i = 0; i < BFT_CLUSTER_ID_LEN; i++) {
-		hex[2 * i] = digits[id[i] >> 4];
-		hex[2 * i + 1] = digits[id[i] & 15];
-	}
-	hex[2 * BFT_CLUSTER_ID_LEN] = '\0';
-}
 
 /* Temporary file, fsync, rename, fsync of the directory. */
 static int
@@ -43,7 +31,7 @@ identity_write(int dirfd, const struct bft_store_identity *id)
 	char text[512], hex[2 * BFT_CLUSTER_ID_LEN + 1];
 	int fd, len, err = 0;
 
-	cluster_id_hex(id->cluster_id, hex);
+	bft_format_hex(id->cluster_id, BFT_CLUSTER_ID_LEN, hex);
 	len = snprintf(text, sizeof text,
 	    "# What this bftblk data directory belongs to; never edit.\n"
 	    "format = 1\ncluster_id = %s\nserver_index = %" PRIu32 "\n"
@@ -104,18 +92,6 @@ parse_u64(const char *s, uint64_t max, uint64_t *v)
 }
 
 static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static int
 id_pair(void *ctx, const char *key, const char *value, char *err,
     size_t errlen)
 {
@@ -136,16 +112,9 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 	}
 	ip->seen |= 1u << k;
 	if (k == 1) {
-		if (strlen(value) != 2 * BFT_CLUSTER_ID_LEN)
+		if (bft_parse_hex(value, ip->id->cluster_id,
+		    BFT_CLUSTER_ID_LEN) != 0)
 			goto out_bad;
-		for (unsigned i = 0; i < BFT_CLUSTER_ID_LEN; i++) {
-			int hi = hexval(value[2 * i]), lo = hexval(value[2 * i +
-			    1]);
-
-			if (hi < 0 || lo < 0)
-				goto out_bad;
-			ip->id->cluster_id[i] = (uint8_t)(hi << 4 | lo);
-		}
 		return 0;
 	}
 	if (parse_u64(value, k == 6 ? UINT64_MAX : UINT32_MAX, &v) < 0)
@@ -398,8 +367,8 @@ check_identity(struct bft_store *st, char *err, size_t errlen)
 	}
 	if (e < 0)
 		return e;
-	cluster_id_hex(d.cluster_id, hd);
-	cluster_id_hex(a->cluster_id, ha);
+	bft_format_hex(d.cluster_id, BFT_CLUSTER_ID_LEN, hd);
+	bft_format_hex(a->cluster_id, BFT_CLUSTER_ID_LEN, ha);
 	if (strcmp(hd, ha) != 0)
 		snprintf(err, errlen, "data dir %s belongs to cluster %s, "
 		    "config says %s", st->dir, hd, ha);

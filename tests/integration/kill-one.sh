@@ -24,23 +24,6 @@ KILL_AFTER=5
 VICTIM=2
 SECOND=0
 
-# wait_connected I...: waits until every listed server has an
-# established connection on its port, i.e. nbdkit's client reconnected.
-wait_connected()
-{
-	local i port deadline=$((SECONDS + BFTBLK_WAIT))
-	for i in "$@"; do
-		port=$((CLUSTER_BASE_PORT + i))
-		until [ -n "$(ss -Htn state established "( sport = :$port )")" ]; do
-			[ "$SECONDS" -lt "$deadline" ] ||
-			    fail "no client reconnected to server-$i" \
-			    "(port $port) within ${BFTBLK_WAIT}s"
-			sleep 0.1
-		done
-	done
-	log "client connected to servers $*"
-}
-
 # check_fio_log FILE NAME: fio's report must show err=0 and no verify
 # complaint.
 check_fio_log()

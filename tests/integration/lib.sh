@@ -347,6 +347,23 @@ _valgrind_suppressions()
 EOF
 }
 
+# wait_connected I...: waits until every listed server has an
+# established connection on its port, i.e. nbdkit's client reconnected.
+wait_connected()
+{
+	local i port deadline=$((SECONDS + BFTBLK_WAIT))
+	for i in "$@"; do
+		port=$((CLUSTER_BASE_PORT + i))
+		until [ -n "$(ss -Htn state established "( sport = :$port )")" ]; do
+			[ "$SECONDS" -lt "$deadline" ] ||
+			    fail "no client reconnected to server-$i" \
+			    "(port $port) within ${BFTBLK_WAIT}s"
+			sleep 0.1
+		done
+	done
+	log "client connected to servers $*"
+}
+
 # nbdkit_start_with NAME PLUGIN [ARGS...]: serves PLUGIN on the unix
 # socket $TESTDIR/NAME.sock and waits until a client can connect.
 nbdkit_start_with()

@@ -15,23 +15,6 @@
 # be back, checked again through both nbdkits.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# wait_connected I...: waits until every listed server has an
-# established connection on its port, i.e. nbdkit's client reconnected.
-wait_connected()
-{
-	local i port deadline=$((SECONDS + BFTBLK_WAIT))
-	for i in "$@"; do
-		port=$((CLUSTER_BASE_PORT + i))
-		until [ -n "$(ss -Htn state established "( sport = :$port )")" ]; do
-			[ "$SECONDS" -lt "$deadline" ] ||
-			    fail "no client reconnected to server-$i" \
-			    "(port $port) within ${BFTBLK_WAIT}s"
-			sleep 0.1
-		done
-	done
-	log "client connected to servers $*"
-}
-
 # The same seed gives every nbdsh below the same patterns.
 seed=$RANDOM$RANDOM
 py="
