@@ -5,6 +5,7 @@
 #   make check-unit      cmocka unit tests only
 #   make check-asan      unit + integration tests built with ASan+UBSan
 #   make check-valgrind  server and plugin under valgrind, short workload
+#   make check-faults    Byzantine servers and clients, crashes, lincheck
 #   make run / make stop bring up a 4-server demo cluster and nbdkit
 #   make bench           fio jobs against bftblk and nbdkit's memory plugin
 
@@ -86,6 +87,11 @@ check: check-unit check-integration
 check-asan:
 	$(MAKE) SAN=1 check
 
+# Byzantine servers, misbehaving clients and crashes, each scenario a
+# script in tests/faults/, with histories checked for linearizability.
+check-faults: all
+	BUILD=$(BUILD) tests/run-integration $(wildcard tests/faults/*.sh)
+
 check-valgrind: all
 	BUILD=$(BUILD) tests/run-integration tests/integration/valgrind.sh
 
@@ -106,6 +112,7 @@ clean:
 .SECONDARY:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
+	check-faults \
 	run stop bench clean
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
