@@ -34,6 +34,10 @@ struct conn {
 	struct sockaddr_storage addr;
 	uint8_t *rbuf;
 	size_t rlen, rcap;
+	struct bft_buf out;		/* frames gathered this iteration */
+	struct bft_buf wbuf;		/* frames being written */
+	uv_write_t wreq;
+	bool writing;
 };
 
 struct client_loop {
@@ -50,45 +54,78 @@ struct client_loop {
 	struct op *slots[MAX_OPS];
 	uint32_t nactive;
 	struct op *waithead, *waittail;	/* taken, waiting for a slot */
+	uv_check_t flush;
+	uint32_t dirty;			/* connections with frames in out */
 	uint64_t next_gen;
-};
-
-struct send_req {
-	uv_write_t req;
-	struct bft_buf buf;
 };
 
 static void conn_connect(struct conn *c);
 static void conn_close(struct conn *c, const char *why);
 
-static void
-on_write(uv_write_t *req, int status)
-{
-	struct send_req *sr = (struct send_req *)req;
-
-	(void)status;	/* a failed write shows up as a closed connection */
-	bft_buf_free(&sr->buf);
-	free(sr);
-}
-
+/*
+ * Frames for a server are gathered in c->out while the loop runs
+ * callbacks, and written with one write per connection per loop
+ * iteration (flush_all, a check handle): one syscall and one wakeup of
+ * the server for every batch of requests instead of every request.
+ */
 static void
 conn_send(struct conn *c, const struct bft_msg *m)
 {
-	struct send_req *sr = calloc(1, sizeof *sr);
-	uv_buf_t b;
-
-	if (sr == NULL)
-		return;		/* the round times out or others answer */
-	if (bft_wire_encode(m, c->cl->n, &sr->buf) != 0) {
+	if (bft_wire_encode(m, c->cl->n, &c->out) != 0) {
+		/* Only ENOMEM gets here: the round times out or others answer. */
 		nbdkit_error("cannot encode %s", bft_msg_type_str(m->type));
-		free(sr);
 		return;
 	}
-	b = uv_buf_init((char *)sr->buf.data, (unsigned)sr->buf.len);
-	if (uv_write(&sr->req, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
-		bft_buf_free(&sr->buf);
-		free(sr);
+	c->cl->lp->dirty |= 1u << c->idx;
+}
+
+static void conn_flush(struct conn *c);
+
+static void
+on_write(uv_write_t *req, int status)
+{
+	struct conn *c = req->data;
+
+	c->writing = false;
+	c->wbuf.len = 0;
+	/* A failed write shows up as a closed connection too. */
+	if (status == 0 && c->out.len > 0)
+		conn_flush(c);
+}
+
+static void
+conn_flush(struct conn *c)
+{
+	struct bft_buf tmp;
+	uv_buf_t b;
+
+	if (c->writing || c->out.len == 0 ||
+	    (c->state != C_HELLO && c->state != C_READY))
+		return;
+	tmp = c->wbuf;
+	c->wbuf = c->out;
+	c->out = tmp;
+	c->out.len = 0;
+	b = uv_buf_init((char *)c->wbuf.data, (unsigned)c->wbuf.len);
+	c->wreq.data = c;
+	if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
+		c->wbuf.len = 0;
+		conn_close(c, "write failed");
+		return;
 	}
+	c->writing = true;
+}
+
+static void
+flush_all(uv_check_t *h)
+{
+	struct client_loop *lp = h->data;
+	uint32_t dirty = lp->dirty;
+
+	lp->dirty = 0;
+	for (unsigned i = 0; dirty != 0; i++, dirty >>= 1)
+		if (dirty & 1)
+			conn_flush(&lp->conns[i]);
 }
 
 static void
@@ -320,6 +357,7 @@ conn_close(struct conn *c, const char *why)
 		if (op != NULL && !(op->replied & bit))
 			op->sent &= ~bit;
 	}
+	c->out.len = 0;		/* lost with the connection, resent later */
 	if (!c->warned)
 		nbdkit_debug("server %u: connection lost: %s", c->idx, why);
 	c->warned = true;
@@ -560,6 +598,9 @@ bft_client_start(const struct bft_client_params *p)
 	uv_timer_init(&lp->loop, &lp->tick);
 	lp->tick.data = lp;
 	uv_timer_start(&lp->tick, on_tick, TICK_MS, TICK_MS);
+	uv_check_init(&lp->loop, &lp->flush);
+	lp->flush.data = lp;
+	uv_check_start(&lp->flush, flush_all);
 	for (unsigned i = 0; i < cl->n; i++) {
 		struct conn *c = &lp->conns[i];
 
@@ -602,8 +643,11 @@ bft_client_stop(struct bft_client *cl)
 	uv_walk(&lp->loop, close_handle, NULL);
 	uv_run(&lp->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&lp->loop);
-	for (unsigned i = 0; i < cl->n; i++)
+	for (unsigned i = 0; i < cl->n; i++) {
 		free(lp->conns[i].rbuf);
+		bft_buf_free(&lp->conns[i].out);
+		bft_buf_free(&lp->conns[i].wbuf);
+	}
 	pthread_mutex_destroy(&lp->qlock);
 	free(lp);
 	free(cl);
