@@ -12,7 +12,13 @@ bft_valid_by_hist(const struct bft_cand *c, const struct bft_hist_meta *hist)
 {
 	uint8_t nh[BFT_HASH_LEN];
 
-	if (hist == NULL || bft_ts_cmp(&hist->ts, &c->ts) != 0)
+	/*
+	 * The timestamp's MAC must be the one the writer stored: otherwise a
+	 * reader could write back a real (ts, N) with a garbled MAC, which
+	 * every writer's CLOCK and every reader would then ignore.
+	 */
+	if (hist == NULL || bft_ts_cmp(&hist->ts, &c->ts) != 0 ||
+	    !bft_equal(hist->ts.mac, c->ts.mac, BFT_MAC_LEN))
 		return false;
 	bft_hash(c->nonce, BFT_NONCE_LEN, nh);
 	return bft_equal(nh, hist->nh, BFT_HASH_LEN);

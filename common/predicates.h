@@ -4,7 +4,8 @@
  * passed in.
  *
  * Server side (Algorithm 5, lines 132-133), at server i:
- *   validByHist(c) = H(c.N) == Hist[c.ts].nh
+ *   validByHist(c) = H(c.N) == Hist[c.ts].nh (and c.ts.mac is the stored
+ *                    one: see predicates.c)
  *   valid(c)       = validByHist(c) || verify(c.vec[i], c.ts, H(c.N), k_i)
  *
  * Client side (Algorithm 6, lines 175-178), over the candidate set C and

@@ -292,6 +292,21 @@ reply_hist(struct bft_handler *h, const char *peer, uint64_t block,
 	rep->frag_len = e->meta.frag_len;
 }
 
+/*
+ * The MAC vector to keep in lc for a written-back candidate.  When Hist
+ * backs the candidate, the writer's own vector from the STORE is kept: a
+ * reader could otherwise garble the entries this server cannot check,
+ * and every later read of the block would pay a REPAIR round.
+ */
+static const uint8_t (*
+authentic_vec(struct bft_handler *h, uint64_t block,
+    const struct bft_cand *c))[BFT_MAC_LEN]
+{
+	const struct bft_hist_meta *hm = hist_meta(h, block, &c->ts);
+
+	return bft_valid_by_hist(c, hm) ? hm->vec : c->vec;
+}
+
 /* Lines 121-127. */
 static void
 handle_filter(struct bft_handler *h, const char *peer,
@@ -319,7 +334,7 @@ handle_filter(struct bft_handler *h, const char *peer,
 	bs = bft_store_block(h->st, req->block);
 	if (wb != NULL && bft_ts_cmp(&wb->ts, &bs->lc.ts) > 0) {
 		rep->status = set_lc(h, peer, "FILTER", req->block, &wb->ts,
-		    wb->nonce, wb->vec);
+		    wb->nonce, authentic_vec(h, req->block, wb));
 		if (rep->status != BFT_OK)
 			return;
 		h->stats.writebacks++;
@@ -380,7 +395,7 @@ handle_repair(struct bft_handler *h, const char *peer,
 	    h->key->k))
 		return;
 	rep->status = set_lc(h, peer, "REPAIR", req->block, &c->ts, c->nonce,
-	    c->vec);
+	    authentic_vec(h, req->block, c));
 	if (rep->status == BFT_OK)
 		h->stats.repairs++;
 }

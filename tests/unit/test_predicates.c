@@ -247,6 +247,18 @@ test_valid_by_hist(void **state)
 		c.nonce[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		assert_false(bft_valid_by_hist(&c, &a.h));
 	}
+	/*
+	 * A real (ts, N) whose ts MAC was garbled is not the stored write:
+	 * accepted into lc it would be ignored by every CLOCK and reader
+	 * (found by tests/faults/client-forge.sh).
+	 */
+	for (unsigned bit = 0; bit < 8 * BFT_MAC_LEN; bit += 13) {
+		c = a.c;
+		c.ts.mac[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		assert_false(bft_valid_by_hist(&c, &a.h));
+		for (unsigned i = 0; i < w->n; i++)
+			assert_false(bft_valid(&c, &a.h, i, w->k[i]));
+	}
 	/* valid() through the history ignores a garbage vector. */
 	c = a.c;
 	bft_random(c.vec, sizeof c.vec);
