@@ -90,7 +90,8 @@ check-asan:
 # Byzantine servers, misbehaving clients and crashes, each scenario a
 # script in tests/faults/, with histories checked for linearizability.
 check-faults: all
-	BUILD=$(BUILD) tests/run-integration $(wildcard tests/faults/*.sh)
+	BUILD=$(BUILD) tests/run-integration \
+	    $(filter-out tests/faults/lib.sh,$(wildcard tests/faults/*.sh))
 
 check-valgrind: all
 	BUILD=$(BUILD) tests/run-integration tests/integration/valgrind.sh
@@ -115,4 +116,4 @@ clean:
 	check-faults \
 	run stop bench clean
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)
