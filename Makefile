@@ -6,6 +6,7 @@
 #   make check-asan      unit + integration tests built with ASan+UBSan
 #   make check-valgrind  server and plugin under valgrind, short workload
 #   make check-faults    Byzantine servers and clients, crashes, lincheck
+#   make check-system    filesystems, kernel /dev/nbd0 and VM disks (root)
 #   make run / make stop bring up a 4-server demo cluster and nbdkit
 #   make bench           fio jobs against bftblk and nbdkit's memory plugin
 
@@ -93,6 +94,12 @@ check-faults: all
 	BUILD=$(BUILD) tests/run-integration \
 	    $(filter-out tests/faults/lib.sh,$(wildcard tests/faults/*.sh))
 
+# Real use: host filesystem over nbdfuse, a kernel /dev/nbd0 and a VM
+# disk in TCG guests, fio as documented.  Guests boot in minutes here.
+check-system: all
+	BUILD=$(BUILD) BFTBLK_TEST_TIMEOUT=900 tests/run-integration \
+	    $(wildcard tests/system/*.sh)
+
 check-valgrind: all
 	BUILD=$(BUILD) tests/run-integration tests/integration/valgrind.sh
 
@@ -113,7 +120,7 @@ clean:
 .SECONDARY:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
-	check-faults \
+	check-faults check-system \
 	run stop bench clean
 
 -include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)
