@@ -357,18 +357,20 @@ handle_filter(struct bft_handler *h, const char *peer,
 		return;
 	}
 	/*
-	 * The paper answers c0 here.  When lc is newer than every
-	 * candidate, the entries asked for were collected because a newer
-	 * write completed, and c0 would wrongly count against them in the
-	 * reader's invalid(); lc.ts tells the reader the truth instead.
+	 * The paper answers c0 here, but its Hist is never collected.  The
+	 * entries asked for may be gone because a newer write completed,
+	 * and c0 would wrongly count against them in the reader's
+	 * invalid(): lc.ts tells the reader the truth instead.  Its Hist
+	 * entry goes with it only when lc is newer than every candidate;
+	 * otherwise lc.ts may equal a candidate's (a liar's copy of lc with
+	 * a forged nonce, or lc written back without Hist), and a fragment
+	 * would count towards safe() for a candidate no server validated.
 	 */
 	for (unsigned j = 0; j < nc; j++)
 		if (bft_ts_cmp(&bs->lc.ts, &C[j].ts) <= 0)
 			lc_newest = false;
-	if (!lc_newest)
-		return;		/* c0: everything in rep is zero */
 	e = bft_store_hist(h->st, req->block, &bs->lc.ts);
-	if (e != NULL) {
+	if (lc_newest && e != NULL) {
 		reply_hist(h, peer, req->block, e, rep);
 		return;
 	}

@@ -378,8 +378,11 @@ test_filter_writeback(void **state)
 	assert_ts(&lc(4)->ts, &c.ts);
 	assert_memory_equal(lc(4)->nonce, c.nonce, BFT_NONCE_LEN);
 	assert_int_equal(h.stats.writebacks, 1);
-	/* No Hist for it here and lc is not newer than it: c0. */
-	assert_filter_empty(&(struct bft_ts){ 0 });
+	/*
+	 * No Hist for it here, and lc is it: lc.ts without a fragment, not
+	 * c0, which would count against the very candidate written back.
+	 */
+	assert_filter_empty(&c.ts);
 	/* A second FILTER with the same candidate writes nothing back. */
 	assert_int_equal(filter(4, &c, 1), BFT_OK);
 	assert_int_equal(h.stats.writebacks, 1);
@@ -411,7 +414,7 @@ test_filter_forged(void **state)
 static void
 test_filter_gc(void **state)
 {
-	struct bft_cand c1 = mkcand(1, 1), c2 = mkcand(2, 1), c3;
+	struct bft_cand c1 = mkcand(1, 1), c2 = mkcand(2, 1), c3, C[2];
 
 	(void)state;
 	assert_int_equal(store(7, &c1, 1), BFT_OK);
@@ -422,6 +425,18 @@ test_filter_gc(void **state)
 	/* c1's entry is gone because c2 completed: answer with c2's. */
 	assert_int_equal(filter(7, &c1, 1), BFT_OK);
 	assert_filter_hist(&c2, 2);
+	/*
+	 * A liar's copy of c2 with a nonce nobody revealed keeps lc from
+	 * being newer than every candidate.  The answer is still lc.ts
+	 * without a fragment: c0 would count against c1 and the copy in
+	 * the reader's invalid(), and n-t such answers empty C, so the
+	 * read would return zeros although c2 completed.
+	 */
+	C[0] = c1;
+	C[1] = c2;
+	bft_random(C[1].nonce, BFT_NONCE_LEN);
+	assert_int_equal(filter(7, C, 2), BFT_OK);
+	assert_filter_empty(&c2.ts);
 	/* lc newer than every candidate and no Hist for it: lc.ts, empty. */
 	c3 = mkcand(3, 2);
 	assert_int_equal(complete(7, &c3), BFT_OK);
