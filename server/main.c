@@ -15,6 +15,7 @@
 
 #include <uv.h>
 
+#include "byzantine.h"
 #include "config.h"
 #include "crypto.h"
 #include "keys.h"
@@ -27,6 +28,9 @@ struct opts {
 	const char *config, *key, *data, *listen, *unix_path, *pidfile;
 	unsigned max_pending, max_conns;
 	int verbose;
+	unsigned byz_modes;		/* --byzantine, test only */
+	uint64_t byz_seed;
+	bool byz_seeded;
 };
 
 struct server {
@@ -41,7 +45,9 @@ usage(FILE *f)
 	fprintf(f, "usage: bftblk-server --config FILE --key FILE --data DIR "
 	    "[--listen HOST:PORT]\n"
 	    "                     [--unix PATH] [--max-pending N] "
-	    "[--max-conns N] [--pidfile FILE] [-v]\n");
+	    "[--max-conns N] [--pidfile FILE] [-v]\n"
+	    "                     [--byzantine MODE[,MODE...] "
+	    "[--byzantine-seed N]]  (tests only)\n");
 }
 
 static int
@@ -107,9 +113,12 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "byzantine", required_argument, NULL, 'B' },
+		{ "byzantine-seed", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char err[512], *end;
 	int ch;
 
 	memset(o, 0, sizeof *o);
@@ -137,6 +146,23 @@ parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			break;
+		case 'B':
+			if (bft_byz_parse(optarg, &o->byz_modes, err,
+			    sizeof err) < 0) {
+				bft_log("--byzantine: %s", err);
+				return -1;
+			}
+			break;
+		case 'S':
+			errno = 0;
+			o->byz_seed = strtoull(optarg, &end, 0);
+			if (errno || end == optarg || *end != '\0') {
+				bft_log("--byzantine-seed: not a number: %s",
+				    optarg);
+				return -1;
+			}
+			o->byz_seeded = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -149,6 +175,36 @@ parse_args(int argc, char **argv, struct opts *o)
 		usage(stderr);
 		return -1;
 	}
+	/*
+	 * A server that lies must never come from a stray option in a
+	 * production unit file: the test harness says so explicitly.
+	 */
+	if ((o->byz_modes || o->byz_seeded) &&
+	    (getenv(BFT_BYZ_ENV) == NULL ||
+	    strcmp(getenv(BFT_BYZ_ENV), "1") != 0)) {
+		bft_log("--byzantine and --byzantine-seed make this server lie "
+		    "to its clients, for fault tests only; refused unless the "
+		    "environment has %s=1", BFT_BYZ_ENV);
+		return -1;
+	}
+	return 0;
+}
+
+/* Sets up the test-only Byzantine layer; 0 or -1. */
+static int
+start_byzantine(struct opts *o, uv_loop_t *loop, struct bft_handler *h,
+    struct bft_net *net, struct bft_byz **byz)
+{
+	if (o->byz_modes == 0)
+		return 0;
+	if (!o->byz_seeded)
+		bft_random(&o->byz_seed, sizeof o->byz_seed);
+	*byz = bft_byz_new(loop, h, o->byz_modes, o->byz_seed);
+	if (*byz == NULL) {
+		bft_log("out of memory");
+		return -1;
+	}
+	bft_net_set_byzantine(net, *byz);
 	return 0;
 }
 
@@ -281,6 +337,7 @@ main(int argc, char **argv)
 	struct bft_store_identity id;
 	struct bft_handler h;
 	struct bft_store *st = NULL;
+	struct bft_byz *byz = NULL;
 	struct server srv;
 	struct opts o;
 	uv_loop_t loop;
@@ -316,7 +373,7 @@ main(int argc, char **argv)
 	id.nblocks = cfg.nblocks;
 	st = bft_store_open(o.data, &id, err, sizeof err);
 	if (st == NULL) {
-		bft_log("%s: %s", o.data, err);
+		bft_log("%s", err);
 		return 1;
 	}
 	log_replay(o.data, st);
@@ -335,7 +392,8 @@ main(int argc, char **argv)
 		bft_log("out of memory");
 		goto out_loop;
 	}
-	if (start(&srv, &loop, &o, &cfg, &key) < 0)
+	if (start_byzantine(&o, &loop, &h, srv.net, &byz) < 0 ||
+	    start(&srv, &loop, &o, &cfg, &key) < 0)
 		goto out_net;
 	bft_log("listening on %s (server %u of %u, t=%u, %" PRIu64 " blocks)",
 	    bft_net_where(srv.net), key.index, cfg.n, cfg.t, cfg.nblocks);
@@ -352,6 +410,7 @@ out_net:
 	stop(&srv);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	bft_net_free(srv.net);
+	bft_byz_free(byz);
 out_loop:
 	uv_loop_close(&loop);
 out_handler:

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "byzantine.h"
 #include "log.h"
 #include "wire.h"
 #include "net.h"
@@ -44,6 +45,7 @@ struct conn {
 	struct bft_buf out;	/* encoded replies not yet handed to libuv */
 	struct bft_buf wbuf;	/* the replies of the write in flight */
 	uv_write_t wreq;
+	struct bft_byz_conn *byz;	/* test-only lies, or NULL */
 	bool writing, reading, paused, hello_ok, closing, close_after_write;
 };
 
@@ -55,6 +57,7 @@ struct listener {
 struct bft_net {
 	uv_loop_t *loop;
 	struct bft_handler *h;
+	struct bft_byz *byz;		/* --byzantine, or NULL */
 	unsigned n, max_conns, nconns;
 	struct listener tcp, unx;
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -115,6 +118,8 @@ conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
+	bft_byz_conn_close(c->byz);
+	c->byz = NULL;
 	/* libuv cancels a write in flight; its callback runs before ours. */
 	uv_close(&c->u.handle, on_conn_closed);
 }
@@ -287,6 +292,9 @@ dispatch(struct conn *c)
 		c->hello_ok = true;
 		bft_debug("conn %s: HELLO ok", c->peer);
 	}
+	if (c->byz != NULL && rc == 0 &&
+	    bft_byz_reply(c->byz, &net->req, &net->rep) != BFT_BYZ_SEND)
+		return true;
 	if (bft_wire_encode(&net->rep, net->n, &c->out) < 0) {
 		snprintf(why, sizeof why, "cannot encode %s reply",
 		    bft_msg_type_str(net->rep.type));
@@ -316,14 +324,14 @@ process(struct conn *c)
 	int r;
 
 	while (!c->closing && !c->close_after_write) {
-		if (queued(c) > WQ_HIGH) {
-			if (!c->paused)
-				bft_debug("conn %s: %zu reply bytes queued, "
-				    "pausing reads", c->peer, queued(c));
+		if (!c->paused && queued(c) > WQ_HIGH) {
+			bft_debug("conn %s: %zu reply bytes queued, pausing "
+			    "reads", c->peer, queued(c));
 			c->paused = true;
 			stop_reading(c);
-			break;
 		}
+		if (c->paused)
+			break;
 		if (c->rend - c->rstart < 4)
 			break;
 		r = bft_wire_frame(c->rbuf + c->rstart, c->rend - c->rstart,
@@ -425,6 +433,12 @@ on_connection(uv_stream_t *server, int status)
 		bft_log("conn %s: refused: %u connections open (--max-conns), "
 		    "%llu refused so far", c->peer, net->nconns,
 		    (unsigned long long)net->refused);
+		conn_close(c);
+		return;
+	}
+	if (net->byz != NULL &&
+	    (c->byz = bft_byz_conn_new(net->byz, &c->u.stream)) == NULL) {
+		bft_log("conn %s: refused: out of memory", c->peer);
 		conn_close(c);
 		return;
 	}
@@ -558,6 +572,12 @@ bft_net_listen_unix(struct bft_net *net, const char *path, char *err,
 	snprintf(what, sizeof what, "unix:%s", path);
 	append_where(net, what);
 	return 0;
+}
+
+void
+bft_net_set_byzantine(struct bft_net *net, struct bft_byz *byz)
+{
+	net->byz = byz;
 }
 
 const char *

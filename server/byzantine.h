@@ -1,0 +1,141 @@
+/*
+ * Test-only Byzantine behaviour of bftblk-server (--byzantine=MODES).
+ *
+ * The protocol handler always runs honestly, so the server's own state
+ * stays that of a correct server; this layer then lies about it: given a
+ * request and the honest reply, it rewrites the reply, drops it, or holds
+ * it back for later.  Every rewritten reply is still a well-formed frame,
+ * so a client has to reject it on its content, not on its framing.
+ *
+ * The option is refused unless the environment has BFTBLK_TEST_BYZANTINE=1,
+ * so a stray option in a production unit file cannot turn a server into
+ * a liar.
+ */
+#ifndef BFTBLK_BYZANTINE_H
+#define BFTBLK_BYZANTINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "handler.h"
+#include "wire.h"
+
+#define BFT_BYZ_ENV "BFTBLK_TEST_BYZANTINE"
+
+/*
+ * The modes, and what each attacks in the client (nbd-plugin/op_read.c,
+ * op_write.c, common/predicates.c).  Modes combine; the server's exit
+ * line counts the replies each one changed.
+ */
+enum bft_byz_mode {
+	/*
+	 * A FILTER_ACK fragment with one bit flipped, cc untouched: the
+	 * hash check (frag_ok) must keep it out of safe() and of decoding.
+	 */
+	BFT_BYZ_CORRUPT_FRAGMENT = 1u << 0,
+	/*
+	 * A forged fragment with our own cc entry made to match it, the
+	 * other entries as stored: it passes the hash check, so only the
+	 * agreement on cc in safe() and RESTORE's use of the quorum's cc
+	 * keep it out.
+	 */
+	BFT_BYZ_BAD_CHECKSUM = 1u << 1,
+	/*
+	 * CLOCK, COLLECT and FILTER answered from a rollback point (each
+	 * block's first completed value seen, or c0): old but authentic
+	 * data.  Attacks the writer's choice of the highest timestamp,
+	 * invalid() and the reader's choice of the highest candidate.
+	 */
+	BFT_BYZ_STALE = 1u << 2,
+	/*
+	 * Timestamps near 2^63 that no writer signed, in CLOCK, COLLECT and
+	 * FILTER (with a fragment matching its cc entry): attacks
+	 * bft_ts_verify() in both rounds, and the restart rule
+	 * (bft_count_newer() >= t+1), which t liars must not trigger.
+	 */
+	BFT_BYZ_FORGE = 1u << 3,
+	/*
+	 * Every vec entry but our own broken (so our own checks would pass)
+	 * in COLLECT's lc and FILTER's Hist.  A reader that selects our
+	 * copy of a candidate holds a vec other than the one t+1 servers
+	 * agree on and must REPAIR it (Algorithm 6, lines 170-173), or the
+	 * value might be written back to fewer than t+1 correct servers.
+	 */
+	BFT_BYZ_BAD_MAC = 1u << 4,
+	/*
+	 * Every other connection is lied to, alternately stale and forged,
+	 * the rest get the truth: a value one client saw complete must be
+	 * found by the next whatever this server tells either.
+	 */
+	BFT_BYZ_EQUIVOCATE = 1u << 5,
+	/*
+	 * No reply after HELLO (mute) or every reply two seconds late
+	 * (slow): attacks liveness, as rounds must go on with the n-t
+	 * others and ignore late replies to finished rounds.
+	 */
+	BFT_BYZ_MUTE = 1u << 6,
+	BFT_BYZ_SLOW = 1u << 7,
+	/*
+	 * A fragment and a whole cc forged from the seed, so colluders
+	 * sharing --byzantine-seed agree on (ts, cc, vec) and each one's
+	 * fragment matches: all safe() asks but the count, which only t+1
+	 * agreeing replies may reach.
+	 */
+	BFT_BYZ_COLLUDE = 1u << 8,
+	/*
+	 * Every reply an error status (EBUSY, ESTALE, EIO, EAUTH, ENOSPC in
+	 * turn) or, now and then, an OK reply naming the wrong block: t such
+	 * replies must neither fail an I/O nor be taken as an answer.
+	 */
+	BFT_BYZ_REFUSE = 1u << 9,
+};
+
+/* What to do with a reply after bft_byz_reply(). */
+enum bft_byz_verdict {
+	BFT_BYZ_SEND,		/* encode and send rep (maybe rewritten) now */
+	BFT_BYZ_DROP,		/* send nothing */
+	BFT_BYZ_HELD,		/* the layer sends it later by itself */
+};
+
+struct bft_byz;
+struct bft_byz_conn;
+
+/*
+ * Parses "mode[,mode...]" into a mask of enum bft_byz_mode.  Returns 0,
+ * or -1 with a reason (naming the valid modes) in err.
+ */
+int bft_byz_parse(const char *spec, unsigned *modes, char *err,
+    size_t errlen);
+
+/*
+ * Server-wide state for modes over the handler h (whose store the stale
+ * mode reads its old states from), announced loudly in the log.  seed
+ * makes every forged byte reproducible.  NULL when out of memory.
+ */
+struct bft_byz *bft_byz_new(uv_loop_t *loop, struct bft_handler *h,
+    unsigned modes, uint64_t seed);
+
+/* Logs what was injected and frees b; after the loop has run dry. */
+void bft_byz_free(struct bft_byz *b);
+
+/* Per-connection state for a newly accepted stream; NULL on ENOMEM. */
+struct bft_byz_conn *bft_byz_conn_new(struct bft_byz *b,
+    uv_stream_t *stream);
+
+/*
+ * Called before the stream is closed: replies still held back are
+ * discarded, and bc is freed once its timer has closed.
+ */
+void bft_byz_conn_close(struct bft_byz_conn *bc);
+
+/*
+ * The hook: req was handled honestly into rep.  May rewrite rep in
+ * place (rep->frag may then point into the layer's buffer, valid until
+ * the next call).  Returns an enum bft_byz_verdict.
+ */
+int bft_byz_reply(struct bft_byz_conn *bc, const struct bft_msg *req,
+    struct bft_msg *rep);
+
+#endif
