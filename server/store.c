@@ -17,8 +17,6 @@
 #include "store_log.h"
 
 #define COMPACT_MIN_BUDGET	(128u << 10)
-/* Compacted segments kept until a sync before one is forced inline. */
-#define MAX_RETIRED		4
 
 static const struct bft_block_state zero_state;
 
@@ -350,6 +348,9 @@ bft_store_sync(struct bft_store *st)
 {
 	int err;
 
+	/* A sync covers everything before it, background work included. */
+	if ((err = st_bg_sync_wait(st)) < 0)
+		return err;
 	for (size_t i = 0; i < st->nseg; i++) {
 		if (!st->segs[i].dirty)
 			continue;
@@ -530,8 +531,8 @@ compact_finish(struct bft_store *st)
 	st->nretired++;
 	st->cmp_no = 0;
 	st->compactions++;
-	if (st->nretired >= MAX_RETIRED)
-		return bft_store_sync(st);
+	if (st->nretired >= BFT_STORE_MAX_RETIRED)
+		st_bg_sync_start(st);
 	return 0;
 }
 

@@ -46,6 +46,13 @@ struct bft_block_state {
 struct bft_store;
 
 /*
+ * Compacted segments wait for a sync before they are unlinked; past this
+ * many, a background thread syncs and unlinks them, and fewer than twice
+ * this many ever wait.
+ */
+#define BFT_STORE_MAX_RETIRED 4
+
+/*
  * Opens (creating if absent) the data directory dir.  A new directory
  * gets an identity file; an existing one must carry the same identity,
  * or open fails naming what differs.  Replays the log, discarding torn

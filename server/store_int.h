@@ -5,6 +5,7 @@
 #ifndef BFTBLK_STORE_INT_H
 #define BFTBLK_STORE_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +62,8 @@ struct bft_store {
 	bool cmp_failing;		/* its error is logged already */
 	uint64_t replayed, compactions;
 	struct bft_store_replay rp;
+	struct bg_job *bg_job;		/* background sync, or NULL */
+	pthread_t bg_thread;
 };
 
 /* The segment numbered no, or NULL. */
@@ -78,5 +81,12 @@ void st_hist_apply(struct bft_store *st, struct blk *b,
 /* lc = c unless lc is newer, then the GC rule; false if c was stale. */
 bool st_lc_apply(struct bft_store *st, struct blk *b, const struct bft_cand *c,
 		 uint64_t loc, size_t len);
+
+/*
+ * store_sync.c: hands the retired segments and a sync of the segments
+ * holding their copies to a thread; st_bg_sync_wait collects it.
+ */
+void st_bg_sync_start(struct bft_store *st);
+int st_bg_sync_wait(struct bft_store *st);
 
 #endif

@@ -799,7 +799,12 @@ compaction(unsigned n)
 			save_segments(&saved);
 		}
 		bft_store_stats(st, &ss);
-		if (r > 4 && ss.bytes_total > 3 * ss.bytes_live + 2 * seg)
+		/*
+		 * Live data at most half of a compacted segment, plus the
+		 * active one, plus what waits for a sync to be unlinked.
+		 */
+		if (r > 4 && ss.bytes_total > 3 * ss.bytes_live +
+		    (2 + 2 * BFT_STORE_MAX_RETIRED) * seg)
 			fail_msg("round %u: %llu bytes on disk for %llu live",
 			    r, (unsigned long long)ss.bytes_total,
 			    (unsigned long long)ss.bytes_live);
