@@ -23,16 +23,7 @@
 
 TC=$BUILD/tests/bftblk-testclient
 [ -x "$TC" ] || fail "$TC is missing: run make first"
-# lincheck needs Go; without it the rest of the scenario still runs.
-LIN=1
-lin_rc=0
-(lin_build) || lin_rc=$?
-case $lin_rc in
-0) ;;
-77) LIN=0; log "no lincheck: histories are not recorded" ;;
-*) fail "cannot build lincheck" ;;
-esac
-lin() { [ "$LIN" = 0 ] || "$@"; }
+lin_optional
 
 cluster_start 1
 CONF=$CLUSTER_DIR/bftblk.conf

@@ -20,16 +20,7 @@
 #   back once the newer value was read.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# lincheck needs Go; without it the rest of the scenario still runs.
-LIN=1
-lin_rc=0
-(lin_build) || lin_rc=$?
-case $lin_rc in
-0) ;;
-77) LIN=0; log "no lincheck: histories are not recorded" ;;
-*) fail "cannot build lincheck" ;;
-esac
-lin() { [ "$LIN" = 0 ] || "$@"; }
+lin_optional
 NB=24
 BASE=100
 LIN_BLOCKS="--first-block 300 --blocks 4"

@@ -220,3 +220,19 @@ lin_expect_illegal()
 	fi
 	log "lincheck rejects $file, as it must"
 }
+
+# lin_optional: builds lincheck if Go is here and defines lin CMD...,
+# which runs CMD only then, so a scenario's other checks still run
+# without Go.
+lin_optional()
+{
+	local rc=0
+	LIN=1
+	(lin_build) || rc=$?
+	case $rc in
+	0) ;;
+	77) LIN=0; log "no lincheck: histories are not recorded" ;;
+	*) fail "cannot build lincheck" ;;
+	esac
+	lin() { [ "$LIN" = 0 ] || "$@"; }
+}
