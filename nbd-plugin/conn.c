@@ -1,0 +1,263 @@
+/*
+ * Connections to the servers: connect and reconnect with backoff, the
+ * HELLO exchange, framing of what arrives, and one write per connection
+ * per loop iteration for what goes out.  What replies mean is the round
+ * machinery's business (client.c).
+ */
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nbdkit-plugin.h>
+
+#include "conn.h"
+
+/*
+ * Frames for a server are gathered in c->out while the loop runs
+ * callbacks, and written with one write per connection per loop
+ * iteration (flush_all, a check handle): one syscall and one wakeup of
+ * the server for every batch of requests instead of every request.
+ */
+void
+conn_send(struct conn *c, const struct bft_msg *m)
+{
+	if (bft_wire_encode(m, c->cl->n, &c->out) != 0) {
+		/* Only ENOMEM gets here: the round times out or others answer. */
+		nbdkit_error("cannot encode %s", bft_msg_type_str(m->type));
+		return;
+	}
+	c->cl->lp->dirty |= 1u << c->idx;
+}
+
+static void conn_flush(struct conn *c);
+
+static void
+on_write(uv_write_t *req, int status)
+{
+	struct conn *c = req->data;
+
+	c->writing = false;
+	c->wbuf.len = 0;
+	/* A failed write shows up as a closed connection too. */
+	if (status == 0 && c->out.len > 0)
+		conn_flush(c);
+}
+
+static void
+conn_flush(struct conn *c)
+{
+	struct bft_buf tmp;
+	uv_buf_t b;
+
+	if (c->writing || c->out.len == 0 ||
+	    (c->state != C_HELLO && c->state != C_READY))
+		return;
+	tmp = c->wbuf;
+	c->wbuf = c->out;
+	c->out = tmp;
+	c->out.len = 0;
+	b = uv_buf_init((char *)c->wbuf.data, (unsigned)c->wbuf.len);
+	c->wreq.data = c;
+	if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
+		c->wbuf.len = 0;
+		conn_close(c, "write failed");
+		return;
+	}
+	c->writing = true;
+}
+
+void
+flush_all(uv_check_t *h)
+{
+	struct client_loop *lp = h->data;
+	uint32_t dirty = lp->dirty;
+
+	lp->dirty = 0;
+	for (unsigned i = 0; dirty != 0; i++, dirty >>= 1)
+		if (dirty & 1)
+			conn_flush(&lp->conns[i]);
+}
+
+static void
+on_hello_ack(struct conn *c, const struct bft_msg *m)
+{
+	if (m->type != (BFT_HELLO | BFT_ACK) || m->status != BFT_OK) {
+		nbdkit_error("server %u refused us: %s (is it a server of "
+		    "this cluster?)", c->idx, bft_status_str(m->status));
+		c->refused = true;
+		conn_close(c, "HELLO refused");
+		return;
+	}
+	c->state = C_READY;
+	c->backoff_ms = 0;
+	c->refused = false;
+	if (c->warned)
+		nbdkit_debug("server %u: connected again", c->idx);
+	c->warned = false;
+	client_conn_ready(c);
+}
+
+static void on_closed(uv_handle_t *h);
+
+void
+conn_close(struct conn *c, const char *why)
+{
+	if (c->state == C_CLOSING || c->state == C_IDLE)
+		return;
+	client_conn_lost(c);
+	c->out.len = 0;		/* lost with the connection, resent later */
+	if (!c->warned)
+		nbdkit_debug("server %u: connection lost: %s", c->idx, why);
+	c->warned = true;
+	c->state = C_CLOSING;
+	uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void
+on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct conn *c = h->data;
+
+	(void)suggested;
+	if (c->rcap - c->rlen < 65536 && c->rcap < 4 + BFT_MAX_FRAME + 65536) {
+		size_t ncap = c->rcap ? c->rcap * 2 : RBUF_INITIAL;
+		uint8_t *nb = realloc(c->rbuf, ncap);
+
+		if (nb != NULL) {
+			c->rbuf = nb;
+			c->rcap = ncap;
+		}
+	}
+	*buf = uv_buf_init((char *)c->rbuf + c->rlen,
+	    (unsigned)(c->rcap - c->rlen));
+}
+
+static void
+on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct conn *c = s->data;
+	size_t off = 0;
+
+	(void)buf;
+	if (nread < 0) {
+		conn_close(c, uv_strerror((int)nread));
+		return;
+	}
+	c->rlen += (size_t)nread;
+	while (c->state == C_HELLO || c->state == C_READY) {
+		static struct bft_msg m;	/* loop thread only; large */
+		const char *why = NULL;
+		uint32_t blen;
+		int r = bft_wire_frame(c->rbuf + off, c->rlen - off, &blen);
+
+		if (r == 1)
+			break;
+		if (r < 0) {
+			conn_close(c, "oversized frame");
+			return;
+		}
+		if (bft_wire_decode(c->rbuf + off + 4, blen, c->cl->n, &m,
+		    &why) != 0) {
+			nbdkit_error("server %u sent a malformed frame (%s); "
+			    "reconnecting", c->idx, why);
+			conn_close(c, why);
+			return;
+		}
+		off += 4 + (size_t)blen;
+		if (c->state == C_HELLO)
+			on_hello_ack(c, &m);
+		else
+			client_dispatch(c, &m);
+	}
+	if (off > 0 && c->state != C_CLOSING && c->state != C_IDLE) {
+		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+		c->rlen -= off;
+	}
+}
+
+static void
+on_connect(uv_connect_t *req, int status)
+{
+	struct conn *c = req->data;
+	const struct bft_config *cfg = c->cl->p.cfg;
+	struct bft_msg m;
+
+	if (c->state != C_CONNECTING)
+		return;
+	if (status != 0) {
+		conn_close(c, uv_strerror(status));
+		return;
+	}
+	uv_tcp_nodelay(&c->tcp, 1);
+	c->rlen = 0;
+	c->state = C_HELLO;
+	memset(&m, 0, sizeof m);
+	m.type = BFT_HELLO;
+	memcpy(m.cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN);
+	m.hello_n = cfg->n;
+	m.hello_t = cfg->t;
+	m.block_size = cfg->block_size;
+	m.nblocks = cfg->nblocks;
+	m.server_index = c->idx;
+	conn_send(c, &m);
+	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static void
+on_retry(uv_timer_t *t)
+{
+	conn_connect(t->data);
+}
+
+static void
+on_closed(uv_handle_t *h)
+{
+	struct conn *c = h->data;
+	struct client_loop *lp = c->cl->lp;
+
+	c->state = C_IDLE;
+	if (lp->stopping)
+		return;
+	atomic_fetch_add(&c->cl->stats.reconnects, 1);
+	/* Back off to a second: a restarted server is back within that. */
+	c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : 50;
+	if (c->backoff_ms > 1000)
+		c->backoff_ms = 1000;
+	uv_timer_start(&c->retry, on_retry, c->refused ? 5000 : c->backoff_ms,
+	    0);
+}
+
+void
+conn_connect(struct conn *c)
+{
+	struct client_loop *lp = c->cl->lp;
+
+	if (lp->stopping || c->state != C_IDLE)
+		return;
+	uv_tcp_init(&lp->loop, &c->tcp);
+	c->tcp.data = c;
+	c->connect.data = c;
+	c->state = C_CONNECTING;
+	if (uv_tcp_connect(&c->connect, &c->tcp,
+	    (const struct sockaddr *)&c->addr, on_connect) != 0)
+		conn_close(c, "connect failed");
+}
+
+int
+conn_resolve(const struct bft_server_addr *a, struct sockaddr_storage *out)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	char port[8];
+	int r;
+
+	snprintf(port, sizeof port, "%u", a->port);
+	r = getaddrinfo(a->host, port, &hints, &res);
+	if (r != 0) {
+		nbdkit_error("cannot resolve %s: %s", a->host, gai_strerror(r));
+		return -1;
+	}
+	memcpy(out, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}

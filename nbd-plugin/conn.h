@@ -1,0 +1,75 @@
+/*
+ * The plugin's event loop internals shared by the connection layer
+ * (conn.c) and the round machinery (client.c); loop thread only.
+ */
+#ifndef BFTBLK_CONN_H
+#define BFTBLK_CONN_H
+
+#include <sys/socket.h>
+
+#include <uv.h>
+
+#include "rounds.h"
+#include "wire.h"
+
+#define MAX_OPS		1024	/* operations in their rounds at once */
+#define TICK_MS		50
+#define RBUF_INITIAL	(256u * 1024)
+
+enum conn_state { C_IDLE, C_CONNECTING, C_HELLO, C_READY, C_CLOSING };
+
+struct conn {
+	struct bft_client *cl;
+	unsigned idx;
+	enum conn_state state;
+	uv_tcp_t tcp;
+	uv_connect_t connect;
+	uv_timer_t retry;
+	unsigned backoff_ms;
+	bool warned;			/* logged this outage already */
+	bool refused;			/* HELLO refused: retry slowly */
+	struct sockaddr_storage addr;
+	uint8_t *rbuf;
+	size_t rlen, rcap;
+	struct bft_buf out;		/* frames gathered this iteration */
+	struct bft_buf wbuf;		/* frames being written */
+	uv_write_t wreq;
+	bool writing;
+};
+
+struct client_loop {
+	uv_loop_t loop;
+	uv_async_t wake;
+	uv_timer_t tick;
+	pthread_t thread;
+	struct conn conns[BFT_MAX_N];
+
+	pthread_mutex_t qlock;
+	struct op *qhead, *qtail;	/* submitted, not yet taken */
+	bool stopping;
+
+	struct op *slots[MAX_OPS];
+	uint32_t nactive;
+	struct op *waithead, *waittail;	/* taken, waiting for a slot */
+	uv_check_t flush;
+	uint32_t dirty;			/* connections with frames in out */
+	uint64_t next_gen;
+};
+
+/* conn.c */
+void conn_send(struct conn *c, const struct bft_msg *m);
+void conn_connect(struct conn *c);
+void conn_close(struct conn *c, const char *why);
+/* Check handle: writes what each connection gathered this iteration. */
+void flush_all(uv_check_t *h);
+int conn_resolve(const struct bft_server_addr *a,
+		 struct sockaddr_storage *out);
+
+/* client.c, for conn.c */
+void client_dispatch(struct conn *c, const struct bft_msg *m);
+/* A server answered HELLO: bring it into the rounds that lack it. */
+void client_conn_ready(struct conn *c);
+/* A connection dropped: its unanswered requests must go out again. */
+void client_conn_lost(struct conn *c);
+
+#endif
