@@ -21,7 +21,7 @@ _Static_assert(BFT_MAX_N >= 9, "HELLO has 9 elements");
 
 /* Array lengths by type & 0x7f; replies with status != 0 have 4. */
 static const uint8_t req_len[9] = { 0, 9, 3, 8, 6, 3, 4, 4, 3 };
-static const uint8_t rep_len[9] = { 0, 4, 5, 4, 4, 5, 8, 4, 4 };
+static const uint8_t rep_len[9] = { 0, 4, 5, 5, 4, 5, 8, 4, 4 };
 
 static const char *const type_names[16] = {
 	"HELLO", "CLOCK", "STORE", "COMPLETE",
@@ -139,6 +139,7 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n)
 	case BFT_COLLECT | BFT_ACK:
 		return put_cand(pk, &m->cands[0], n);
 	case BFT_CLOCK | BFT_ACK:
+	case BFT_STORE | BFT_ACK:
 		return put_ts(pk, &m->ts);
 	case BFT_FILTER | BFT_ACK:
 		return put_ts(pk, &m->ts) || put_bin(pk, m->vec, vl) ||
@@ -507,6 +508,7 @@ get_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 		m->ncands = 1;
 		return get_cand(&a[3], &m->cands[0], n);
 	case BFT_CLOCK | BFT_ACK:
+	case BFT_STORE | BFT_ACK:
 		return get_ts(&a[4], &m->ts);
 	case BFT_COLLECT | BFT_ACK:
 		m->ncands = 1;

@@ -26,8 +26,10 @@
  * Replies (server -> client), type | BFT_ACK:
  *   every reply: [type|ACK, id, block, status, ...]; when status != 0
  *   nothing follows status.
- *   HELLO_ACK, STORE_ACK, COMPLETE_ACK, REPAIR_ACK, FLUSH_ACK: nothing more
+ *   HELLO_ACK, COMPLETE_ACK, REPAIR_ACK, FLUSH_ACK: nothing more
  *   CLOCK_ACK    [..., status, ts]           (the server's lc.ts)
+ *   STORE_ACK    [..., status, ts]           (lc.ts after the STORE: a
+ *                 writer that skipped CLOCK checks it was not overtaken)
  *   COLLECT_ACK  [..., status, cand]         (the server's lc)
  *   FILTER_ACK   [..., status, ts, vec, cc, frag]  (Hist[c_rt.ts]; when
  *                 c_rt is c0, ts is zero, vec and cc all zero, frag empty)
@@ -71,7 +73,7 @@ struct bft_msg {
 	uint64_t block;
 	int32_t status;			/* replies only */
 
-	struct bft_ts ts;		/* CLOCK_ACK, STORE, COMPLETE, FILTER_ACK */
+	struct bft_ts ts;		/* CLOCK_ACK, STORE(_ACK), COMPLETE, FILTER_ACK */
 	uint8_t nonce[BFT_NONCE_LEN];	/* COMPLETE */
 	uint8_t nh[BFT_HASH_LEN];	/* STORE */
 	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];	/* STORE, COMPLETE, FILTER_ACK */

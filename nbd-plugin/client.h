@@ -61,6 +61,7 @@ struct op {
 	unsigned restarts;
 
 	/* Write: prepared by the submitter, ts and vec by CLOCK. */
+	bool fast;			/* CLOCK skipped on a cached timestamp */
 	struct bft_ts ts;
 	uint8_t nonce[BFT_NONCE_LEN], nh[BFT_HASH_LEN];
 	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];
@@ -81,6 +82,7 @@ struct bft_client_stats {
 	atomic_ullong reads, writes, flushes;
 	atomic_ullong read_restarts, repairs, forged_ts;
 	atomic_ullong timeouts, reconnects;
+	atomic_ullong fast_writes, fast_fallbacks;
 };
 
 struct bft_client_params {

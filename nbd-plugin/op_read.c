@@ -83,6 +83,7 @@ selected(struct op *op, int h)
 	unsigned n = op->cl->n, q = (unsigned)__builtin_ctz(op->quorum);
 
 	op->chosen = op->C[h];
+	tscache_note(op->cl, op->block, op->chosen.ts.num);
 	if (memcmp(op->chosen.vec, op->W[q].vec, (size_t)n * BFT_MAC_LEN)
 	    == 0) {
 		op_done(op, 0, NULL);

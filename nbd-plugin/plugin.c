@@ -176,10 +176,12 @@ bftblk_cleanup(void)
 		return;
 	s = bft_client_stats(client);
 	nbdkit_debug("bftblk: %llu reads (%llu restarts, %llu repairs), "
-	    "%llu writes, %llu flushes, %llu forged timestamps, %llu "
-	    "timeouts, %llu reconnects",
+	    "%llu writes (%llu without CLOCK, %llu fell back), %llu flushes, "
+	    "%llu forged timestamps, %llu timeouts, %llu reconnects",
 	    (unsigned long long)s->reads, (unsigned long long)s->read_restarts,
 	    (unsigned long long)s->repairs, (unsigned long long)s->writes,
+	    (unsigned long long)s->fast_writes,
+	    (unsigned long long)s->fast_fallbacks,
 	    (unsigned long long)s->flushes, (unsigned long long)s->forged_ts,
 	    (unsigned long long)s->timeouts, (unsigned long long)s->reconnects);
 	bft_client_stop(client);

@@ -10,10 +10,23 @@
 #include "client.h"
 #include "wire.h"
 
+/*
+ * Per-block timestamps this writer last saw complete, direct-mapped: a
+ * hit lets a write skip CLOCK (see op_write.c).  Loop thread only.
+ */
+#define TSCACHE_SIZE 4096
+
+struct tscache_entry {
+	uint64_t block;
+	uint64_t num;
+	bool valid;
+};
+
 struct bft_client {
 	struct bft_client_params p;
 	unsigned n, t;
 	uint64_t writer_id;		/* loop thread only */
+	struct tscache_entry tscache[TSCACHE_SIZE];
 	struct bft_client_stats stats;
 	struct client_loop *lp;		/* event loop internals (client.c) */
 };
@@ -34,6 +47,9 @@ void op_done(struct op *op, int err, const char *why);
  * replies can no longer arrive, after finishing op with a matching errno.
  */
 bool round_note_error(struct op *op, unsigned i, int status);
+
+/* Remembers that block's register completed a write at num. */
+void tscache_note(struct bft_client *cl, uint64_t block, uint64_t num);
 
 /* Gives this writer a fresh random id (loop thread only). */
 void rotate_writer_id(struct bft_client *cl);

@@ -355,6 +355,8 @@ answer_stale(struct bft_byz *b, const struct bft_msg *req,
 
 	switch (rep->type & ~BFT_ACK) {
 	case BFT_CLOCK:
+	case BFT_STORE:
+		/* In STORE_ACK: hides newer writes from a writer that skipped CLOCK. */
 		rep->ts = s->lc.ts;
 		break;
 	case BFT_COLLECT:
@@ -417,6 +419,10 @@ answer_forged(struct bft_byz *b, const struct bft_msg *req,
 
 	switch (rep->type & ~BFT_ACK) {
 	case BFT_CLOCK:
+	case BFT_STORE:
+		/* In STORE_ACK: must not push a writer off the fast path. */
+		if (rep->status != BFT_OK)
+			return;
 		forge_ts(b, &rep->ts);
 		break;
 	case BFT_COLLECT:

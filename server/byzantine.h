@@ -43,15 +43,16 @@ enum bft_byz_mode {
 	 */
 	BFT_BYZ_BAD_CHECKSUM = 1u << 1,
 	/*
-	 * CLOCK, COLLECT and FILTER answered from a rollback point (each
-	 * block's first completed value seen, or c0): old but authentic
-	 * data.  Attacks the writer's choice of the highest timestamp,
-	 * invalid() and the reader's choice of the highest candidate.
+	 * CLOCK, STORE_ACK, COLLECT and FILTER answered from a rollback
+	 * point (each block's first completed value seen, or c0): old but
+	 * authentic data.  Attacks the writer's choice of the highest
+	 * timestamp (with or without CLOCK), invalid() and the reader's
+	 * choice of the highest candidate.
 	 */
 	BFT_BYZ_STALE = 1u << 2,
 	/*
-	 * Timestamps near 2^63 that no writer signed, in CLOCK, COLLECT and
-	 * FILTER (with a fragment matching its cc entry): attacks
+	 * Timestamps near 2^63 that no writer signed, in CLOCK, STORE_ACK,
+	 * COLLECT and FILTER (with a fragment matching its cc entry): attacks
 	 * bft_ts_verify() in both rounds, and the restart rule
 	 * (bft_count_newer() >= t+1), which t liars must not trigger.
 	 */

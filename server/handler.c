@@ -439,6 +439,8 @@ bft_handle(struct bft_handler *h, const char *peer,
 		break;
 	case BFT_STORE:
 		handle_store(h, peer, req, rep);
+		/* Lets a writer that skipped CLOCK see it was overtaken. */
+		rep->ts = bft_store_block(h->st, req->block)->lc.ts;
 		break;
 	case BFT_COMPLETE:
 		handle_complete(h, peer, req, rep);
