@@ -1,6 +1,7 @@
 /*
  * bftblk(8): the administration tool.  `bftblk keygen` creates a cluster
- * directory: bftblk.conf, one key file per server and the client key.
+ * directory (keygen.c); `bftblk client` adds and revokes the clients
+ * servers let in (client.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -10,146 +11,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "config.h"
 #include "crypto.h"
 #include "keys.h"
 #include "log.h"
 
-static void
-usage(FILE *fp)
+void
+admin_usage(FILE *fp)
 {
 	fprintf(fp,
 	    "usage: bftblk keygen --dir DIR [--t T] [--size SIZE] "
 	    "[--host HOST]\n"
-	    "                     [--base-port PORT]\n"
+	    "                     [--base-port PORT] [--channel aead|plain]\n"
 	    "  Creates DIR/bftblk.conf, DIR/server-I.key (I = 0..3t) and "
 	    "DIR/client.key.\n"
-	    "  Defaults: t=1, size=1G, host=127.0.0.1, base-port=7700.\n");
-}
-
-static int
-path_in(char *out, size_t len, const char *dir, const char *name)
-{
-	int n = snprintf(out, len, "%s/%s", dir, name);
-
-	return (n < 0 || (size_t)n >= len) ? -1 : 0;
-}
-
-static int
-keygen(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "dir", required_argument, NULL, 'd' },
-		{ "t", required_argument, NULL, 't' },
-		{ "size", required_argument, NULL, 's' },
-		{ "host", required_argument, NULL, 'H' },
-		{ "base-port", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct bft_config cfg = { .t = 1, .block_size = BFT_BLOCK_SIZE,
-	    .size = 1ull << 30 };
-	struct bft_client_key ck = { 0 };
-	const char *dir = NULL, *host = "127.0.0.1";
-	unsigned long port = 7700;
-	char path[4096], *end;
-	int c;
-
-	while ((c = getopt_long(argc, argv, "d:t:s:H:p:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd':
-			dir = optarg;
-			break;
-		case 't':
-			cfg.t = (unsigned)strtoul(optarg, &end, 10);
-			if (*end || cfg.t < 1 || cfg.t > BFT_MAX_T) {
-				bft_log("--t must be 1..%d", BFT_MAX_T);
-				return 2;
-			}
-			break;
-		case 's':
-			if (bft_parse_size(optarg, &cfg.size) ||
-			    cfg.size == 0 || cfg.size % BFT_BLOCK_SIZE) {
-				bft_log("--size must be a positive multiple "
-				    "of %u (K/M/G/T suffixes allowed)",
-				    BFT_BLOCK_SIZE);
-				return 2;
-			}
-			break;
-		case 'H':
-			if (strlen(optarg) >= BFT_HOST_LEN) {
-				bft_log("--host too long");
-				return 2;
-			}
-			host = optarg;
-			break;
-		case 'p':
-			port = strtoul(optarg, &end, 10);
-			if (*end || port == 0 || port > 65535) {
-				bft_log("--base-port must be 1..65535");
-				return 2;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (dir == NULL || optind != argc) {
-		usage(stderr);
-		return 2;
-	}
-	cfg.n = 3 * cfg.t + 1;
-	if (port + cfg.n - 1 > 65535) {
-		bft_log("--base-port %lu leaves no room for %u servers", port,
-		    cfg.n);
-		return 2;
-	}
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-		bft_log("%s: %s", dir, strerror(errno));
-		return 1;
-	}
-	bft_random(cfg.cluster_id, BFT_CLUSTER_ID_LEN);
-	memcpy(ck.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
-	ck.n = cfg.n;
-	bft_random(ck.kw, BFT_KEY_LEN);
-	for (unsigned i = 0; i < cfg.n; i++) {
-		snprintf(cfg.servers[i].host, BFT_HOST_LEN, "%s", host);
-		cfg.servers[i].port = (uint16_t)(port + i);
-	}
-
-	/* The client key first: O_EXCL on it refuses a second keygen early. */
-	for (unsigned i = 0; i < cfg.n; i++)
-		bft_random(ck.k[i], BFT_KEY_LEN);
-	if (path_in(path, sizeof path, dir, "client.key") ||
-	    bft_client_key_write(path, &ck) != 0)
-		goto out_err;
-	for (unsigned i = 0; i < cfg.n; i++) {
-		struct bft_server_key sk = { .index = i };
-		char name[64];
-
-		memcpy(sk.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
-		memcpy(sk.k, ck.k[i], BFT_KEY_LEN);
-		snprintf(name, sizeof name, "server-%u.key", i);
-		if (path_in(path, sizeof path, dir, name) ||
-		    bft_server_key_write(path, &sk) != 0)
-			goto out_err;
-	}
-	if (path_in(path, sizeof path, dir, "bftblk.conf") ||
-	    bft_config_write(path, &cfg) != 0)
-		goto out_err;
-	printf("cluster in %s: t=%u, n=%u servers on %s:%lu-%lu, size %llu "
-	    "bytes\n", dir, cfg.t, cfg.n, host, port, port + cfg.n - 1,
-	    (unsigned long long)cfg.size);
-	return 0;
-out_err:
-	bft_log("%s: %s%s", path, strerror(errno),
-	    errno == EEXIST ? " (keys exist already; refusing to replace "
-	    "them)" : "");
-	return 1;
+	    "  Defaults: t=1, size=1G, host=127.0.0.1, base-port=7700, "
+	    "channel=aead.\n"
+	    "usage: bftblk client add --dir DIR --name NAME [--role rw|ro]\n"
+	    "       bftblk client revoke --dir DIR --name NAME\n"
+	    "       bftblk client list --dir DIR\n"
+	    "  Adds a client (writing DIR/NAME.key) to, or removes it from, "
+	    "DIR/bftblk.conf.\n"
+	    "  Copy bftblk.conf to every server and send them SIGHUP: they "
+	    "reload the\n"
+	    "  client list and drop the connections of revoked clients.\n");
 }
 
 int
@@ -157,7 +43,7 @@ main(int argc, char **argv)
 {
 	bft_log_init("bftblk", 0);
 	if (argc < 2) {
-		usage(stderr);
+		admin_usage(stderr);
 		return 2;
 	}
 	if (bft_crypto_init() != 0) {
@@ -165,12 +51,14 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(argv[1], "keygen") == 0)
-		return keygen(argc - 1, argv + 1);
+		return admin_keygen(argc - 1, argv + 1);
+	if (strcmp(argv[1], "client") == 0)
+		return admin_client(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
-		usage(stdout);
+		admin_usage(stdout);
 		return 0;
 	}
 	bft_log("unknown command '%s'", argv[1]);
-	usage(stderr);
+	admin_usage(stderr);
 	return 2;
 }

@@ -1,4 +1,5 @@
 /* bftblk.conf(5): loading, validation and writing. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 
 #include "config.h"
 #include "kvfile.h"
+#include "wire.h"
 
 int
 bft_parse_size(const char *s, uint64_t *out)
@@ -78,7 +80,69 @@ struct load_ctx {
 	struct bft_config *cfg;
 	int have_id, have_t, have_size;
 	uint32_t have_server;		/* bitmask of server.I seen */
+	uint32_t have_pk;		/* bitmask of server.I.pk seen */
 };
+
+/* Client names appear in logs and file names: keep them plain. */
+bool
+bft_config_name_ok(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (len == 0 || len > BFT_NAME_LEN)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' &&
+		    *s != '.')
+			return false;
+	return true;
+}
+
+static int
+load_client(struct bft_config *cfg, const char *name, const char *value,
+    char *err, size_t errlen)
+{
+	struct bft_client_ident *ci;
+	const char *sp = strchr(value, ' ');
+
+	if (!bft_config_name_ok(name)) {
+		snprintf(err, errlen, "client name '%s' must be 1..%d of "
+		    "[A-Za-z0-9._-]", name, BFT_NAME_LEN);
+		return -1;
+	}
+	if (cfg->nclients == BFT_MAX_CLIENTS) {
+		snprintf(err, errlen, "more than %d clients", BFT_MAX_CLIENTS);
+		return -1;
+	}
+	for (unsigned i = 0; i < cfg->nclients; i++)
+		if (strcmp(cfg->clients[i].name, name) == 0) {
+			snprintf(err, errlen, "client '%s' listed twice", name);
+			return -1;
+		}
+	ci = &cfg->clients[cfg->nclients];
+	if (sp != NULL && sp - value == 2 && strncmp(value, "rw", 2) == 0)
+		ci->role = BFT_ROLE_RW;
+	else if (sp != NULL && sp - value == 2 && strncmp(value, "ro", 2) == 0)
+		ci->role = BFT_ROLE_RO;
+	else
+		goto bad;
+	while (*sp == ' ')
+		sp++;
+	if (bft_parse_hex(sp, ci->pk, sizeof ci->pk))
+		goto bad;
+	if (bft_config_find_client(cfg, ci->pk) != NULL) {
+		snprintf(err, errlen, "client '%s' has the key of another "
+		    "client", name);
+		return -1;
+	}
+	strcpy(ci->name, name);
+	cfg->nclients++;
+	return 0;
+bad:
+	snprintf(err, errlen, "client.%s must be 'rw KEY' or 'ro KEY' with a "
+	    "64-hex-digit public key", name);
+	return -1;
+}
 
 static int
 parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -148,6 +212,33 @@ load_pair(void *vctx, const char *key, const char *value, char *err,
 			return -1;
 		}
 		cfg->block_size = (uint32_t)v;
+	} else if (strcmp(key, "channel") == 0) {
+		if (strcmp(value, "aead") == 0)
+			cfg->channel = 0;
+		else if (strcmp(value, "plain") == 0)
+			cfg->channel = 1;
+		else {
+			snprintf(err, errlen, "channel must be aead or plain");
+			return -1;
+		}
+	} else if (strncmp(key, "client.", 7) == 0) {
+		return load_client(cfg, key + 7, value, err, errlen);
+	} else if (strncmp(key, "server.", 7) == 0 &&
+	    strlen(key) > 10 && strcmp(key + strlen(key) - 3, ".pk") == 0) {
+		char idx[8];
+		size_t il = strlen(key) - 10;
+
+		if (il >= sizeof idx)
+			il = sizeof idx - 1;
+		memcpy(idx, key + 7, il);
+		idx[il] = '\0';
+		if (parse_uint(idx, BFT_MAX_N - 1, &v) ||
+		    bft_parse_hex(value, cfg->server_pk[v], 32)) {
+			snprintf(err, errlen, "bad %s (want server.I.pk = 64 "
+			    "hex digits)", key);
+			return -1;
+		}
+		ctx->have_pk |= 1u << v;
 	} else if (strncmp(key, "server.", 7) == 0) {
 		if (parse_uint(key + 7, BFT_MAX_N - 1, &v)) {
 			snprintf(err, errlen, "server index must be 0..%d",
@@ -196,13 +287,54 @@ bft_config_load(const char *path, struct bft_config *cfg, char *err,
 		    "server.%u", path, cfg->t, cfg->n - 1);
 		return -1;
 	}
+	if (ctx.have_pk != want) {
+		snprintf(err, errlen, "%s: t=%u needs exactly server.0.pk .. "
+		    "server.%u.pk (the servers' channel keys; bftblk keygen "
+		    "writes them)", path, cfg->t, cfg->n - 1);
+		return -1;
+	}
 	return 0;
+}
+
+const struct bft_client_ident *
+bft_config_find_client(const struct bft_config *cfg, const uint8_t *pk)
+{
+	for (unsigned i = 0; i < cfg->nclients; i++)
+		if (memcmp(cfg->clients[i].pk, pk, 32) == 0)
+			return &cfg->clients[i];
+	return NULL;
+}
+
+bool
+bft_role_permits(enum bft_role role, uint8_t type)
+{
+	switch (type) {
+	case BFT_HELLO:
+	case BFT_COLLECT:
+	case BFT_FILTER:
+	case BFT_REPAIR:
+	case BFT_FLUSH:
+		return role == BFT_ROLE_RO || role == BFT_ROLE_RW;
+	case BFT_CLOCK:
+	case BFT_STORE:
+	case BFT_COMPLETE:
+		return role == BFT_ROLE_RW;
+	default:
+		return false;
+	}
+}
+
+const char *
+bft_role_str(enum bft_role role)
+{
+	return role == BFT_ROLE_RW ? "read-write" : role == BFT_ROLE_RO ?
+	    "read-only" : "none";
 }
 
 int
 bft_config_write(const char *path, const struct bft_config *cfg)
 {
-	char hex[2 * BFT_CLUSTER_ID_LEN + 1];
+	char hex[2 * BFT_CLUSTER_ID_LEN + 1], pk[65];
 	FILE *fp;
 
 	fp = fopen(path, "wx");
@@ -212,9 +344,20 @@ bft_config_write(const char *path, const struct bft_config *cfg)
 	fprintf(fp, "# bftblk cluster configuration, see bftblk.conf(5).\n"
 	    "cluster-id = %s\nt = %u\nsize = %" PRIu64 "\n"
 	    "block-size = %u\n", hex, cfg->t, cfg->size, cfg->block_size);
-	for (unsigned i = 0; i < cfg->n; i++)
-		fprintf(fp, "server.%u = %s:%u\n", i, cfg->servers[i].host,
-		    cfg->servers[i].port);
+	if (cfg->channel == 1)
+		fprintf(fp, "channel = plain\n");
+	for (unsigned i = 0; i < cfg->n; i++) {
+		bft_format_hex(cfg->server_pk[i], 32, pk);
+		fprintf(fp, "server.%u = %s:%u\nserver.%u.pk = %s\n", i,
+		    cfg->servers[i].host, cfg->servers[i].port, i, pk);
+	}
+	fprintf(fp, "# Clients allowed in: client.NAME = rw|ro PUBLIC-KEY.\n"
+	    "# Servers reread these lines on SIGHUP.\n");
+	for (unsigned i = 0; i < cfg->nclients; i++) {
+		bft_format_hex(cfg->clients[i].pk, 32, pk);
+		fprintf(fp, "client.%s = %s %s\n", cfg->clients[i].name,
+		    cfg->clients[i].role == BFT_ROLE_RW ? "rw" : "ro", pk);
+	}
 	if (fclose(fp) != 0)
 		return -1;
 	return 0;

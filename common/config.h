@@ -7,16 +7,37 @@
  *                multiple of the 64 KiB block size (required)
  *   block-size = 65536             (optional; the only size supported)
  *   server.I   = HOST:PORT         (required for I = 0..n-1)
+ *   server.I.pk = 64 hex digits    (required: server I's channel key)
+ *   channel    = aead | plain      (optional, default aead; plain is
+ *                                   for measuring what encryption costs)
+ *   client.NAME = rw|ro PK         (one per client allowed in: its role
+ *                                   and 64-hex-digit channel public key)
  */
 #ifndef BFTBLK_CONFIG_H
 #define BFTBLK_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "proto.h"
 
 #define BFT_HOST_LEN 256
+#define BFT_MAX_CLIENTS 256
+#define BFT_NAME_LEN 32
+
+/* What a client may do; checked by every server on every request. */
+enum bft_role {
+	BFT_ROLE_NONE = 0,
+	BFT_ROLE_RO = 1,	/* COLLECT, FILTER, REPAIR, FLUSH */
+	BFT_ROLE_RW = 2,	/* and CLOCK, STORE, COMPLETE */
+};
+
+struct bft_client_ident {
+	char name[BFT_NAME_LEN + 1];
+	uint8_t pk[32];
+	enum bft_role role;
+};
 
 struct bft_server_addr {
 	char host[BFT_HOST_LEN];
@@ -30,6 +51,10 @@ struct bft_config {
 	uint64_t size;			/* bytes */
 	uint64_t nblocks;		/* size / block_size */
 	struct bft_server_addr servers[BFT_MAX_N];
+	uint8_t server_pk[BFT_MAX_N][32];
+	unsigned channel;		/* enum bft_chan_mode */
+	unsigned nclients;
+	struct bft_client_ident clients[BFT_MAX_CLIENTS];
 };
 
 /* Returns 0, or -1 with a reason (naming the file and line) in err. */
@@ -37,6 +62,22 @@ int bft_config_load(const char *path, struct bft_config *cfg,
 		    char *err, size_t errlen);
 /* Writes cfg to path (mode 0644).  Returns 0 or -1 with errno set. */
 int bft_config_write(const char *path, const struct bft_config *cfg);
+
+/* Whether s is a good client name: 1..32 of [A-Za-z0-9._-]. */
+bool bft_config_name_ok(const char *s);
+
+/* The client whose channel key is pk, or NULL. */
+const struct bft_client_ident *bft_config_find_client(
+    const struct bft_config *cfg, const uint8_t *pk);
+
+/*
+ * Whether a client of this role may send a request of this type.  A
+ * reader's write-back (FILTER, REPAIR) is part of reading, so read-only
+ * clients keep it; what makes a new value (CLOCK, STORE, COMPLETE) is
+ * for writers only.
+ */
+bool bft_role_permits(enum bft_role role, uint8_t type);
+const char *bft_role_str(enum bft_role role);
 
 /* Parses "123", "64K", "1G", ...  Returns 0 or -1. */
 int bft_parse_size(const char *s, uint64_t *out);

@@ -13,7 +13,7 @@
 struct key_ctx {
 	struct bft_server_key *sk;
 	struct bft_client_key *ck;
-	int have_id, have_index, have_kw;
+	int have_id, have_index, have_kw, have_chan, have_name;
 	uint32_t have_keys;
 };
 
@@ -63,6 +63,26 @@ key_pair(void *vctx, const char *key, const char *value, char *err,
 		    bft_parse_hex(value, ctx->ck->k[idx], BFT_KEY_LEN))
 			goto bad;
 		ctx->have_keys |= 1u << idx;
+	} else if (strcmp(key, "chan-key") == 0) {
+		struct bft_chan_keypair *kp = ctx->sk ? &ctx->sk->chan :
+		    &ctx->ck->chan;
+
+		if (bft_parse_hex(value, kp->sk, sizeof kp->sk) ||
+		    bft_chan_keypair_from_sk(kp) != 0)
+			goto bad;
+		ctx->have_chan = 1;
+	} else if (ctx->ck && strcmp(key, "name") == 0) {
+		if (strlen(value) == 0 || strlen(value) > BFT_NAME_LEN)
+			goto bad;
+		strcpy(ctx->ck->name, value);
+		ctx->have_name = 1;
+	} else if (ctx->ck && strcmp(key, "role") == 0) {
+		if (strcmp(value, "rw") == 0)
+			ctx->ck->role = BFT_ROLE_RW;
+		else if (strcmp(value, "ro") == 0)
+			ctx->ck->role = BFT_ROLE_RO;
+		else
+			goto bad;
 	} else if (ctx->ck && strcmp(key, "writer-key") == 0) {
 		if (bft_parse_hex(value, ctx->ck->kw, BFT_KEY_LEN))
 			goto bad;
@@ -86,9 +106,10 @@ bft_server_key_load(const char *path, struct bft_server_key *key, char *err,
 	memset(key, 0, sizeof *key);
 	if (bft_kv_parse(path, 1, key_pair, &ctx, err, errlen) != 0)
 		return -1;
-	if (!ctx.have_id || !ctx.have_index || !ctx.have_keys) {
+	if (!ctx.have_id || !ctx.have_index || !ctx.have_keys ||
+	    !ctx.have_chan) {
 		snprintf(err, errlen, "%s: not a server key file (needs "
-		    "cluster-id, index and key)", path);
+		    "cluster-id, index, key and chan-key)", path);
 		return -1;
 	}
 	return 0;
@@ -101,12 +122,27 @@ bft_client_key_load(const char *path, struct bft_client_key *key, char *err,
 	struct key_ctx ctx = { .ck = key };
 
 	memset(key, 0, sizeof *key);
+	key->role = BFT_ROLE_RW;
 	if (bft_kv_parse(path, 1, key_pair, &ctx, err, errlen) != 0)
 		return -1;
-	if (!ctx.have_id || key->n == 0 || !ctx.have_kw ||
-	    ctx.have_keys != (1u << key->n) - 1) {
+	if (!ctx.have_id || !ctx.have_chan || !ctx.have_name) {
 		snprintf(err, errlen, "%s: not a client key file (needs "
-		    "cluster-id, n, key.0 .. key.n-1 and writer-key)", path);
+		    "cluster-id, name and chan-key)", path);
+		return -1;
+	}
+	/* A reader holds no MAC key: there is nothing it could sign. */
+	if (key->role == BFT_ROLE_RO) {
+		if (ctx.have_kw || ctx.have_keys) {
+			snprintf(err, errlen, "%s: a read-only key file must "
+			    "not hold MAC keys", path);
+			return -1;
+		}
+		return 0;
+	}
+	if (key->n == 0 || !ctx.have_kw ||
+	    ctx.have_keys != (1u << key->n) - 1) {
+		snprintf(err, errlen, "%s: not a writer's key file (needs "
+		    "n, key.0 .. key.n-1 and writer-key, or role = ro)", path);
 		return -1;
 	}
 	return 0;
@@ -152,6 +188,8 @@ bft_server_key_write(const char *path, const struct bft_server_key *key)
 	fprintf(fp, "# bftblk server key: give this file to server %u only.\n"
 	    "cluster-id = %s\nindex = %u\nkey = %s\n", key->index, id,
 	    key->index, k);
+	bft_format_hex(key->chan.sk, 32, k);
+	fprintf(fp, "chan-key = %s\n", k);
 	return finish(fp);
 }
 
@@ -164,9 +202,17 @@ bft_client_key_write(const char *path, const struct bft_client_key *key)
 	if (fp == NULL)
 		return -1;
 	bft_format_hex(key->cluster_id, BFT_CLUSTER_ID_LEN, id);
+	bft_format_hex(key->chan.sk, 32, k);
+	if (key->role == BFT_ROLE_RO) {
+		fprintf(fp, "# bftblk read-only client key: its channel key "
+		    "only.\ncluster-id = %s\nname = %s\nrole = ro\n"
+		    "chan-key = %s\n", id, key->name, k);
+		return finish(fp);
+	}
 	fprintf(fp, "# bftblk client key: every server key plus the writer "
 	    "key.\n# Whoever holds it can write the disk.\ncluster-id = %s\n"
-	    "n = %u\n", id, key->n);
+	    "name = %s\nrole = rw\nchan-key = %s\nn = %u\n", id, key->name,
+	    k, key->n);
 	for (unsigned i = 0; i < key->n; i++) {
 		bft_format_hex(key->k[i], BFT_KEY_LEN, k);
 		fprintf(fp, "key.%u = %s\n", i, k);

@@ -5,9 +5,13 @@
  * holds every k_i (to build the MAC vector) and k_W (to sign
  * timestamps).  Loaders refuse files readable by group or others.
  *
- * server-I.key:  cluster-id, index = I, key = 64 hex digits
- * client.key:    cluster-id, n, key.I = 64 hex for I = 0..n-1,
- *                writer-key = 64 hex
+ * server-I.key:  cluster-id, index = I, key = 64 hex digits,
+ *                chan-key = 64 hex (the X25519 secret of its channels)
+ * client.key:    cluster-id, name, role = rw, n, key.I = 64 hex for
+ *                I = 0..n-1, writer-key = 64 hex, chan-key = 64 hex
+ * NAME.key:      a read-only client: cluster-id, name, role = ro,
+ *                chan-key; it holds no MAC key, so it cannot write even
+ *                where a server would let it.
  */
 #ifndef BFTBLK_KEYS_H
 #define BFTBLK_KEYS_H
@@ -15,12 +19,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "channel.h"
+#include "config.h"
 #include "proto.h"
 
 struct bft_server_key {
 	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
 	unsigned index;
 	uint8_t k[BFT_KEY_LEN];
+	struct bft_chan_keypair chan;
 };
 
 struct bft_client_key {
@@ -28,6 +35,9 @@ struct bft_client_key {
 	unsigned n;
 	uint8_t k[BFT_MAX_N][BFT_KEY_LEN];
 	uint8_t kw[BFT_KEY_LEN];
+	char name[BFT_NAME_LEN + 1];
+	enum bft_role role;
+	struct bft_chan_keypair chan;
 };
 
 /* Each returns 0, or -1 with a reason in err. */

@@ -30,6 +30,7 @@ bft_status_str(int status)
 	case BFT_EIO:		return "server disk I/O error";
 	case BFT_ECLUSTER:	return "cluster identity or geometry mismatch";
 	case BFT_ESTALE:	return "timestamp already completed with other data";
+	case BFT_EPERM:		return "not permitted for this client's role";
 	default:		return "unknown status";
 	}
 }

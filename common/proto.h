@@ -66,6 +66,7 @@ enum bft_status {
 	BFT_EIO = 6,		/* the server's disk failed */
 	BFT_ECLUSTER = 7,	/* HELLO names another cluster or geometry */
 	BFT_ESTALE = 8,		/* STORE for a timestamp already completed */
+	BFT_EPERM = 9,		/* the client's role does not allow this */
 };
 
 const char *bft_status_str(int status);

@@ -83,6 +83,12 @@ buf_write(void *data, const char *p, size_t len)
 	return 0;
 }
 
+int
+bft_buf_append(struct bft_buf *b, const void *p, size_t len)
+{
+	return buf_write(b, p, len);
+}
+
 static int
 put_bin(msgpack_packer *pk, const void *p, size_t len)
 {

@@ -97,6 +97,8 @@ struct bft_buf {
 };
 
 void bft_buf_free(struct bft_buf *b);
+/* Appends len bytes, growing b.  Returns 0, or -1 when out of memory. */
+int bft_buf_append(struct bft_buf *b, const void *p, size_t len);
 
 /*
  * Appends one whole frame (length prefix + body) for m to out.  n is the

@@ -97,6 +97,7 @@ status_errno(int status)
 {
 	switch (status) {
 	case BFT_EAUTH:		return EPERM;
+	case BFT_EPERM:		return EPERM;
 	case BFT_ENOSPC:	return ENOSPC;
 	case BFT_ERANGE:	return EINVAL;
 	default:		return EIO;

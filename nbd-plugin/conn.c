@@ -22,9 +22,24 @@
 void
 conn_send(struct conn *c, const struct bft_msg *m)
 {
-	if (bft_wire_encode(m, c->cl->n, &c->out) != 0) {
+	size_t off = c->out.len;
+
+	if (bft_wire_encode(m, c->cl->n, &c->out) != 0 ||
+	    bft_chan_seal(&c->chan, &c->out, off) != 0) {
 		/* Only ENOMEM gets here: the round times out or others answer. */
+		c->out.len = off;
 		nbdkit_error("cannot encode %s", bft_msg_type_str(m->type));
+		return;
+	}
+	c->cl->lp->dirty |= 1u << c->idx;
+}
+
+/* Handshake messages go out in the clear, ahead of any frame. */
+static void
+conn_send_raw(struct conn *c, const uint8_t *p, size_t len)
+{
+	if (bft_buf_append(&c->out, p, len) != 0) {
+		conn_close(c, "out of memory");
 		return;
 	}
 	c->cl->lp->dirty |= 1u << c->idx;
@@ -50,8 +65,8 @@ conn_flush(struct conn *c)
 	struct bft_buf tmp;
 	uv_buf_t b;
 
-	if (c->writing || c->out.len == 0 ||
-	    (c->state != C_HELLO && c->state != C_READY))
+	if (c->writing || c->out.len == 0 || (c->state != C_HANDSHAKE &&
+	    c->state != C_HELLO && c->state != C_READY))
 		return;
 	tmp = c->wbuf;
 	c->wbuf = c->out;
@@ -111,6 +126,7 @@ conn_close(struct conn *c, const char *why)
 		nbdkit_debug("server %u: connection lost: %s", c->idx, why);
 	c->warned = true;
 	c->state = C_CLOSING;
+	bft_chan_clear(&c->chan);
 	uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
@@ -133,6 +149,8 @@ on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	    (unsigned)(c->rcap - c->rlen));
 }
 
+static int on_server_hello(struct conn *c);
+
 static void
 on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
@@ -145,16 +163,32 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	c->rlen += (size_t)nread;
+	if (c->state == C_HANDSHAKE) {
+		if (c->rlen < BFT_CHAN_SHELLO_LEN)
+			return;
+		if (on_server_hello(c) != 0)
+			return;
+		off = BFT_CHAN_SHELLO_LEN;
+	}
 	while (c->state == C_HELLO || c->state == C_READY) {
 		static struct bft_msg m;	/* loop thread only; large */
 		const char *why = NULL;
-		uint32_t blen;
+		uint32_t blen, flen;
 		int r = bft_wire_frame(c->rbuf + off, c->rlen - off, &blen);
 
 		if (r == 1)
 			break;
 		if (r < 0) {
 			conn_close(c, "oversized frame");
+			return;
+		}
+		flen = blen;
+		if (bft_chan_open(&c->chan, c->rbuf + off, c->rbuf + off + 4,
+		    &blen) != 0) {
+			nbdkit_error("server %u: a frame failed authentication "
+			    "(altered, replayed or reordered); reconnecting",
+			    c->idx);
+			conn_close(c, "frame failed authentication");
 			return;
 		}
 		if (bft_wire_decode(c->rbuf + off + 4, blen, c->cl->n, &m,
@@ -164,7 +198,7 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			conn_close(c, why);
 			return;
 		}
-		off += 4 + (size_t)blen;
+		off += 4 + (size_t)flen;
 		if (c->state == C_HELLO)
 			on_hello_ack(c, &m);
 		else
@@ -176,21 +210,29 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 }
 
-static void
-on_connect(uv_connect_t *req, int status)
+/*
+ * The server proved its key: send our finish and, right behind it, the
+ * HELLO that checks the cluster's geometry.  Returns 0, or -1 when the
+ * connection was closed.
+ */
+static int
+on_server_hello(struct conn *c)
 {
-	struct conn *c = req->data;
 	const struct bft_config *cfg = c->cl->p.cfg;
+	uint8_t fin[BFT_CHAN_FINISH_LEN];
+	const char *why;
 	struct bft_msg m;
+	int r;
 
-	if (c->state != C_CONNECTING)
-		return;
-	if (status != 0) {
-		conn_close(c, uv_strerror(status));
-		return;
+	r = bft_chan_client_finish(&c->hs, c->rbuf, &c->chan, fin, &why);
+	if (r != 0) {
+		nbdkit_error("server %u: channel refused: %s", c->idx, why);
+		/* A refusal is deliberate; retrying fast only floods logs. */
+		c->refused = true;
+		conn_close(c, why);
+		return -1;
 	}
-	uv_tcp_nodelay(&c->tcp, 1);
-	c->rlen = 0;
+	conn_send_raw(c, fin, sizeof fin);
 	c->state = C_HELLO;
 	memset(&m, 0, sizeof m);
 	m.type = BFT_HELLO;
@@ -201,6 +243,29 @@ on_connect(uv_connect_t *req, int status)
 	m.nblocks = cfg->nblocks;
 	m.server_index = c->idx;
 	conn_send(c, &m);
+	return 0;
+}
+
+static void
+on_connect(uv_connect_t *req, int status)
+{
+	struct conn *c = req->data;
+	const struct bft_client *cl = c->cl;
+	uint8_t ch[BFT_CHAN_CHELLO_LEN];
+
+	if (c->state != C_CONNECTING)
+		return;
+	if (status != 0) {
+		conn_close(c, uv_strerror(status));
+		return;
+	}
+	uv_tcp_nodelay(&c->tcp, 1);
+	c->rlen = 0;
+	c->state = C_HANDSHAKE;
+	bft_chan_client_hello(&c->hs, &cl->p.key->chan,
+	    cl->p.cfg->server_pk[c->idx], cl->p.cfg->cluster_id, c->idx,
+	    (enum bft_chan_mode)cl->p.cfg->channel, ch);
+	conn_send_raw(c, ch, sizeof ch);
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 

@@ -9,6 +9,7 @@
 
 #include <uv.h>
 
+#include "channel.h"
 #include "rounds.h"
 #include "wire.h"
 
@@ -16,7 +17,13 @@
 #define TICK_MS		50
 #define RBUF_INITIAL	(256u * 1024)
 
-enum conn_state { C_IDLE, C_CONNECTING, C_HELLO, C_READY, C_CLOSING };
+/*
+ * C_HANDSHAKE: our client hello is out, the server's is awaited.
+ * C_HELLO: the channel is up, our HELLO (geometry check) is out.
+ */
+enum conn_state {
+	C_IDLE, C_CONNECTING, C_HANDSHAKE, C_HELLO, C_READY, C_CLOSING
+};
 
 struct conn {
 	struct bft_client *cl;
@@ -35,6 +42,8 @@ struct conn {
 	struct bft_buf wbuf;		/* frames being written */
 	uv_write_t wreq;
 	bool writing;
+	struct bft_chan_client hs;
+	struct bft_chan chan;
 };
 
 struct client_loop {

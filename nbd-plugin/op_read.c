@@ -49,10 +49,13 @@ add_candidate(struct op *op, const struct bft_cand *c)
 	if (bft_ts_is_zero(&c->ts))
 		return;
 	/*
-	 * We hold k_W, so a timestamp no writer signed can be dropped at
-	 * once instead of waiting for n-t servers to outvote it.
+	 * A writer holds k_W, so a timestamp no writer signed can be dropped
+	 * at once instead of waiting for n-t servers to outvote it.  A
+	 * read-only client has no k_W and relies on the outvoting, as the
+	 * paper's readers do.
 	 */
-	if (!bft_ts_verify(&c->ts, cl->p.key->kw)) {
+	if (cl->p.key->role == BFT_ROLE_RW &&
+	    !bft_ts_verify(&c->ts, cl->p.key->kw)) {
 		atomic_fetch_add(&cl->stats.forged_ts, 1);
 		return;
 	}

@@ -116,7 +116,7 @@ bftblk_config_complete(void)
 		return -1;
 	}
 	if (memcmp(key.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN) != 0 ||
-	    key.n != cfg.n) {
+	    (key.role == BFT_ROLE_RW && key.n != cfg.n)) {
 		nbdkit_error("%s is not a key of the cluster in %s", keys_path,
 		    config_path);
 		return -1;
@@ -216,6 +216,14 @@ bftblk_block_size(void *h, uint32_t *minimum, uint32_t *preferred,
 }
 
 static int bftblk_can_true(void *h) { (void)h; return 1; }
+
+/* A read-only key holds no MAC key: export the disk read-only. */
+static int
+bftblk_can_write(void *h)
+{
+	(void)h;
+	return key.role == BFT_ROLE_RW;
+}
 
 /* Flush makes writes durable on n-t servers; FUA is a flush after. */
 static int
@@ -490,6 +498,7 @@ static struct nbdkit_plugin plugin = {
 	.config_help		=
 	    "config=FILE     (required) cluster configuration, bftblk.conf(5)\n"
 	    "keys=FILE       (required) client key file from bftblk keygen\n"
+	    "                or bftblk client add (role ro: read-only export)\n"
 	    "size=SIZE       export only the first SIZE bytes\n"
 	    "timeout=SECS    per-round timeout (default 10)\n"
 	    "writer-id=N     this writer's id (default random)\n"
@@ -500,7 +509,7 @@ static struct nbdkit_plugin plugin = {
 	.open			= bftblk_open,
 	.get_size		= bftblk_get_size,
 	.block_size		= bftblk_block_size,
-	.can_write		= bftblk_can_true,
+	.can_write		= bftblk_can_write,
 	.can_flush		= bftblk_can_true,
 	.can_trim		= bftblk_can_true,
 	.can_zero		= bftblk_can_true,

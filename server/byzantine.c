@@ -50,9 +50,8 @@ struct bft_byz {
 	uint64_t dropped, delayed, overflow;
 };
 
-/* A reply held back by a slow server; also its write request. */
+/* A reply held back by a slow server. */
 struct held {
-	uv_write_t wr;			/* first: the callback gets &wr */
 	struct held *next;
 	struct bft_byz *b;
 	uint64_t due;
@@ -61,7 +60,8 @@ struct held {
 
 struct bft_byz_conn {
 	struct bft_byz *b;
-	uv_stream_t *stream;		/* NULL once the connection closes */
+	bft_byz_send_fn *send;		/* NULL once the connection closes */
+	void *ctx;
 	uv_timer_t timer;
 	struct held *head, *tail;
 	bool liar;			/* equivocate: this client is lied to */
@@ -204,7 +204,7 @@ bft_byz_free(struct bft_byz *b)
 }
 
 struct bft_byz_conn *
-bft_byz_conn_new(struct bft_byz *b, uv_stream_t *stream)
+bft_byz_conn_new(struct bft_byz *b, bft_byz_send_fn *send, void *ctx)
 {
 	struct bft_byz_conn *bc = calloc(1, sizeof *bc);
 
@@ -216,7 +216,8 @@ bft_byz_conn_new(struct bft_byz *b, uv_stream_t *stream)
 	}
 	bc->timer.data = bc;
 	bc->b = b;
-	bc->stream = stream;
+	bc->send = send;
+	bc->ctx = ctx;
 	/* Alternate clients see two different servers. */
 	bc->liar = b->nconns++ % 2 == 1;
 	if (b->modes & BFT_BYZ_EQUIVOCATE)
@@ -246,7 +247,7 @@ bft_byz_conn_close(struct bft_byz_conn *bc)
 
 	if (bc == NULL)
 		return;
-	bc->stream = NULL;
+	bc->send = NULL;
 	while ((x = bc->head) != NULL) {
 		bc->head = x->next;
 		free_held(x);
@@ -255,30 +256,24 @@ bft_byz_conn_close(struct bft_byz_conn *bc)
 	uv_close((uv_handle_t *)&bc->timer, on_timer_closed);
 }
 
-static void
-on_held_written(uv_write_t *wr, int status)
-{
-	(void)status;	/* a failed write shows up as a closed connection */
-	free_held((struct held *)wr);
-}
-
-/* Sends every held reply that is due; libuv keeps writes in order. */
+/* Sends every held reply that is due, in the order they were held. */
 static void
 on_timer(uv_timer_t *t)
 {
 	struct bft_byz_conn *bc = t->data;
 	uint64_t now = uv_now(bc->b->loop);
 	struct held *x;
-	uv_buf_t buf;
 
 	while ((x = bc->head) != NULL && x->due <= now) {
 		bc->head = x->next;
 		if (bc->head == NULL)
 			bc->tail = NULL;
-		buf = uv_buf_init((char *)x->frame.data,
-		    (unsigned)x->frame.len);
-		if (uv_write(&x->wr, bc->stream, &buf, 1, on_held_written) < 0)
-			free_held(x);
+		if (bc->send != NULL)
+			bc->send(bc->ctx, x->frame.data, x->frame.len);
+		free_held(x);
+		/* Sending may have failed and closed the connection. */
+		if (bc->send == NULL)
+			return;
 	}
 	if (x != NULL)
 		uv_timer_start(&bc->timer, on_timer, x->due - now, 0);
@@ -543,7 +538,7 @@ bft_byz_reply(struct bft_byz_conn *bc, const struct bft_msg *req,
 	unsigned modes = b->modes;
 
 	/* HELLO is honest: a server that never connects is only a crash. */
-	if (req->type == BFT_HELLO || bc->stream == NULL)
+	if (req->type == BFT_HELLO || bc->send == NULL)
 		return BFT_BYZ_SEND;
 	if (req->type == BFT_STORE && req->frag_len > 0)
 		b->frag_len = req->frag_len;

@@ -121,9 +121,16 @@ struct bft_byz *bft_byz_new(uv_loop_t *loop, struct bft_handler *h,
 /* Logs what was injected and frees b; after the loop has run dry. */
 void bft_byz_free(struct bft_byz *b);
 
-/* Per-connection state for a newly accepted stream; NULL on ENOMEM. */
+/*
+ * Sends a held reply, an encoded frame, on its connection: the
+ * connection seals it in its turn, so the channel's frame counter stays
+ * in step.
+ */
+typedef void bft_byz_send_fn(void *ctx, const uint8_t *frame, size_t len);
+
+/* Per-connection state for a newly accepted one; NULL on ENOMEM. */
 struct bft_byz_conn *bft_byz_conn_new(struct bft_byz *b,
-    uv_stream_t *stream);
+    bft_byz_send_fn *send, void *ctx);
 
 /*
  * Called before the stream is closed: replies still held back are

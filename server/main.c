@@ -22,11 +22,13 @@
 #include "log.h"
 #include "handler.h"
 #include "net.h"
+#include "reload.h"
 #include "store.h"
 
 struct opts {
 	const char *config, *key, *data, *listen, *unix_path, *pidfile;
-	unsigned max_pending, max_conns;
+	unsigned max_pending;
+	struct bft_net_limits lim;
 	int verbose;
 	unsigned byz_modes;		/* --byzantine, test only */
 	uint64_t byz_seed;
@@ -35,8 +37,10 @@ struct opts {
 
 struct server {
 	struct bft_net *net;
-	uv_signal_t sigterm, sigint;
+	uv_signal_t sigterm, sigint, sighup;
 	bool signals;
+	const char *config;
+	struct bft_config *cfg;
 };
 
 static void
@@ -46,6 +50,9 @@ usage(FILE *f)
 	    "[--listen HOST:PORT]\n"
 	    "                     [--unix PATH] [--max-pending N] "
 	    "[--max-conns N] [--pidfile FILE] [-v]\n"
+	    "                     [--max-client-conns N] [--max-inflight N] "
+	    "[--max-client-stores N]\n"
+	    "                     [--handshake-timeout MS]\n"
 	    "                     [--byzantine MODE[,MODE...] "
 	    "[--byzantine-seed N]]  (tests only)\n");
 }
@@ -111,6 +118,10 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "unix", required_argument, NULL, 'u' },
 		{ "max-pending", required_argument, NULL, 'P' },
 		{ "max-conns", required_argument, NULL, 'C' },
+		{ "max-client-conns", required_argument, NULL, 'M' },
+		{ "max-inflight", required_argument, NULL, 'I' },
+		{ "max-client-stores", required_argument, NULL, 'T' },
+		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "byzantine", required_argument, NULL, 'B' },
@@ -123,7 +134,7 @@ parse_args(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof *o);
 	o->max_pending = BFT_DEFAULT_MAX_PENDING;
-	o->max_conns = BFT_DEFAULT_MAX_CONNS;
+	o->lim.max_conns = BFT_DEFAULT_MAX_CONNS;
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': o->config = optarg; break;
@@ -141,11 +152,24 @@ parse_args(int argc, char **argv, struct opts *o)
 			}
 			break;
 		case 'C':
-			if (parse_count(optarg, &o->max_conns) < 0) {
-				bft_log("--max-conns: not a count: %s", optarg);
+		case 'M':
+		case 'I':
+		case 'T':
+		case 'H': {
+			unsigned v, *dst = ch == 'C' ? &o->lim.max_conns :
+			    ch == 'M' ? &o->lim.max_client_conns :
+			    ch == 'I' ? &o->lim.max_inflight :
+			    ch == 'T' ? &o->lim.max_client_stores : &v;
+
+			if (parse_count(optarg, dst) < 0) {
+				bft_log("%s: not a count: %s",
+				    argv[optind - 1], optarg);
 				return -1;
 			}
+			if (ch == 'H')
+				o->lim.handshake_ms = v;
 			break;
+		}
 		case 'B':
 			if (bft_byz_parse(optarg, &o->byz_modes, err,
 			    sizeof err) < 0) {
@@ -227,6 +251,19 @@ check_key(const struct opts *o, const struct bft_config *cfg,
 		    o->key, key->index, o->config, cfg->n);
 		return -1;
 	}
+	if (!bft_equal(key->chan.pk, cfg->server_pk[key->index], 32)) {
+		bft_log("%s: its chan-key does not match server.%u.pk in %s",
+		    o->key, key->index, o->config);
+		return -1;
+	}
+	if (cfg->nclients == 0)
+		bft_log("%s lists no client.NAME lines: nobody can connect "
+		    "until one is added (bftblk client add) and SIGHUP sent",
+		    o->config);
+	if (cfg->channel == BFT_CHAN_PLAIN)
+		bft_log("channel = plain: frames travel unencrypted and "
+		    "unauthenticated; for measurements on a private network "
+		    "only");
 	return 0;
 }
 
@@ -254,7 +291,18 @@ stop(struct server *srv)
 		srv->signals = false;
 		uv_close((uv_handle_t *)&srv->sigterm, NULL);
 		uv_close((uv_handle_t *)&srv->sigint, NULL);
+		uv_close((uv_handle_t *)&srv->sighup, NULL);
 	}
+}
+
+static void
+on_sighup(uv_signal_t *sig, int signum)
+{
+	struct server *srv = sig->data;
+
+	(void)signum;
+	if (bft_reload_clients(srv->config, srv->cfg) == 0)
+		bft_net_reload(srv->net);
 }
 
 static void
@@ -288,14 +336,16 @@ start(struct server *srv, uv_loop_t *loop, const struct opts *o,
 		return -1;
 	}
 	if (uv_signal_init(loop, &srv->sigterm) < 0 ||
-	    uv_signal_init(loop, &srv->sigint) < 0) {
+	    uv_signal_init(loop, &srv->sigint) < 0 ||
+	    uv_signal_init(loop, &srv->sighup) < 0) {
 		bft_log("cannot set up signal handling");
 		return -1;
 	}
 	srv->signals = true;
-	srv->sigterm.data = srv->sigint.data = srv;
+	srv->sigterm.data = srv->sigint.data = srv->sighup.data = srv;
 	if (uv_signal_start(&srv->sigterm, on_signal, SIGTERM) < 0 ||
-	    uv_signal_start(&srv->sigint, on_signal, SIGINT) < 0) {
+	    uv_signal_start(&srv->sigint, on_signal, SIGINT) < 0 ||
+	    uv_signal_start(&srv->sighup, on_sighup, SIGHUP) < 0) {
 		bft_log("cannot set up signal handling");
 		return -1;
 	}
@@ -387,7 +437,9 @@ main(int argc, char **argv)
 		goto out_handler;
 	}
 	memset(&srv, 0, sizeof srv);
-	srv.net = bft_net_new(&loop, &h, o.max_conns);
+	srv.config = o.config;
+	srv.cfg = &cfg;
+	srv.net = bft_net_new(&loop, &h, &key, &o.lim);
 	if (srv.net == NULL) {
 		bft_log("out of memory");
 		goto out_loop;

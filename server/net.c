@@ -5,6 +5,7 @@
  * busy connection costs no allocation per request.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,62 +19,15 @@
 #include "log.h"
 #include "wire.h"
 #include "net.h"
-
-#define READ_CHUNK	(64u * 1024)
-#define RBUF_MAX	(4u + BFT_MAX_FRAME + READ_CHUNK)
-/* Stop reading from a client whose replies pile up beyond this. */
-#define WQ_HIGH		(8u << 20)
-#define WQ_LOW		(WQ_HIGH / 2)
-/* Buffers bigger than this are given back once drained. */
-#define BUF_KEEP	(1u << 20)
-
-union bft_stream {
-	uv_handle_t handle;
-	uv_stream_t stream;
-	uv_tcp_t tcp;
-	uv_pipe_t pipe;
-};
-
-struct conn {
-	union bft_stream u;
-	struct bft_net *net;
-	struct conn *prev, *next;
-	bool linked;		/* counted in nconns */
-	char peer[80];
-	uint8_t *rbuf;
-	size_t rstart, rend, rcap;
-	struct bft_buf out;	/* encoded replies not yet handed to libuv */
-	struct bft_buf wbuf;	/* the replies of the write in flight */
-	uv_write_t wreq;
-	struct bft_byz_conn *byz;	/* test-only lies, or NULL */
-	bool writing, reading, paused, hello_ok, closing, close_after_write;
-};
-
-struct listener {
-	union bft_stream u;
-	bool open;
-};
-
-struct bft_net {
-	uv_loop_t *loop;
-	struct bft_handler *h;
-	struct bft_byz *byz;		/* --byzantine, or NULL */
-	unsigned n, max_conns, nconns;
-	struct listener tcp, unx;
-	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char where[BFT_HOST_LEN + sizeof(((struct sockaddr_un *)0)->sun_path)
-	    + 32];
-	struct conn *conns;
-	uint64_t refused, unix_seq;
-	bool shut;
-	/* One request and one reply at a time: the loop is single-threaded. */
-	struct bft_msg req, rep;
-};
+#include "net_int.h"
 
 static void process(struct conn *c);
 
+static void on_tick(uv_timer_t *t);
+
 struct bft_net *
-bft_net_new(uv_loop_t *loop, struct bft_handler *h, unsigned max_conns)
+bft_net_new(uv_loop_t *loop, struct bft_handler *h,
+    const struct bft_server_key *key, const struct bft_net_limits *lim)
 {
 	struct bft_net *net = calloc(1, sizeof *net);
 
@@ -81,8 +35,24 @@ bft_net_new(uv_loop_t *loop, struct bft_handler *h, unsigned max_conns)
 		return NULL;
 	net->loop = loop;
 	net->h = h;
+	net->key = key;
 	net->n = h->cfg->n;
-	net->max_conns = max_conns ? max_conns : BFT_DEFAULT_MAX_CONNS;
+	net->lim = *lim;
+	if (net->lim.max_conns == 0)
+		net->lim.max_conns = BFT_DEFAULT_MAX_CONNS;
+	if (net->lim.max_inflight == 0)
+		net->lim.max_inflight = BFT_DEFAULT_MAX_INFLIGHT;
+	if (net->lim.handshake_ms == 0)
+		net->lim.handshake_ms = BFT_DEFAULT_HANDSHAKE_MS;
+	net->max_conns = net->lim.max_conns;
+	bft_clients_init(&net->clients, h->cfg, lim->max_client_conns,
+	    lim->max_client_stores, lim->store_window_ms);
+	uv_timer_init(loop, &net->tick);
+	net->tick.data = net;
+	net->tick_open = true;
+	uv_timer_start(&net->tick, on_tick, 1000, 1000);
+	/* Deadlines alone must not keep a stopping server's loop alive. */
+	uv_unref((uv_handle_t *)&net->tick);
 	return net;
 }
 
@@ -109,6 +79,8 @@ on_conn_closed(uv_handle_t *handle)
 	free(c->rbuf);
 	bft_buf_free(&c->out);
 	bft_buf_free(&c->wbuf);
+	bft_chan_clear(&c->chan);
+	bft_clients_put(&c->net->clients, c->client);
 	free(c);
 }
 
@@ -124,12 +96,14 @@ conn_close(struct conn *c)
 	uv_close(&c->u.handle, on_conn_closed);
 }
 
-static void
-conn_fail(struct conn *c, const char *reason)
+void
+bft_net_conn_fail(struct conn *c, const char *reason)
 {
 	bft_log("conn %s: closing: %s", c->peer, reason);
 	conn_close(c);
 }
+
+#define conn_fail bft_net_conn_fail
 
 static void
 on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
@@ -187,9 +161,11 @@ on_written(uv_write_t *req, int status)
 		return;
 	}
 	c->wbuf.len = 0;
+	c->nw = 0;
 	if (c->wbuf.cap > BUF_KEEP)
 		bft_buf_free(&c->wbuf);
-	if (c->paused && queued(c) <= WQ_LOW) {
+	if (c->paused && queued(c) <= WQ_LOW &&
+	    c->nout < c->net->lim.max_inflight / 2) {
 		c->paused = false;
 		bft_debug("conn %s: replies drained, reading again", c->peer);
 	}
@@ -216,6 +192,8 @@ flush(struct conn *c)
 	c->wbuf = c->out;
 	c->out = tmp;
 	c->out.len = 0;
+	c->nw = c->nout;
+	c->nout = 0;
 	b = uv_buf_init((char *)c->wbuf.data, (unsigned)c->wbuf.len);
 	c->wreq.data = c;
 	err = uv_write(&c->wreq, &c->u.stream, &b, 1, on_written);
@@ -268,6 +246,79 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	process(c);
 }
 
+/* The first ten of a kind, then every thousandth: logs stay readable. */
+static bool
+log_this(uint64_t count)
+{
+	return count <= 10 || count % 1000 == 0;
+}
+
+/* A refusal of net->req without asking the handler. */
+static void
+refuse(struct conn *c, int status)
+{
+	struct bft_msg *rep = &c->net->rep;
+
+	memset(rep, 0, offsetof(struct bft_msg, ts));
+	rep->type = c->net->req.type | BFT_ACK;
+	rep->id = c->net->req.id;
+	rep->block = c->net->req.block;
+	rep->status = status;
+}
+
+/* Appends a sealed frame to c->out; false (and c closed) on failure. */
+static bool
+queue_frame(struct conn *c, size_t off, const char *what)
+{
+	char why[128];
+
+	if (bft_chan_seal(&c->chan, &c->out, off) < 0) {
+		c->out.len = off;
+		snprintf(why, sizeof why, "cannot seal %s", what);
+		conn_fail(c, why);
+		return false;
+	}
+	c->nout++;
+	return true;
+}
+
+/* Encodes and seals net->rep into c->out; false if c was closed. */
+static bool
+send_reply(struct conn *c)
+{
+	struct bft_net *net = c->net;
+	size_t off = c->out.len;
+	char why[128];
+
+	if (bft_wire_encode(&net->rep, net->n, &c->out) < 0) {
+		snprintf(why, sizeof why, "cannot encode %s reply",
+		    bft_msg_type_str(net->rep.type));
+		conn_fail(c, why);
+		return false;
+	}
+	return queue_frame(c, off, bft_msg_type_str(net->rep.type));
+}
+
+/*
+ * Test only: a reply the Byzantine layer held back goes out now, sealed
+ * in its turn like any other.
+ */
+static void
+send_held(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct conn *c = ctx;
+	size_t off = c->out.len;
+
+	if (c->closing)
+		return;
+	if (bft_buf_append(&c->out, frame, len) < 0) {
+		conn_fail(c, "out of memory");
+		return;
+	}
+	if (queue_frame(c, off, "a held reply"))
+		flush(c);
+}
+
 /* Handles the decoded request in net->req; false if c was closed. */
 static bool
 dispatch(struct conn *c)
@@ -286,7 +337,29 @@ dispatch(struct conn *c)
 		conn_fail(c, why);
 		return false;
 	}
+	if (!bft_role_permits(c->client->role, net->req.type)) {
+		refuse(c, BFT_EPERM);
+		if (log_this(++net->eperm))
+			bft_log("conn %s: %s client %s sent %s: refused (%llu "
+			    "so far)", c->peer, bft_role_str(c->client->role),
+			    c->client->name, bft_msg_type_str(net->req.type),
+			    (unsigned long long)net->eperm);
+		return send_reply(c);
+	}
+	if (net->req.type == BFT_STORE && !bft_clients_admit_store(
+	    &net->clients, c->client, net->h->st, uv_now(net->loop))) {
+		refuse(c, BFT_EBUSY);
+		if (log_this(++net->elimit))
+			bft_log("conn %s: client %s has %u STOREs waiting above "
+			    "lc (--max-client-stores): refused (%llu so far)",
+			    c->peer, c->client->name, net->clients.max_stores,
+			    (unsigned long long)net->elimit);
+		return send_reply(c);
+	}
 	rc = bft_handle(net->h, c->peer, &net->req, &net->rep);
+	if (net->req.type == BFT_STORE && net->rep.status == BFT_OK)
+		bft_clients_note_store(&net->clients, c->client,
+		    net->req.block, &net->req.ts, uv_now(net->loop));
 	if (net->req.type == BFT_HELLO && net->rep.status == BFT_OK &&
 	    !c->hello_ok) {
 		c->hello_ok = true;
@@ -295,12 +368,8 @@ dispatch(struct conn *c)
 	if (c->byz != NULL && rc == 0 &&
 	    bft_byz_reply(c->byz, &net->req, &net->rep) != BFT_BYZ_SEND)
 		return true;
-	if (bft_wire_encode(&net->rep, net->n, &c->out) < 0) {
-		snprintf(why, sizeof why, "cannot encode %s reply",
-		    bft_msg_type_str(net->rep.type));
-		conn_fail(c, why);
+	if (!send_reply(c))
 		return false;
-	}
 	if (rc) {
 		bft_log("conn %s: closing after the reply: %s", c->peer,
 		    bft_status_str(net->rep.status));
@@ -320,18 +389,28 @@ process(struct conn *c)
 {
 	struct bft_net *net = c->net;
 	const char *why;
-	uint32_t blen;
+	uint32_t blen, flen;
 	int r;
 
 	while (!c->closing && !c->close_after_write) {
-		if (!c->paused && queued(c) > WQ_HIGH) {
-			bft_debug("conn %s: %zu reply bytes queued, pausing "
-			    "reads", c->peer, queued(c));
+		if (!c->paused && (queued(c) > WQ_HIGH ||
+		    c->nout + c->nw >= net->lim.max_inflight)) {
+			bft_debug("conn %s: %zu reply bytes, %u replies queued, "
+			    "pausing reads", c->peer, queued(c),
+			    c->nout + c->nw);
 			c->paused = true;
 			stop_reading(c);
 		}
 		if (c->paused)
 			break;
+		if (c->hs != HS_DONE) {
+			r = bft_handshake_step(c);
+			if (r == 1)
+				break;
+			if (r < 0)
+				return;
+			continue;
+		}
 		if (c->rend - c->rstart < 4)
 			break;
 		r = bft_wire_frame(c->rbuf + c->rstart, c->rend - c->rstart,
@@ -342,6 +421,13 @@ process(struct conn *c)
 			conn_fail(c, "frame length beyond the limit");
 			return;
 		}
+		flen = blen;
+		if (bft_chan_open(&c->chan, c->rbuf + c->rstart,
+		    c->rbuf + c->rstart + 4, &blen) < 0) {
+			conn_fail(c, "a frame failed authentication (altered, "
+			    "replayed, reordered or dropped in transit)");
+			return;
+		}
 		if (bft_wire_decode(c->rbuf + c->rstart + 4, blen, net->n,
 		    &net->req, &why) < 0) {
 			char msg[160];
@@ -350,7 +436,7 @@ process(struct conn *c)
 			conn_fail(c, msg);
 			return;
 		}
-		c->rstart += 4 + (size_t)blen;
+		c->rstart += 4 + (size_t)flen;
 		if (!dispatch(c))
 			return;
 	}
@@ -391,8 +477,8 @@ peer_name(struct conn *c, bool is_unix)
 	}
 }
 
-static void
-on_connection(uv_stream_t *server, int status)
+void
+bft_net_on_connection(uv_stream_t *server, int status)
 {
 	struct bft_net *net = server->data;
 	bool is_unix = server->type == UV_NAMED_PIPE;
@@ -428,6 +514,7 @@ on_connection(uv_stream_t *server, int status)
 	 * Accepting and closing at once, rather than not accepting, keeps
 	 * the listen backlog from filling with clients that wait forever.
 	 */
+	c->accepted_ms = uv_now(net->loop);
 	if (net->nconns >= net->max_conns) {
 		net->refused++;
 		bft_log("conn %s: refused: %u connections open (--max-conns), "
@@ -437,7 +524,7 @@ on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	if (net->byz != NULL &&
-	    (c->byz = bft_byz_conn_new(net->byz, &c->u.stream)) == NULL) {
+	    (c->byz = bft_byz_conn_new(net->byz, send_held, c)) == NULL) {
 		bft_log("conn %s: refused: out of memory", c->peer);
 		conn_close(c);
 		return;
@@ -452,126 +539,6 @@ on_connection(uv_stream_t *server, int status)
 	net->nconns++;
 	bft_debug("conn %s: connected (%u open)", c->peer, net->nconns);
 	process(c);
-}
-
-static void
-append_where(struct bft_net *net, const char *what)
-{
-	size_t len = strlen(net->where);
-
-	snprintf(net->where + len, sizeof net->where - len, "%s%s",
-	    len ? " and " : "", what);
-}
-
-int
-bft_net_listen_tcp(struct bft_net *net, const char *host, uint16_t port,
-    char *err, size_t errlen)
-{
-	struct addrinfo hints, *ai = NULL;
-	struct sockaddr_storage ss;
-	char portstr[8], ip[INET6_ADDRSTRLEN], addr[INET6_ADDRSTRLEN + 16];
-	int len = sizeof ss, e;
-
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	snprintf(portstr, sizeof portstr, "%u", port);
-	e = getaddrinfo(host[0] ? host : NULL, portstr, &hints, &ai);
-	if (e != 0) {
-		snprintf(err, errlen, "cannot resolve %s: %s", host,
-		    gai_strerror(e));
-		return -1;
-	}
-	e = uv_tcp_init(net->loop, &net->tcp.u.tcp);
-	if (e == 0) {
-		net->tcp.open = true;
-		net->tcp.u.handle.data = net;
-		e = uv_tcp_bind(&net->tcp.u.tcp, ai->ai_addr, 0);
-	}
-	freeaddrinfo(ai);
-	if (e == 0)
-		e = uv_listen(&net->tcp.u.stream, SOMAXCONN, on_connection);
-	if (e == 0)
-		e = uv_tcp_getsockname(&net->tcp.u.tcp, (struct sockaddr *)&ss,
-		    &len);
-	if (e < 0) {
-		snprintf(err, errlen, "cannot listen on %s:%u: %s", host, port,
-		    uv_strerror(e));
-		return -1;
-	}
-	if (ss.ss_family == AF_INET6) {
-		uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
-		snprintf(addr, sizeof addr, "[%s]:%u", ip,
-		    ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
-	} else {
-		uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
-		snprintf(addr, sizeof addr, "%s:%u", ip,
-		    ntohs(((struct sockaddr_in *)&ss)->sin_port));
-	}
-	append_where(net, addr);
-	return 0;
-}
-
-/*
- * True when path is a socket nobody accepts on: the leftover of a server
- * that was killed.  A live one is left alone, so a second server on the
- * same path fails instead of stealing it.
- */
-static bool
-stale_socket(const char *path)
-{
-	struct sockaddr_un sun;
-	struct stat sb;
-	bool stale;
-	int fd;
-
-	if (stat(path, &sb) < 0 || !S_ISSOCK(sb.st_mode))
-		return false;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	memset(&sun, 0, sizeof sun);
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
-	stale = connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0 &&
-	    errno == ECONNREFUSED;
-	close(fd);
-	return stale;
-}
-
-int
-bft_net_listen_unix(struct bft_net *net, const char *path, char *err,
-    size_t errlen)
-{
-	char what[sizeof net->unix_path + 8];
-	int e;
-
-	if (strlen(path) >= sizeof net->unix_path) {
-		snprintf(err, errlen, "unix socket path too long: %s", path);
-		return -1;
-	}
-	if (stale_socket(path))
-		unlink(path);
-	e = uv_pipe_init(net->loop, &net->unx.u.pipe, 0);
-	if (e == 0) {
-		net->unx.open = true;
-		net->unx.u.handle.data = net;
-		e = uv_pipe_bind(&net->unx.u.pipe, path);
-	}
-	if (e == 0) {
-		/* From here on the file is ours to remove at shutdown. */
-		snprintf(net->unix_path, sizeof net->unix_path, "%s", path);
-		e = uv_listen(&net->unx.u.stream, SOMAXCONN, on_connection);
-	}
-	if (e < 0) {
-		snprintf(err, errlen, "cannot listen on unix socket %s: %s",
-		    path, uv_strerror(e));
-		return -1;
-	}
-	snprintf(what, sizeof what, "unix:%s", path);
-	append_where(net, what);
-	return 0;
 }
 
 void
@@ -600,6 +567,10 @@ bft_net_shutdown(struct bft_net *net)
 		uv_close(&net->unx.u.handle, NULL);
 	if (net->unix_path[0])
 		unlink(net->unix_path);
+	if (net->tick_open) {
+		net->tick_open = false;
+		uv_close((uv_handle_t *)&net->tick, NULL);
+	}
 	/* Closing unlinks nothing until the callbacks, so this walk is safe. */
 	for (c = net->conns; c != NULL; c = c->next)
 		conn_close(c);
@@ -608,5 +579,40 @@ bft_net_shutdown(struct bft_net *net)
 void
 bft_net_free(struct bft_net *net)
 {
+	bft_clients_fini(&net->clients);
 	free(net);
+}
+
+/* Closes the connections that missed the handshake deadline. */
+static void
+on_tick(uv_timer_t *t)
+{
+	struct bft_net *net = t->data;
+	uint64_t now = uv_now(net->loop);
+	struct conn *c;
+	char why[96];
+
+	for (c = net->conns; c != NULL; c = c->next) {
+		if (c->closing || c->hello_ok ||
+		    now - c->accepted_ms < net->lim.handshake_ms)
+			continue;
+		snprintf(why, sizeof why, "no handshake and HELLO within %llu "
+		    "ms", (unsigned long long)net->lim.handshake_ms);
+		conn_fail(c, why);
+	}
+}
+
+void
+bft_net_reload(struct bft_net *net)
+{
+	struct conn *c;
+
+	bft_clients_reload(&net->clients);
+	for (c = net->conns; c != NULL; c = c->next) {
+		if (c->closing || c->client == NULL || c->client->listed)
+			continue;
+		bft_log("conn %s: client %s was revoked", c->peer,
+		    c->client->name);
+		conn_close(c);
+	}
 }

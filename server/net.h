@@ -16,13 +16,41 @@
 #include "byzantine.h"
 #include "handler.h"
 
-#define BFT_DEFAULT_MAX_CONNS 1024
+#define BFT_DEFAULT_MAX_CONNS		256
+#define BFT_DEFAULT_MAX_INFLIGHT	4096
+#define BFT_DEFAULT_HANDSHAKE_MS	10000
 
 struct bft_net;
 
-/* Allocates the network state for loop; NULL when out of memory. */
+/*
+ * What one client may hold of a server.  Memory per connection is at
+ * most a read buffer of one frame (BFT_MAX_FRAME) plus its queued
+ * replies (8 MiB, or max_inflight replies); so the server's is bounded
+ * by max_conns of those plus each client's pending-STORE list.  Zero
+ * picks the default.
+ */
+struct bft_net_limits {
+	unsigned max_conns;		/* connections in all */
+	unsigned max_client_conns;	/* connections per client identity */
+	unsigned max_inflight;		/* unanswered requests per connection */
+	unsigned max_client_stores;	/* STOREs above lc per client */
+	uint64_t store_window_ms;	/* after which those stop counting */
+	uint64_t handshake_ms;		/* to finish handshake and HELLO */
+};
+
+/*
+ * Allocates the network state for loop; NULL when out of memory.  The
+ * handler's configuration lists the clients let in; key holds this
+ * server's channel key.
+ */
 struct bft_net *bft_net_new(uv_loop_t *loop, struct bft_handler *h,
-    unsigned max_conns);
+    const struct bft_server_key *key, const struct bft_net_limits *lim);
+
+/*
+ * The client list of the handler's configuration changed (SIGHUP):
+ * connections of clients no longer listed are closed, roles refreshed.
+ */
+void bft_net_reload(struct bft_net *net);
 
 /*
  * Listens on TCP host:port (port 0 picks a free one) or on the unix

@@ -24,6 +24,12 @@
 #include "keys.h"
 
 #define ID_HEX "00112233445566778899aabbccddeeff"
+#define PK_HEX ID_HEX ID_HEX
+/* Every configuration names each server's channel key. */
+#define PKS "server.0.pk = " PK_HEX "\nserver.1.pk = " PK_HEX "\n" \
+	"server.2.pk = " PK_HEX "\nserver.3.pk = " PK_HEX "\n"
+#define CHAN_KEY "chan-key = " PK_HEX "\nname = c\n"
+#define CHAN_KEY0 "chan-key = " PK_HEX "\n"
 
 static char dir[64];
 static char path[128];
@@ -83,7 +89,7 @@ static const char good[] =
 	"server.0 = 127.0.0.1:7000\n"
 	"server.1 = host-b.example:7001\n"
 	"server.2 =10.0.0.3:1\n"
-	"server.3 = 10.0.0.4:65535\n";
+	"server.3 = 10.0.0.4:65535\n" PKS;
 
 static void
 test_good(void **state)
@@ -112,7 +118,7 @@ test_good(void **state)
 	/* Other suffixes, and block-size is optional. */
 	assert_int_equal(bft_config_load(put("k.conf",
 	    "cluster-id=" ID_HEX "\nt=1\nsize=640k\nserver.0=a:1\n"
-	    "server.1=b:2\nserver.2=c:3\nserver.3=d:4\n", 0644), &cfg, err,
+	    "server.1=b:2\nserver.2=c:3\nserver.3=d:4\n" PKS, 0644), &cfg, err,
 	    sizeof err), 0);
 	assert_true(cfg.size == 655360 && cfg.nblocks == 10);
 	assert_int_equal(cfg.block_size, 65536);
@@ -137,7 +143,7 @@ refuse(const char *text, const char *want1, const char *want2)
 }
 
 #define SERVERS "server.0 = a:1\nserver.1 = b:1\nserver.2 = c:1\n" \
-		"server.3 = d:1\n"
+		"server.3 = d:1\n" PKS
 #define HEAD "cluster-id = " ID_HEX "\nt = 1\n"
 
 static void
@@ -173,7 +179,7 @@ test_refusals(void **state)
 	refuse(HEAD "size = 1G\nserver.16 = a:1\n", ":4:", "server index");
 	refuse(HEAD "size = 1G\nserver.x = a:1\n", ":4:", "server index");
 	refuse(HEAD "size = 1G\nserver.-1 = a:1\n", ":4:", "server index");
-	refuse(HEAD "size = 1G\n" SERVERS "colour = blue\n", ":8:",
+	refuse(HEAD "size = 1G\n" SERVERS "colour = blue\n", ":12:",
 	    "unknown key 'colour'");
 	refuse(HEAD "size = 1G\nserver.0 = hostonly\n", ":4:", "bad address");
 	refuse(HEAD "size = 1G\nserver.0 = host:\n", ":4:", "bad address");
@@ -204,7 +210,7 @@ test_refusals(void **state)
 	    longline);
 	refuse(text, ":3:", "line too long");
 	snprintf(text, sizeof text, HEAD "size = 1G\n" SERVERS "%s", longline);
-	refuse(text, ":8:", "line too long");
+	refuse(text, ":12:", "line too long");
 	/* A comment line of 1000 characters is still fine. */
 	{
 		struct bft_config cfg;
@@ -242,7 +248,17 @@ make_cfg(struct bft_config *cfg, unsigned t)
 		snprintf(cfg->servers[i].host, BFT_HOST_LEN, "node%u.example",
 		    i);
 		cfg->servers[i].port = (uint16_t)(7000 + 13 * i);
+		bft_random(cfg->server_pk[i], 32);
 	}
+	/* A writer and a reader, and every other run a plain channel. */
+	cfg->nclients = 2;
+	strcpy(cfg->clients[0].name, "writer-1");
+	cfg->clients[0].role = BFT_ROLE_RW;
+	bft_random(cfg->clients[0].pk, 32);
+	strcpy(cfg->clients[1].name, "reader.2_b");
+	cfg->clients[1].role = BFT_ROLE_RO;
+	bft_random(cfg->clients[1].pk, 32);
+	cfg->channel = t % 2 == 0;
 }
 
 static void
@@ -278,6 +294,7 @@ make_server_key(struct bft_server_key *k, unsigned index)
 	bft_random(k->cluster_id, sizeof k->cluster_id);
 	bft_random(k->k, sizeof k->k);
 	k->index = index;
+	bft_chan_keypair_new(&k->chan);
 }
 
 static void
@@ -288,6 +305,9 @@ make_client_key(struct bft_client_key *k, unsigned n)
 	k->n = n;
 	bft_random(k->k, (size_t)n * BFT_KEY_LEN);
 	bft_random(k->kw, sizeof k->kw);
+	strcpy(k->name, "client");
+	k->role = BFT_ROLE_RW;
+	bft_chan_keypair_new(&k->chan);
 }
 
 static void
@@ -331,12 +351,13 @@ test_server_key(void **state)
 	}
 	/* Missing index, and an index beyond BFT_MAX_N. */
 	assert_int_equal(bft_server_key_load(put("noidx.key",
-	    "cluster-id = " ID_HEX "\nkey = " ID_HEX ID_HEX "\n", 0600),
+	    "cluster-id = " ID_HEX "\nkey = " ID_HEX ID_HEX "\n" CHAN_KEY0,
+	    0600),
 	    &back, err, sizeof err), -1);
 	assert_non_null(strstr(err, "not a server key file"));
 	assert_int_equal(bft_server_key_load(put("bigidx.key",
-	    "cluster-id = " ID_HEX "\nindex = 16\nkey = " ID_HEX ID_HEX "\n",
-	    0600), &back, err, sizeof err), -1);
+	    "cluster-id = " ID_HEX "\nindex = 16\nkey = " ID_HEX ID_HEX "\n"
+	    CHAN_KEY0, 0600), &back, err, sizeof err), -1);
 	assert_non_null(strstr(err, ":2:"));
 	/* A 31-byte key. */
 	assert_int_equal(bft_server_key_load(put("shortkey.key",
@@ -376,14 +397,14 @@ test_client_key(void **state)
 		client_round_trip(3 * t + 1);
 	/* Missing key.2 of n = 4. */
 	len = snprintf(text, sizeof text, "cluster-id = " ID_HEX "\nn = 4\n"
-	    "writer-key = " ID_HEX ID_HEX "\n");
+	    "writer-key = " ID_HEX ID_HEX "\n" CHAN_KEY);
 	for (unsigned i = 0; i < 4; i++)
 		if (i != 2)
 			len += snprintf(text + len, sizeof text - (size_t)len,
 			    "key.%u = " ID_HEX ID_HEX "\n", i);
 	assert_int_equal(bft_client_key_load(put("nokey2.key", text, 0600),
 	    &back, err, sizeof err), -1);
-	assert_non_null(strstr(err, "not a client key file"));
+	assert_non_null(strstr(err, "not a writer's key file"));
 	/* With key.2 added the same file loads. */
 	snprintf(text + len, sizeof text - (size_t)len,
 	    "key.2 = " ID_HEX ID_HEX "\n");
@@ -396,7 +417,7 @@ test_client_key(void **state)
 	    "key.4 = " ID_HEX ID_HEX "\n");
 	assert_int_equal(bft_client_key_load(put("extra.key", text, 0600),
 	    &back, err, sizeof err), -1);
-	assert_non_null(strstr(err, "not a client key file"));
+	assert_non_null(strstr(err, "not a writer's key file"));
 	/* n below 4 is no cluster. */
 	assert_int_equal(bft_client_key_load(put("n3.key",
 	    "cluster-id = " ID_HEX "\nn = 3\n", 0600), &back, err,

@@ -1,0 +1,15 @@
+/* The subcommands of bftblk(8), one file each. */
+#ifndef BFTBLK_ADMIN_H
+#define BFTBLK_ADMIN_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+void admin_usage(FILE *fp);
+/* dir/name into out; -1 when it does not fit. */
+int admin_path_in(char *out, size_t len, const char *dir, const char *name);
+
+int admin_keygen(int argc, char **argv);
+int admin_client(int argc, char **argv);
+
+#endif

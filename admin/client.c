@@ -1,0 +1,247 @@
+/*
+ * `bftblk client add|revoke|list`: the clients a cluster lets in.
+ *
+ * A client is a line "client.NAME = rw|ro PUBLIC-KEY" in bftblk.conf and
+ * a key file DIR/NAME.key holding its channel secret (and, for a
+ * writer, the cluster's MAC keys copied from DIR/client.key).  The
+ * configuration is rewritten through a temporary file that must load
+ * before it replaces the old one, so a failed edit leaves the cluster's
+ * file as it was.  Servers pick the change up on SIGHUP.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "channel.h"
+#include "config.h"
+#include "keys.h"
+#include "log.h"
+
+struct client_args {
+	const char *dir, *name;
+	enum bft_role role;
+	char conf[4096], tmp[4096];
+};
+
+/* Whether line is "client.NAME = ..." for this name. */
+static int
+is_client_line(const char *line, const char *name)
+{
+	size_t nl = strlen(name);
+
+	while (*line == ' ' || *line == '\t')
+		line++;
+	if (strncmp(line, "client.", 7) != 0 || strncmp(line + 7, name, nl))
+		return 0;
+	line += 7 + nl;
+	while (*line == ' ' || *line == '\t')
+		line++;
+	return *line == '=';
+}
+
+/*
+ * Copies conf to tmp without name's line (revoke) or with add_line
+ * appended, checks that tmp loads, and renames it over conf.  Returns
+ * the number of lines dropped, or -1.
+ */
+static int
+rewrite_conf(struct client_args *a, const char *add_line)
+{
+	static struct bft_config check;
+	char line[1024], err[1024];
+	FILE *in, *out;
+	int dropped = 0, rc = -1;
+
+	if ((in = fopen(a->conf, "r")) == NULL) {
+		bft_log("%s: %s", a->conf, strerror(errno));
+		return -1;
+	}
+	if ((out = fopen(a->tmp, "w")) == NULL) {
+		bft_log("%s: %s", a->tmp, strerror(errno));
+		goto out_in;
+	}
+	while (fgets(line, sizeof line, in) != NULL) {
+		if (add_line == NULL && is_client_line(line, a->name)) {
+			dropped++;
+			continue;
+		}
+		fputs(line, out);
+	}
+	if (add_line != NULL)
+		fprintf(out, "%s\n", add_line);
+	if (fflush(out) != 0 || fsync(fileno(out)) != 0) {
+		bft_log("%s: %s", a->tmp, strerror(errno));
+		fclose(out);
+		goto out_unlink;
+	}
+	if (fclose(out) != 0)
+		goto out_unlink;
+	if (bft_config_load(a->tmp, &check, err, sizeof err) != 0) {
+		bft_log("the edited configuration does not load: %s", err);
+		goto out_unlink;
+	}
+	if (rename(a->tmp, a->conf) != 0) {
+		bft_log("%s: %s", a->conf, strerror(errno));
+		goto out_unlink;
+	}
+	rc = dropped;
+	goto out_in;
+out_unlink:
+	unlink(a->tmp);
+out_in:
+	fclose(in);
+	return rc;
+}
+
+static int
+client_add(struct client_args *a, const struct bft_config *cfg)
+{
+	static struct bft_client_key ck;
+	char path[4096], err[1024], pk[65], line[256];
+
+	if (!bft_config_name_ok(a->name)) {
+		bft_log("client names are 1..%d of [A-Za-z0-9._-]",
+		    BFT_NAME_LEN);
+		return 2;
+	}
+	for (unsigned i = 0; i < cfg->nclients; i++)
+		if (strcmp(cfg->clients[i].name, a->name) == 0) {
+			bft_log("client '%s' exists already; revoke it first",
+			    a->name);
+			return 1;
+		}
+	if (a->role == BFT_ROLE_RW) {
+		/* Writers share the cluster's MAC keys; only the channel
+		 * key is the new client's own. */
+		if (admin_path_in(path, sizeof path, a->dir, "client.key") ||
+		    bft_client_key_load(path, &ck, err, sizeof err) != 0) {
+			bft_log("a writer needs the MAC keys of DIR/client.key: "
+			    "%s", err);
+			return 1;
+		}
+	} else {
+		memset(&ck, 0, sizeof ck);
+		memcpy(ck.cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN);
+	}
+	ck.role = a->role;
+	strcpy(ck.name, a->name);
+	bft_chan_keypair_new(&ck.chan);
+	snprintf(line, sizeof line, "%s.key", a->name);
+	if (admin_path_in(path, sizeof path, a->dir, line) ||
+	    bft_client_key_write(path, &ck) != 0) {
+		bft_log("%s: %s", path, strerror(errno));
+		return 1;
+	}
+	bft_format_hex(ck.chan.pk, 32, pk);
+	snprintf(line, sizeof line, "client.%s = %s %s", a->name,
+	    a->role == BFT_ROLE_RW ? "rw" : "ro", pk);
+	if (rewrite_conf(a, line) < 0) {
+		unlink(path);
+		return 1;
+	}
+	printf("added %s client '%s': key file %s; copy %s to every server "
+	    "and send them SIGHUP\n", bft_role_str(a->role), a->name, path,
+	    a->conf);
+	return 0;
+}
+
+static int
+client_revoke(struct client_args *a)
+{
+	int dropped = rewrite_conf(a, NULL);
+
+	if (dropped < 0)
+		return 1;
+	if (dropped == 0) {
+		bft_log("no client '%s' in %s", a->name, a->conf);
+		return 1;
+	}
+	printf("revoked client '%s' in %s; copy it to every server and send "
+	    "them SIGHUP (their connections are closed then)\n", a->name,
+	    a->conf);
+	return 0;
+}
+
+static void
+client_list(const struct bft_config *cfg)
+{
+	char fp[17];
+
+	for (unsigned i = 0; i < cfg->nclients; i++) {
+		bft_chan_fingerprint(cfg->clients[i].pk, fp);
+		printf("%-32s %-10s %s\n", cfg->clients[i].name,
+		    bft_role_str(cfg->clients[i].role), fp);
+	}
+}
+
+int
+admin_client(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "role", required_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct bft_config cfg;
+	struct client_args a = { .role = BFT_ROLE_RW };
+	const char *cmd;
+	char err[1024];
+	int c;
+
+	if (argc < 2) {
+		admin_usage(stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "d:n:r:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			a.dir = optarg;
+			break;
+		case 'n':
+			a.name = optarg;
+			break;
+		case 'r':
+			if (strcmp(optarg, "rw") == 0)
+				a.role = BFT_ROLE_RW;
+			else if (strcmp(optarg, "ro") == 0)
+				a.role = BFT_ROLE_RO;
+			else {
+				bft_log("--role must be rw or ro");
+				return 2;
+			}
+			break;
+		default:
+			admin_usage(stderr);
+			return 2;
+		}
+	}
+	if (a.dir == NULL || optind != argc ||
+	    (strcmp(cmd, "list") != 0 && a.name == NULL)) {
+		admin_usage(stderr);
+		return 2;
+	}
+	if (admin_path_in(a.conf, sizeof a.conf, a.dir, "bftblk.conf") ||
+	    admin_path_in(a.tmp, sizeof a.tmp, a.dir, ".bftblk.conf.new"))
+		return 2;
+	if (bft_config_load(a.conf, &cfg, err, sizeof err) != 0) {
+		bft_log("%s", err);
+		return 1;
+	}
+	if (strcmp(cmd, "list") == 0) {
+		client_list(&cfg);
+		return 0;
+	}
+	if (strcmp(cmd, "add") == 0)
+		return client_add(&a, &cfg);
+	if (strcmp(cmd, "revoke") == 0)
+		return client_revoke(&a);
+	bft_log("unknown client command '%s' (add, revoke, list)", cmd);
+	return 2;
+}

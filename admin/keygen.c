@@ -1,0 +1,165 @@
+/*
+ * `bftblk keygen`: a new cluster directory with bftblk.conf, one key file
+ * per server and the first writer's client.key.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "channel.h"
+#include "config.h"
+#include "crypto.h"
+#include "keys.h"
+#include "log.h"
+
+int
+admin_path_in(char *out, size_t len, const char *dir, const char *name)
+{
+	int n = snprintf(out, len, "%s/%s", dir, name);
+
+	return (n < 0 || (size_t)n >= len) ? -1 : 0;
+}
+
+int
+admin_keygen(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "t", required_argument, NULL, 't' },
+		{ "size", required_argument, NULL, 's' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "base-port", required_argument, NULL, 'p' },
+		{ "channel", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct bft_config cfg = { .t = 1, .block_size = BFT_BLOCK_SIZE,
+	    .size = 1ull << 30 };
+	struct bft_client_key ck = { 0 };
+	const char *dir = NULL, *host = "127.0.0.1";
+	unsigned long port = 7700;
+	char path[4096], *end;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "d:t:s:H:p:c:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 't':
+			cfg.t = (unsigned)strtoul(optarg, &end, 10);
+			if (*end || cfg.t < 1 || cfg.t > BFT_MAX_T) {
+				bft_log("--t must be 1..%d", BFT_MAX_T);
+				return 2;
+			}
+			break;
+		case 's':
+			if (bft_parse_size(optarg, &cfg.size) ||
+			    cfg.size == 0 || cfg.size % BFT_BLOCK_SIZE) {
+				bft_log("--size must be a positive multiple "
+				    "of %u (K/M/G/T suffixes allowed)",
+				    BFT_BLOCK_SIZE);
+				return 2;
+			}
+			break;
+		case 'H':
+			if (strlen(optarg) >= BFT_HOST_LEN) {
+				bft_log("--host too long");
+				return 2;
+			}
+			host = optarg;
+			break;
+		case 'p':
+			port = strtoul(optarg, &end, 10);
+			if (*end || port == 0 || port > 65535) {
+				bft_log("--base-port must be 1..65535");
+				return 2;
+			}
+			break;
+		case 'c':
+			if (strcmp(optarg, "aead") == 0)
+				cfg.channel = BFT_CHAN_AEAD;
+			else if (strcmp(optarg, "plain") == 0)
+				cfg.channel = BFT_CHAN_PLAIN;
+			else {
+				bft_log("--channel must be aead or plain");
+				return 2;
+			}
+			break;
+		case 'h':
+			admin_usage(stdout);
+			return 0;
+		default:
+			admin_usage(stderr);
+			return 2;
+		}
+	}
+	if (dir == NULL || optind != argc) {
+		admin_usage(stderr);
+		return 2;
+	}
+	cfg.n = 3 * cfg.t + 1;
+	if (port + cfg.n - 1 > 65535) {
+		bft_log("--base-port %lu leaves no room for %u servers", port,
+		    cfg.n);
+		return 2;
+	}
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		bft_log("%s: %s", dir, strerror(errno));
+		return 1;
+	}
+	bft_random(cfg.cluster_id, BFT_CLUSTER_ID_LEN);
+	memcpy(ck.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
+	ck.n = cfg.n;
+	ck.role = BFT_ROLE_RW;
+	strcpy(ck.name, "client");
+	bft_chan_keypair_new(&ck.chan);
+	bft_random(ck.kw, BFT_KEY_LEN);
+	/* The first writer is allowed in; `bftblk client add` adds more. */
+	strcpy(cfg.clients[0].name, ck.name);
+	memcpy(cfg.clients[0].pk, ck.chan.pk, 32);
+	cfg.clients[0].role = BFT_ROLE_RW;
+	cfg.nclients = 1;
+	for (unsigned i = 0; i < cfg.n; i++) {
+		snprintf(cfg.servers[i].host, BFT_HOST_LEN, "%s", host);
+		cfg.servers[i].port = (uint16_t)(port + i);
+	}
+
+	/* The client key first: O_EXCL on it refuses a second keygen early. */
+	for (unsigned i = 0; i < cfg.n; i++)
+		bft_random(ck.k[i], BFT_KEY_LEN);
+	if (admin_path_in(path, sizeof path, dir, "client.key") ||
+	    bft_client_key_write(path, &ck) != 0)
+		goto out_err;
+	for (unsigned i = 0; i < cfg.n; i++) {
+		struct bft_server_key sk = { .index = i };
+		char name[64];
+
+		memcpy(sk.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
+		memcpy(sk.k, ck.k[i], BFT_KEY_LEN);
+		bft_chan_keypair_new(&sk.chan);
+		memcpy(cfg.server_pk[i], sk.chan.pk, 32);
+		snprintf(name, sizeof name, "server-%u.key", i);
+		if (admin_path_in(path, sizeof path, dir, name) ||
+		    bft_server_key_write(path, &sk) != 0)
+			goto out_err;
+	}
+	if (admin_path_in(path, sizeof path, dir, "bftblk.conf") ||
+	    bft_config_write(path, &cfg) != 0)
+		goto out_err;
+	printf("cluster in %s: t=%u, n=%u servers on %s:%lu-%lu, size %llu "
+	    "bytes\n", dir, cfg.t, cfg.n, host, port, port + cfg.n - 1,
+	    (unsigned long long)cfg.size);
+	return 0;
+out_err:
+	bft_log("%s: %s%s", path, strerror(errno),
+	    errno == EEXIST ? " (keys exist already; refusing to replace "
+	    "them)" : "");
+	return 1;
+}
+

@@ -1,0 +1,367 @@
+/*
+ * The channel handshake and frame sealing described in channel.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "channel.h"
+
+#define KDF_CONTEXT	"bftchan1"	/* crypto_kdf wants 8 bytes */
+#define SUBKEY_C2S	1
+#define SUBKEY_S2C	2
+#define SUBKEY_CONFIRM	3	/* the server's tag */
+#define SUBKEY_FINISH	4	/* the client's tag */
+
+static const char *const status_names[] = {
+	[BFT_CHAN_OK] = "accepted",
+	[BFT_CHAN_UNKNOWN_CLIENT] = "unknown client key (not in the "
+	    "server's bftblk.conf, or revoked)",
+	[BFT_CHAN_WRONG_CLUSTER] = "wrong cluster id or server index",
+	[BFT_CHAN_WRONG_MODE] = "channel mode differs (aead vs plain)",
+	[BFT_CHAN_NO_CIPHER] = "no cipher in common",
+	[BFT_CHAN_TOO_MANY] = "too many connections for this client",
+	[BFT_CHAN_BAD_HELLO] = "malformed client hello",
+};
+
+const char *
+bft_chan_status_str(int status)
+{
+	if (status < 0 || (size_t)status >= sizeof status_names /
+	    sizeof status_names[0] || status_names[status] == NULL)
+		return "unknown refusal";
+	return status_names[status];
+}
+
+void
+bft_chan_keypair_new(struct bft_chan_keypair *kp)
+{
+	crypto_box_keypair(kp->pk, kp->sk);
+}
+
+int
+bft_chan_keypair_from_sk(struct bft_chan_keypair *kp)
+{
+	return crypto_scalarmult_base(kp->pk, kp->sk) == 0 ? 0 : -1;
+}
+
+unsigned
+bft_chan_ciphers(void)
+{
+	unsigned c = BFT_CIPHER_CHACHA;
+
+	if (crypto_aead_aes256gcm_is_available())
+		c |= BFT_CIPHER_AESGCM;
+	return c;
+}
+
+void
+bft_chan_fingerprint(const uint8_t *pk, char out[17])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (int i = 0; i < 8; i++) {
+		out[2 * i] = hex[pk[i] >> 4];
+		out[2 * i + 1] = hex[pk[i] & 15];
+	}
+	out[16] = '\0';
+}
+
+/*
+ * Hashes the four shared secrets and the transcript into a root key and
+ * derives the direction keys and the confirmation key from it.  The
+ * caller orders the secrets the same way on both sides.
+ */
+static int
+derive(const uint8_t dh[4][32], const uint8_t *chello, const uint8_t *shello,
+    uint8_t c2s[32], uint8_t s2c[32], uint8_t confirm[32], uint8_t finish[32])
+{
+	crypto_generichash_state st;
+	uint8_t root[crypto_kdf_KEYBYTES];
+
+	crypto_generichash_init(&st, NULL, 0, sizeof root);
+	crypto_generichash_update(&st, (const uint8_t *)"bftblk channel v1",
+	    17);
+	for (int i = 0; i < 4; i++)
+		crypto_generichash_update(&st, dh[i], 32);
+	crypto_generichash_update(&st, chello, BFT_CHAN_CHELLO_LEN);
+	/* The server hello without its tag, which is derived from this. */
+	crypto_generichash_update(&st, shello, BFT_CHAN_SHELLO_LEN - 16);
+	crypto_generichash_final(&st, root, sizeof root);
+	crypto_kdf_derive_from_key(c2s, 32, SUBKEY_C2S, KDF_CONTEXT, root);
+	crypto_kdf_derive_from_key(s2c, 32, SUBKEY_S2C, KDF_CONTEXT, root);
+	crypto_kdf_derive_from_key(confirm, 32, SUBKEY_CONFIRM, KDF_CONTEXT,
+	    root);
+	crypto_kdf_derive_from_key(finish, 32, SUBKEY_FINISH, KDF_CONTEXT,
+	    root);
+	sodium_memzero(root, sizeof root);
+	return 0;
+}
+
+/* The server's tag covers its hello; the client's covers all of it. */
+static void
+confirm_tag(const uint8_t key[32], const uint8_t *shello, size_t len,
+    uint8_t tag[16])
+{
+	crypto_generichash(tag, 16, shello, len, key, 32);
+}
+
+static int
+chan_setup(struct bft_chan *ch, enum bft_chan_mode mode,
+    enum bft_chan_cipher cipher, const uint8_t tx[32], const uint8_t rx[32])
+{
+	memset(ch, 0, sizeof *ch);
+	ch->mode = mode;
+	ch->cipher = cipher;
+	memcpy(ch->tx_key, tx, 32);
+	memcpy(ch->rx_key, rx, 32);
+	if (cipher != BFT_CIPHER_AESGCM)
+		return 0;
+	/* The state wants 16-byte alignment; malloc gives that on x86-64. */
+	ch->tx_aes = aligned_alloc(16, sizeof *ch->tx_aes);
+	ch->rx_aes = aligned_alloc(16, sizeof *ch->rx_aes);
+	if (ch->tx_aes == NULL || ch->rx_aes == NULL) {
+		bft_chan_clear(ch);
+		return -1;
+	}
+	crypto_aead_aes256gcm_beforenm(ch->tx_aes, tx);
+	crypto_aead_aes256gcm_beforenm(ch->rx_aes, rx);
+	return 0;
+}
+
+void
+bft_chan_clear(struct bft_chan *ch)
+{
+	free(ch->tx_aes);
+	free(ch->rx_aes);
+	sodium_memzero(ch, sizeof *ch);
+}
+
+void
+bft_chan_client_hello(struct bft_chan_client *hs,
+    const struct bft_chan_keypair *id, const uint8_t *server_pk,
+    const uint8_t *cluster_id, unsigned server_index,
+    enum bft_chan_mode mode, uint8_t *out)
+{
+	uint8_t *p = out;
+
+	bft_chan_keypair_new(&hs->eph);
+	hs->id = id;
+	hs->mode = mode;
+	memcpy(hs->server_pk, server_pk, BFT_CHAN_PK_LEN);
+	memcpy(p, "BFTC", 4);
+	p[4] = BFT_CHAN_VERSION;
+	p[5] = (uint8_t)mode;
+	p[6] = (uint8_t)bft_chan_ciphers();
+	p[7] = (uint8_t)server_index;
+	p += 8;
+	memcpy(p, cluster_id, BFT_CLUSTER_ID_LEN);
+	p += BFT_CLUSTER_ID_LEN;
+	memcpy(p, id->pk, 32);
+	memcpy(p + 32, hs->eph.pk, 32);
+	memcpy(hs->chello, out, BFT_CHAN_CHELLO_LEN);
+}
+
+int
+bft_chan_parse_hello(const uint8_t *chello, struct bft_chan_hello *h)
+{
+	const uint8_t *p = chello + 8;
+
+	if (memcmp(chello, "BFTC", 4) != 0)
+		return -1;
+	h->version = chello[4];
+	h->mode = chello[5];
+	h->ciphers = chello[6];
+	h->server_index = chello[7];
+	memcpy(h->cluster_id, p, BFT_CLUSTER_ID_LEN);
+	p += BFT_CLUSTER_ID_LEN;
+	memcpy(h->client_pk, p, 32);
+	memcpy(h->client_eph, p + 32, 32);
+	if (h->version != BFT_CHAN_VERSION ||
+	    (h->mode != BFT_CHAN_AEAD && h->mode != BFT_CHAN_PLAIN))
+		return -1;
+	return 0;
+}
+
+void
+bft_chan_server_refuse(enum bft_chan_status st, uint8_t *out)
+{
+	memset(out, 0, BFT_CHAN_SHELLO_LEN);
+	memcpy(out, "BFTS", 4);
+	out[4] = BFT_CHAN_VERSION;
+	out[5] = (uint8_t)st;
+}
+
+int
+bft_chan_server_accept(const struct bft_chan_keypair *id,
+    const uint8_t *chello, const struct bft_chan_hello *h, unsigned ciphers,
+    struct bft_chan *ch, uint8_t *out)
+{
+	struct bft_chan_keypair eph;
+	uint8_t dh[4][32], c2s[32], s2c[32], confirm[32], finish[32];
+	enum bft_chan_cipher cipher;
+	int rc = -1;
+
+	ciphers &= h->ciphers;
+	if (ciphers == 0)
+		goto out;
+	cipher = (ciphers & BFT_CIPHER_AESGCM) ? BFT_CIPHER_AESGCM :
+	    BFT_CIPHER_CHACHA;
+	bft_chan_keypair_new(&eph);
+	bft_chan_server_refuse(BFT_CHAN_OK, out);
+	out[6] = (uint8_t)cipher;
+	memcpy(out + 8, eph.pk, 32);
+	/* Same order as the client: ss, es, se, ee (client side first). */
+	if (crypto_scalarmult(dh[0], id->sk, h->client_pk) != 0 ||
+	    crypto_scalarmult(dh[1], id->sk, h->client_eph) != 0 ||
+	    crypto_scalarmult(dh[2], eph.sk, h->client_pk) != 0 ||
+	    crypto_scalarmult(dh[3], eph.sk, h->client_eph) != 0)
+		goto out;
+	derive((const uint8_t (*)[32])dh, chello, out, c2s, s2c, confirm,
+	    finish);
+	confirm_tag(confirm, out, BFT_CHAN_SHELLO_LEN - 16,
+	    out + BFT_CHAN_SHELLO_LEN - 16);
+	rc = chan_setup(ch, (enum bft_chan_mode)h->mode, cipher, s2c, c2s);
+	if (rc == 0)
+		confirm_tag(finish, out, BFT_CHAN_SHELLO_LEN, ch->peer_finish);
+out:
+	sodium_memzero(&eph, sizeof eph);
+	sodium_memzero(dh, sizeof dh);
+	sodium_memzero(c2s, sizeof c2s);
+	sodium_memzero(s2c, sizeof s2c);
+	sodium_memzero(confirm, sizeof confirm);
+	sodium_memzero(finish, sizeof finish);
+	return rc;
+}
+
+int
+bft_chan_server_verify(const struct bft_chan *ch, const uint8_t *finish)
+{
+	return sodium_memcmp(ch->peer_finish, finish, BFT_CHAN_FINISH_LEN) ==
+	    0 ? 0 : -1;
+}
+
+int
+bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
+    struct bft_chan *ch, uint8_t *finish_out, const char **why)
+{
+	uint8_t dh[4][32], c2s[32], s2c[32], confirm[32], finish[32], tag[16];
+	const uint8_t *server_eph = shello + 8;
+	unsigned cipher = shello[6];
+	int rc = -1;
+
+	*why = "malformed server hello";
+	if (memcmp(shello, "BFTS", 4) != 0 || shello[4] != BFT_CHAN_VERSION)
+		goto out;
+	if (shello[5] != BFT_CHAN_OK) {
+		rc = shello[5];
+		*why = bft_chan_status_str(rc);
+		goto out;
+	}
+	*why = "server chose a cipher we did not offer";
+	if ((cipher != BFT_CIPHER_AESGCM && cipher != BFT_CIPHER_CHACHA) ||
+	    !(cipher & bft_chan_ciphers()))
+		goto out;
+	*why = "key exchange failed (bad server key)";
+	if (crypto_scalarmult(dh[0], hs->id->sk, hs->server_pk) != 0 ||
+	    crypto_scalarmult(dh[1], hs->eph.sk, hs->server_pk) != 0 ||
+	    crypto_scalarmult(dh[2], hs->id->sk, server_eph) != 0 ||
+	    crypto_scalarmult(dh[3], hs->eph.sk, server_eph) != 0)
+		goto out;
+	derive((const uint8_t (*)[32])dh, hs->chello, shello, c2s, s2c,
+	    confirm, finish);
+	confirm_tag(confirm, shello, BFT_CHAN_SHELLO_LEN - 16, tag);
+	*why = "server failed to prove its key (wrong server.I.pk in "
+	    "bftblk.conf, or someone in between)";
+	if (sodium_memcmp(tag, shello + BFT_CHAN_SHELLO_LEN - 16, 16) != 0)
+		goto out;
+	*why = "out of memory";
+	if (chan_setup(ch, hs->mode, (enum bft_chan_cipher)cipher, c2s,
+	    s2c) != 0)
+		goto out;
+	confirm_tag(finish, shello, BFT_CHAN_SHELLO_LEN, finish_out);
+	*why = NULL;
+	rc = 0;
+out:
+	sodium_memzero(&hs->eph, sizeof hs->eph);
+	sodium_memzero(dh, sizeof dh);
+	sodium_memzero(c2s, sizeof c2s);
+	sodium_memzero(s2c, sizeof s2c);
+	sodium_memzero(confirm, sizeof confirm);
+	sodium_memzero(finish, sizeof finish);
+	return rc;
+}
+
+/* The 96-bit nonce of frame seq: the counter, little-endian, then 0. */
+static void
+seq_nonce(uint64_t seq, uint8_t nonce[12])
+{
+	memset(nonce, 0, 12);
+	for (int i = 0; i < 8; i++)
+		nonce[i] = (uint8_t)(seq >> (8 * i));
+}
+
+static void
+put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+int
+bft_chan_seal(struct bft_chan *ch, struct bft_buf *out, size_t off)
+{
+	static const uint8_t zero_tag[BFT_CHAN_TAG_LEN];
+	uint8_t nonce[12], *frame, *body;
+	size_t blen = out->len - off - 4;
+	unsigned long long maclen;
+
+	if (ch->mode == BFT_CHAN_PLAIN)
+		return 0;
+	if (blen + BFT_CHAN_TAG_LEN > BFT_MAX_FRAME ||
+	    bft_buf_append(out, zero_tag, sizeof zero_tag) != 0 ||
+	    ch->tx_seq == UINT64_MAX)
+		return -1;
+	frame = out->data + off;
+	body = frame + 4;
+	put_be32(frame, (uint32_t)(blen + BFT_CHAN_TAG_LEN));
+	seq_nonce(ch->tx_seq++, nonce);
+	if (ch->cipher == BFT_CIPHER_AESGCM)
+		crypto_aead_aes256gcm_encrypt_detached_afternm(body,
+		    body + blen, &maclen, body, blen, frame, 4, NULL, nonce,
+		    ch->tx_aes);
+	else
+		crypto_aead_chacha20poly1305_ietf_encrypt_detached(body,
+		    body + blen, &maclen, body, blen, frame, 4, NULL, nonce,
+		    ch->tx_key);
+	return 0;
+}
+
+int
+bft_chan_open(struct bft_chan *ch, const uint8_t *prefix, uint8_t *body,
+    uint32_t *len)
+{
+	uint8_t nonce[12];
+	uint32_t clen;
+	int r;
+
+	if (ch->mode == BFT_CHAN_PLAIN)
+		return 0;
+	if (*len < BFT_CHAN_TAG_LEN || ch->rx_seq == UINT64_MAX)
+		return -1;
+	clen = *len - BFT_CHAN_TAG_LEN;
+	seq_nonce(ch->rx_seq, nonce);
+	if (ch->cipher == BFT_CIPHER_AESGCM)
+		r = crypto_aead_aes256gcm_decrypt_detached_afternm(body, NULL,
+		    body, clen, body + clen, prefix, 4, nonce, ch->rx_aes);
+	else
+		r = crypto_aead_chacha20poly1305_ietf_decrypt_detached(body,
+		    NULL, body, clen, body + clen, prefix, 4, nonce,
+		    ch->rx_key);
+	if (r != 0)
+		return -1;
+	ch->rx_seq++;
+	*len = clen;
+	return 0;
+}

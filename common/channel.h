@@ -1,0 +1,186 @@
+/*
+ * Authenticated, encrypted channels between a client and a server.
+ *
+ * Every party has a long-term X25519 key pair (written by `bftblk
+ * keygen` and `bftblk client add`); a client knows each server's public
+ * key from bftblk.conf and a server knows the public key and role of
+ * every client allowed in.  A connection starts with two fixed-size
+ * handshake messages in the clear:
+ *
+ *   client hello (BFT_CHAN_CHELLO_LEN bytes):
+ *     "BFTC" | version | mode | ciphers | server index | cluster id (16)
+ *            | client static pk (32) | client ephemeral pk (32)
+ *   server hello (BFT_CHAN_SHELLO_LEN bytes):
+ *     "BFTS" | version | status | cipher | 0 | server ephemeral pk (32)
+ *            | confirmation tag (16)
+ *
+ *   client finish (BFT_CHAN_FINISH_LEN bytes): its confirmation tag
+ *
+ * Both sides hash four X25519 results (static-static, both
+ * static-ephemeral pairs and ephemeral-ephemeral) with the transcript
+ * of both hellos into one key per direction and two confirmation keys.
+ * Only the holder of the server's static key can compute the tag the
+ * client checks, and only the holder of the client's static key can
+ * compute the finish tag the server checks before it reads any frame,
+ * so the channel is mutually authenticated even in plain mode; the
+ * ephemeral keys make each connection's keys fresh (a replayed hello
+ * derives keys nobody can use) and keep past traffic secret if a
+ * static key leaks later.  The client sends its finish and its first
+ * frames together, so the handshake costs one round trip.
+ *
+ * After the handshake a frame is the usual 4-byte big-endian length
+ * followed by the msgpack body sealed with an AEAD: AES-256-GCM when
+ * both ends have AES-NI (measured 1.1-1.7 GB/s on 32 KiB here against
+ * 0.7-1.1 GB/s for ChaCha20-Poly1305), ChaCha20-Poly1305 otherwise.
+ * The nonce is a per-direction frame counter and the length prefix is
+ * associated data, so a replayed, reordered, dropped, truncated or
+ * altered frame fails to open and the connection is closed.
+ *
+ * Mode "plain" (bftblk.conf channel = plain) keeps the authenticated
+ * handshake, so identities and roles still apply, but sends frames in
+ * the clear: it exists to measure what encryption costs and must not be
+ * used on a network anyone else can reach.
+ */
+#ifndef BFTBLK_CHANNEL_H
+#define BFTBLK_CHANNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sodium.h>
+
+#include "proto.h"
+#include "wire.h"
+
+#define BFT_CHAN_PK_LEN		32
+#define BFT_CHAN_TAG_LEN	16
+#define BFT_CHAN_CHELLO_LEN	(4 + 4 + BFT_CLUSTER_ID_LEN + 2 * 32)
+#define BFT_CHAN_SHELLO_LEN	(4 + 4 + 32 + 16)
+#define BFT_CHAN_FINISH_LEN	16
+#define BFT_CHAN_VERSION	1
+
+enum bft_chan_mode {
+	BFT_CHAN_AEAD = 0,
+	BFT_CHAN_PLAIN = 1,
+};
+
+enum bft_chan_cipher {
+	BFT_CIPHER_CHACHA = 1,		/* ChaCha20-Poly1305 (IETF) */
+	BFT_CIPHER_AESGCM = 2,		/* AES-256-GCM, needs AES-NI */
+};
+
+/* Why a server turned a client away; carried in the server hello. */
+enum bft_chan_status {
+	BFT_CHAN_OK = 0,
+	BFT_CHAN_UNKNOWN_CLIENT = 1,	/* public key not in bftblk.conf */
+	BFT_CHAN_WRONG_CLUSTER = 2,	/* cluster id or server index */
+	BFT_CHAN_WRONG_MODE = 3,	/* channel = aead vs plain */
+	BFT_CHAN_NO_CIPHER = 4,		/* no cipher in common */
+	BFT_CHAN_TOO_MANY = 5,		/* connection limit for this client */
+	BFT_CHAN_BAD_HELLO = 6,		/* malformed client hello */
+};
+
+const char *bft_chan_status_str(int status);
+
+struct bft_chan_keypair {
+	uint8_t pk[BFT_CHAN_PK_LEN];
+	uint8_t sk[BFT_CHAN_PK_LEN];
+};
+
+/* The state of one established channel, one direction each way. */
+struct bft_chan {
+	enum bft_chan_mode mode;
+	enum bft_chan_cipher cipher;
+	uint64_t tx_seq, rx_seq;
+	uint8_t tx_key[32], rx_key[32];
+	crypto_aead_aes256gcm_state *tx_aes, *rx_aes;	/* AES-GCM only */
+	uint8_t peer_finish[BFT_CHAN_FINISH_LEN];	/* server: expected */
+};
+
+/* A client's side of the handshake between its hello and the reply. */
+struct bft_chan_client {
+	struct bft_chan_keypair eph;
+	uint8_t chello[BFT_CHAN_CHELLO_LEN];
+	const struct bft_chan_keypair *id;
+	uint8_t server_pk[BFT_CHAN_PK_LEN];
+	enum bft_chan_mode mode;
+};
+
+/* What a server learns from a client hello. */
+struct bft_chan_hello {
+	unsigned version, mode, ciphers, server_index;
+	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
+	uint8_t client_pk[BFT_CHAN_PK_LEN];
+	uint8_t client_eph[BFT_CHAN_PK_LEN];
+};
+
+/* Generates a long-term key pair.  Derives pk from sk for loaders. */
+void bft_chan_keypair_new(struct bft_chan_keypair *kp);
+int bft_chan_keypair_from_sk(struct bft_chan_keypair *kp);
+
+/* The ciphers this CPU runs fast enough to offer, as a bit mask. */
+unsigned bft_chan_ciphers(void);
+
+/*
+ * Client: fills hs and writes the client hello into out
+ * (BFT_CHAN_CHELLO_LEN bytes).
+ */
+void bft_chan_client_hello(struct bft_chan_client *hs,
+    const struct bft_chan_keypair *id, const uint8_t *server_pk,
+    const uint8_t *cluster_id, unsigned server_index,
+    enum bft_chan_mode mode, uint8_t *out);
+
+/*
+ * Client: checks the server hello against hs, sets up ch and writes the
+ * client finish to send (BFT_CHAN_FINISH_LEN bytes) into finish.
+ * Returns 0; a positive enum bft_chan_status the server refused us
+ * with; or -1 when the reply is malformed or its confirmation tag is
+ * wrong (not the server we meant, or a tampered hello), with a reason
+ * in *why.
+ */
+int bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
+    struct bft_chan *ch, uint8_t *finish, const char **why);
+
+/* Server: checks a client finish.  0, or -1: not the client it claims. */
+int bft_chan_server_verify(const struct bft_chan *ch, const uint8_t *finish);
+
+/* Server: parses a client hello.  0, or -1 when malformed. */
+int bft_chan_parse_hello(const uint8_t *chello, struct bft_chan_hello *h);
+
+/*
+ * Server: answers an accepted hello, setting up ch and writing the
+ * server hello into out (BFT_CHAN_SHELLO_LEN bytes).  Returns 0, or -1
+ * when a key exchange fails (a low-order public key).
+ */
+int bft_chan_server_accept(const struct bft_chan_keypair *id,
+    const uint8_t *chello, const struct bft_chan_hello *h, unsigned ciphers,
+    struct bft_chan *ch, uint8_t *out);
+
+/* Server: a refusal, so the client can say why it was turned away. */
+void bft_chan_server_refuse(enum bft_chan_status st, uint8_t *out);
+
+/*
+ * Seals the frame that starts at out->data + off (length prefix and
+ * body, as bft_wire_encode appended it) in place: the body is
+ * encrypted, a tag appended and the prefix updated.  Returns 0, or -1
+ * when out cannot grow or the sealed frame would exceed BFT_MAX_FRAME.
+ */
+int bft_chan_seal(struct bft_chan *ch, struct bft_buf *out, size_t off);
+
+/*
+ * Opens a received frame body of *len bytes in place (prefix is the
+ * frame's 4-byte length prefix, authenticated with it).  On success
+ * *len is the plaintext length.  Returns 0, or -1 when it does not
+ * authenticate: the connection must be closed.
+ */
+int bft_chan_open(struct bft_chan *ch, const uint8_t *prefix, uint8_t *body,
+    uint32_t *len);
+
+/* Forgets the keys (and frees the AES state). */
+void bft_chan_clear(struct bft_chan *ch);
+
+/* "ab12cd34": the first bytes of a public key in hex, for log lines. */
+void bft_chan_fingerprint(const uint8_t *pk, char out[17]);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * Per-client state of the server; see clients.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clients.h"
+
+void
+bft_clients_init(struct bft_clients *cs, const struct bft_config *cfg,
+    unsigned max_conns, unsigned max_stores, uint64_t window_ms)
+{
+	memset(cs, 0, sizeof *cs);
+	cs->cfg = cfg;
+	cs->max_conns = max_conns ? max_conns : BFT_DEFAULT_CLIENT_CONNS;
+	cs->max_stores = max_stores ? max_stores : BFT_DEFAULT_CLIENT_STORES;
+	cs->window_ms = window_ms ? window_ms : BFT_DEFAULT_STORE_WINDOW_MS;
+}
+
+static void
+client_free(struct bft_client_state *cl)
+{
+	free(cl->pend);
+	free(cl);
+}
+
+void
+bft_clients_fini(struct bft_clients *cs)
+{
+	struct bft_client_state *cl;
+
+	while ((cl = cs->head) != NULL) {
+		cs->head = cl->next;
+		client_free(cl);
+	}
+}
+
+struct bft_client_state *
+bft_clients_get(struct bft_clients *cs, const uint8_t *pk, bool *oom)
+{
+	const struct bft_client_ident *ci = bft_config_find_client(cs->cfg, pk);
+	struct bft_client_state *cl;
+
+	*oom = false;
+	if (ci == NULL)
+		return NULL;
+	for (cl = cs->head; cl != NULL; cl = cl->next)
+		if (memcmp(cl->pk, pk, 32) == 0)
+			break;
+	if (cl == NULL) {
+		if ((cl = calloc(1, sizeof *cl)) == NULL) {
+			*oom = true;
+			return NULL;
+		}
+		memcpy(cl->pk, pk, 32);
+		cl->next = cs->head;
+		cs->head = cl;
+	}
+	/* A reload may have renamed the key or changed its role. */
+	strcpy(cl->name, ci->name);
+	cl->role = ci->role;
+	cl->listed = true;
+	return cl;
+}
+
+static void
+unlink_client(struct bft_clients *cs, struct bft_client_state *cl)
+{
+	struct bft_client_state **pp;
+
+	for (pp = &cs->head; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == cl) {
+			*pp = cl->next;
+			client_free(cl);
+			return;
+		}
+}
+
+void
+bft_clients_reload(struct bft_clients *cs)
+{
+	struct bft_client_state *cl, *next;
+
+	for (cl = cs->head; cl != NULL; cl = next) {
+		const struct bft_client_ident *ci =
+		    bft_config_find_client(cs->cfg, cl->pk);
+
+		next = cl->next;
+		if (ci != NULL) {
+			strcpy(cl->name, ci->name);
+			cl->role = ci->role;
+			continue;
+		}
+		cl->listed = false;
+		cl->role = BFT_ROLE_NONE;
+		if (cl->nconns == 0)
+			unlink_client(cs, cl);
+	}
+}
+
+void
+bft_clients_put(struct bft_clients *cs, struct bft_client_state *cl)
+{
+	if (cl == NULL)
+		return;
+	if (cl->nconns > 0)
+		cl->nconns--;
+	if (cl->nconns == 0 && !cl->listed)
+		unlink_client(cs, cl);
+}
+
+/* Drops the entries that no longer pin anything, keeping the order. */
+static void
+prune(struct bft_clients *cs, struct bft_client_state *cl,
+    struct bft_store *st, uint64_t now_ms)
+{
+	unsigned j = 0;
+
+	for (unsigned i = 0; i < cl->npend; i++) {
+		struct bft_pending_store *p = &cl->pend[i];
+		struct bft_ts ts = { .num = p->num, .wid = p->wid };
+
+		if (now_ms - p->at_ms >= cs->window_ms)
+			continue;
+		if (p->block < cs->cfg->nblocks &&
+		    bft_ts_cmp(&ts, &bft_store_block(st, p->block)->lc.ts) <= 0)
+			continue;
+		cl->pend[j++] = *p;
+	}
+	cl->npend = j;
+}
+
+bool
+bft_clients_admit_store(struct bft_clients *cs, struct bft_client_state *cl,
+    struct bft_store *st, uint64_t now_ms)
+{
+	if (cl->npend < cs->max_stores)
+		return true;
+	/* Pruning costs a pass over the list; only a full list pays it. */
+	prune(cs, cl, st, now_ms);
+	if (cl->npend < cs->max_stores)
+		return true;
+	cl->refused++;
+	return false;
+}
+
+void
+bft_clients_note_store(struct bft_clients *cs, struct bft_client_state *cl,
+    uint64_t block, const struct bft_ts *ts, uint64_t now_ms)
+{
+	struct bft_pending_store *np;
+	unsigned ncap;
+
+	if (cl->npend == cl->cap) {
+		ncap = cl->cap ? cl->cap * 2 : 64;
+		if (ncap > cs->max_stores)
+			ncap = cs->max_stores;
+		if (ncap <= cl->cap)
+			return;		/* full: admit refuses the next one */
+		np = realloc(cl->pend, ncap * sizeof *np);
+		if (np == NULL)
+			return;		/* uncounted, never unsafe */
+		cl->pend = np;
+		cl->cap = ncap;
+	}
+	cl->pend[cl->npend++] = (struct bft_pending_store){
+		.block = block, .num = ts->num, .wid = ts->wid, .at_ms = now_ms,
+	};
+}

@@ -1,0 +1,110 @@
+/*
+ * The server's side of the channel handshake (see common/channel.h):
+ * the client hello names the client by its public key, which must be
+ * listed in bftblk.conf; the client finish proves the client holds the
+ * matching secret.  Until then nothing the client sends is decoded.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "net_int.h"
+
+/* Sends a refusal in the clear and closes once it is written. */
+static int
+refuse(struct conn *c, enum bft_chan_status st, const char *detail)
+{
+	uint8_t sh[BFT_CHAN_SHELLO_LEN];
+
+	bft_log("conn %s: refused: %s%s", c->peer, bft_chan_status_str(st),
+	    detail);
+	bft_chan_server_refuse(st, sh);
+	if (bft_buf_append(&c->out, sh, sizeof sh) < 0) {
+		bft_net_conn_fail(c, "out of memory");
+		return -1;
+	}
+	c->close_after_write = true;
+	return 0;
+}
+
+static int
+on_client_hello(struct conn *c, const uint8_t *ch)
+{
+	struct bft_net *net = c->net;
+	const struct bft_config *cfg = net->h->cfg;
+	struct bft_chan_hello h;
+	struct bft_client_state *cl;
+	uint8_t sh[BFT_CHAN_SHELLO_LEN];
+	char detail[96], fp[17];
+	bool oom;
+
+	if (bft_chan_parse_hello(ch, &h) < 0)
+		return refuse(c, BFT_CHAN_BAD_HELLO, " (not a bftblk client, or "
+		    "another version)");
+	if (memcmp(h.cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN) != 0 ||
+	    h.server_index != net->key->index)
+		return refuse(c, BFT_CHAN_WRONG_CLUSTER, "");
+	if (h.mode != cfg->channel)
+		return refuse(c, BFT_CHAN_WRONG_MODE, "");
+	bft_chan_fingerprint(h.client_pk, fp);
+	cl = bft_clients_get(&net->clients, h.client_pk, &oom);
+	if (cl == NULL) {
+		if (oom) {
+			bft_net_conn_fail(c, "out of memory");
+			return -1;
+		}
+		snprintf(detail, sizeof detail, " (key %s...)", fp);
+		return refuse(c, BFT_CHAN_UNKNOWN_CLIENT, detail);
+	}
+	if (cl->nconns >= net->clients.max_conns) {
+		snprintf(detail, sizeof detail, ": client %s has %u "
+		    "(--max-client-conns)", cl->name, cl->nconns);
+		return refuse(c, BFT_CHAN_TOO_MANY, detail);
+	}
+	if (bft_chan_server_accept(&net->key->chan, ch, &h,
+	    bft_chan_ciphers(), &c->chan, sh) < 0)
+		return refuse(c, h.ciphers & bft_chan_ciphers() ?
+		    BFT_CHAN_BAD_HELLO : BFT_CHAN_NO_CIPHER, "");
+	if (bft_buf_append(&c->out, sh, sizeof sh) < 0) {
+		bft_net_conn_fail(c, "out of memory");
+		return -1;
+	}
+	c->client = cl;
+	cl->nconns++;
+	snprintf(c->peer + strlen(c->peer), sizeof c->peer - strlen(c->peer),
+	    "/%s", cl->name);
+	c->hs = HS_FINISH;
+	return 0;
+}
+
+int
+bft_handshake_step(struct conn *c)
+{
+	const uint8_t *p = c->rbuf + c->rstart;
+	size_t avail = c->rend - c->rstart;
+
+	if (c->hs == HS_HELLO) {
+		if (avail < BFT_CHAN_CHELLO_LEN)
+			return 1;
+		c->rstart += BFT_CHAN_CHELLO_LEN;
+		if (on_client_hello(c, p) < 0)
+			return -1;
+		/* A refusal stops reading; the process loop sees that. */
+		return 0;
+	}
+	if (avail < BFT_CHAN_FINISH_LEN)
+		return 1;
+	c->rstart += BFT_CHAN_FINISH_LEN;
+	if (bft_chan_server_verify(&c->chan, p) < 0) {
+		bft_net_conn_fail(c, "client failed to prove its key");
+		return -1;
+	}
+	c->hs = HS_DONE;
+	bft_debug("conn %s: %s client authenticated (%s%s)", c->peer,
+	    bft_role_str(c->client->role),
+	    c->chan.mode == BFT_CHAN_PLAIN ? "plain frames" : "sealed with ",
+	    c->chan.mode == BFT_CHAN_PLAIN ? "" :
+	    c->chan.cipher == BFT_CIPHER_AESGCM ? "AES-256-GCM" :
+	    "ChaCha20-Poly1305");
+	return 0;
+}

@@ -1,0 +1,94 @@
+/*
+ * What the server's network files share: the connection and listener
+ * state.  net.c moves bytes and frames, listen.c opens the listeners,
+ * handshake.c authenticates a new connection, clients.c keeps what is
+ * known of each client identity.
+ */
+#ifndef BFTBLK_NET_INT_H
+#define BFTBLK_NET_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/un.h>
+
+#include <uv.h>
+
+#include "channel.h"
+#include "clients.h"
+#include "handler.h"
+#include "net.h"
+#include "wire.h"
+
+#define READ_CHUNK	(64u * 1024)
+#define RBUF_MAX	(4u + BFT_MAX_FRAME + READ_CHUNK)
+/* Stop reading from a client whose replies pile up beyond this. */
+#define WQ_HIGH		(8u << 20)
+#define WQ_LOW		(WQ_HIGH / 2)
+/* Buffers bigger than this are given back once drained. */
+#define BUF_KEEP	(1u << 20)
+
+union bft_stream {
+	uv_handle_t handle;
+	uv_stream_t stream;
+	uv_tcp_t tcp;
+	uv_pipe_t pipe;
+};
+
+struct conn {
+	union bft_stream u;
+	struct bft_net *net;
+	struct conn *prev, *next;
+	bool linked;		/* counted in nconns */
+	char peer[80];
+	uint8_t *rbuf;
+	size_t rstart, rend, rcap;
+	struct bft_buf out;	/* encoded replies not yet handed to libuv */
+	struct bft_buf wbuf;	/* the replies of the write in flight */
+	uv_write_t wreq;
+	struct bft_byz_conn *byz;	/* test-only lies, or NULL */
+	bool writing, reading, paused, hello_ok, closing, close_after_write;
+	enum { HS_HELLO, HS_FINISH, HS_DONE } hs;
+	struct bft_chan chan;
+	struct bft_client_state *client;	/* set by the client hello */
+	uint64_t accepted_ms;
+	unsigned nout, nw;	/* replies in out and in wbuf */
+};
+
+struct listener {
+	union bft_stream u;
+	bool open;
+};
+
+struct bft_net {
+	uv_loop_t *loop;
+	struct bft_handler *h;
+	struct bft_byz *byz;		/* --byzantine, or NULL */
+	unsigned n, max_conns, nconns;
+	struct listener tcp, unx;
+	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char where[BFT_HOST_LEN + sizeof(((struct sockaddr_un *)0)->sun_path)
+	    + 32];
+	struct conn *conns;
+	uint64_t refused, unix_seq;
+	bool shut;
+	const struct bft_server_key *key;
+	struct bft_clients clients;
+	struct bft_net_limits lim;
+	uv_timer_t tick;		/* handshake deadlines */
+	bool tick_open;
+	uint64_t eperm, elimit;		/* requests refused by role, bound */
+	/* One request and one reply at a time: the loop is single-threaded. */
+	struct bft_msg req, rep;
+};
+
+
+/* net.c */
+void bft_net_on_connection(uv_stream_t *server, int status);
+void bft_net_conn_fail(struct conn *c, const char *reason);
+
+/* handshake.c: consumes handshake bytes from c's read buffer.  Returns
+ * 1 when more bytes are needed, 0 when the channel is up, -1 when c was
+ * closed. */
+int bft_handshake_step(struct conn *c);
+
+#endif
