@@ -68,7 +68,8 @@ $(PLUGIN): $(call obj,$(PLUGIN_SRC)) $(LIBCOMMON)
 $(ADMIN): $(call obj,$(ADMIN_SRC)) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/tests/test_store $(BUILD)/tests/test_handler: $(SERVER_LIB_OBJ)
+$(BUILD)/tests/test_store $(BUILD)/tests/test_handler $(BUILD)/tests/test_clients: \
+	$(SERVER_LIB_OBJ)
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(LIBCOMMON) \
 		$(PKG_LIBS) $(shell pkg-config --libs cmocka)
