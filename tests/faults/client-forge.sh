@@ -1,6 +1,9 @@
 #!/bin/bash
-# A Byzantine reader without keys writes back forged candidates (t=1).
+# A Byzantine reader writes back forged candidates (t=1).
 #
+# The reader is an authorized read-only client ("forger", added with
+# bftblk client add --role ro while the servers run, then SIGHUP): it has
+# a channel key but no MAC key, which is all a reader may ever hold.
 # bftblk-testclient forge-filter / forge-repair COLLECT the real lc of a
 # block and send FILTER / REPAIR with forgeries of it: random nonces
 # under huge timestamps, the real ts and vec with a wrong nonce, the real
@@ -30,6 +33,8 @@ TC=$BUILD/tests/bftblk-testclient
 cluster_start 1
 CONF=$CLUSTER_DIR/bftblk.conf
 KEYS=$CLUSTER_DIR/client.key
+client_add forger ro
+FORGER=$CLUSTER_DIR/forger.key
 mkdir -p "$TESTDIR/v"
 head -c 65536 /dev/zero >"$TESTDIR/v/zeros"
 # mkval NAME...: the 64 KiB value of each seed NAME, in $TESTDIR/v.
@@ -89,7 +94,8 @@ forge()
 	local cmd=$1 block=$2 out rc=0
 	shift 2
 	out=$TESTDIR/log/$cmd-$block.log
-	"$TC" "$cmd" --config "$CONF" --block "$block" "$@" >"$out" 2>&1 ||
+	"$TC" "$cmd" --config "$CONF" --keys "$FORGER" --block "$block" "$@" \
+	    >"$out" 2>&1 ||
 	    rc=$?
 	grep -E '^(FORGED|servers with|forging)|forgeries accepted' "$out" |
 	    sed "s/^/  $cmd $block: /" >&2

@@ -18,6 +18,9 @@
 #               120 under valgrind)
 #   CLUSTER_SIZE disk size for cluster_start (default 64M)
 #   SERVER_ARGS extra arguments for every bftblk-server (e.g. -v)
+#   SERVER_ARGS_I extra arguments for bftblk-server I only
+#   CLUSTER_CHANNEL aead (default) or plain: cluster_start's keygen
+#               --channel
 #   NBDKIT_ARGS extra nbdkit options (e.g. -v)
 
 set -euo pipefail
@@ -236,6 +239,7 @@ cluster_start()
 	    "ports $CLUSTER_BASE_PORT..$((CLUSTER_BASE_PORT + CLUSTER_N - 1))"
 	"$ADMIN" keygen --dir "$CLUSTER_DIR" --t "$t" --size "$CLUSTER_SIZE" \
 	    --host 127.0.0.1 --base-port "$CLUSTER_BASE_PORT" \
+	    ${CLUSTER_CHANNEL:+--channel "$CLUSTER_CHANNEL"} \
 	    >"$TESTDIR/log/keygen.log" 2>&1 ||
 	    { _show_log_tail "$TESTDIR/log/keygen.log"; fail "keygen failed"; }
 	for ((i = 0; i < CLUSTER_N; i++)); do
@@ -246,7 +250,7 @@ cluster_start()
 # server_start I: starts server I (again) on its own data directory.
 server_start()
 {
-	local i=$1 logf offset pid
+	local i=$1 logf offset pid own
 	local -a cmd=()
 	[ -n "$CLUSTER_DIR" ] || fail "server_start $i: no cluster_start yet"
 	if [ -n "${SERVER_PID[$i]:-}" ]; then
@@ -263,10 +267,11 @@ server_start()
 		    --suppressions="$TESTDIR/valgrind.supp"
 		    --log-file="$TESTDIR/log/server-$i.valgrind.%p")
 	fi
-	# shellcheck disable=SC2206 # SERVER_ARGS is a list of words.
+	own=SERVER_ARGS_$i
+	# shellcheck disable=SC2206 # SERVER_ARGS are lists of words.
 	cmd+=("$SERVER" --config "$CLUSTER_DIR/bftblk.conf"
 	    --key "$CLUSTER_DIR/server-$i.key"
-	    --data "$TESTDIR/data/server-$i" ${SERVER_ARGS:-})
+	    --data "$TESTDIR/data/server-$i" ${SERVER_ARGS:-} ${!own:-})
 	echo "== $(date +%T) ${cmd[*]}" >>"$logf"
 	"${cmd[@]}" >>"$logf" 2>&1 </dev/null &
 	pid=$!
@@ -307,6 +312,44 @@ server_kill()
 			    "on SIG$sig"
 		fi ;;
 	esac
+}
+
+# servers_reload: SIGHUP to every running server; waits until each has
+# reread the client lines of bftblk.conf.
+servers_reload()
+{
+	local i logf offset
+	for i in "${!SERVER_PID[@]}"; do
+		logf=$TESTDIR/log/server-$i.log
+		offset=$(stat -c %s "$logf")
+		kill -s HUP "${SERVER_PID[$i]}" ||
+		    fail "servers_reload: SIGHUP to server-$i failed"
+		_wait_log "${SERVER_PID[$i]}" "$logf" "$offset" \
+		    "reload: .* clients allowed in" "server-$i (reload)"
+	done
+	log "servers reloaded their client lists"
+}
+
+# client_add NAME [rw|ro]: a new client in the cluster (key file
+# $CLUSTER_DIR/NAME.key), then servers_reload if servers are running.
+client_add()
+{
+	local name=$1 role=${2:-rw}
+	"$ADMIN" client add --dir "$CLUSTER_DIR" --name "$name" \
+	    --role "$role" >>"$TESTDIR/log/admin.log" 2>&1 ||
+	    { _show_log_tail "$TESTDIR/log/admin.log"; fail "client add $name"; }
+	log "client $name ($role) added: $CLUSTER_DIR/$name.key"
+	[ "${#SERVER_PID[@]}" -eq 0 ] || servers_reload
+}
+
+# client_revoke NAME: drops a client's line, then servers_reload.
+client_revoke()
+{
+	"$ADMIN" client revoke --dir "$CLUSTER_DIR" --name "$1" \
+	    >>"$TESTDIR/log/admin.log" 2>&1 ||
+	    { _show_log_tail "$TESTDIR/log/admin.log"; fail "client revoke $1"; }
+	log "client $1 revoked"
+	[ "${#SERVER_PID[@]}" -eq 0 ] || servers_reload
 }
 
 nbd_uri()
