@@ -360,6 +360,7 @@ bft_client_stop(struct bft_client *cl)
 		free(lp->conns[i].rbuf);
 		bft_buf_free(&lp->conns[i].out);
 		bft_buf_free(&lp->conns[i].wbuf);
+		bft_chan_clear(&lp->conns[i].chan);
 	}
 	pthread_mutex_destroy(&lp->qlock);
 	free(lp);
