@@ -2,25 +2,45 @@
 # Malformed input on a server's TCP port must cost the sender its
 # connection and nothing else (t=1).
 #
-# Plain python3 sockets connect to server 0 and send, one case at a time:
-# random garbage, a length prefix of 0xffffffff, a frame of the right
-# length holding garbage msgpack, a well-formed STORE before HELLO, a
-# HELLO with the wrong cluster id, a reply frame, a nesting bomb, an
-# array claiming 2^32-1 elements, and after a valid HELLO an
+# The cluster runs with channel = plain, so that after the channel
+# handshake (done in pure Python by tests/tools/bftchan.py with the
+# client key's chan-key) hand-made frames reach the decoder.  Plain
+# python3 sockets connect to server 0 and send, one case at a time:
+#
+# at the handshake: 88 bytes of garbage as the client hello, 64 KiB of
+# garbage, an unknown client key, a hello naming another cluster and
+# another server index, a hello asking for aead from a plain server, a
+# correct hello followed by a wrong finish tag, and a client that
+# connects and sends nothing (server 0 runs with --handshake-timeout
+# 2000: it must close within a few seconds, not at once);
+#
+# after the handshake: a length prefix of 0xffffffff, a frame of the
+# right length holding garbage msgpack, a well-formed STORE before
+# HELLO, a HELLO with the wrong cluster id, a reply frame, a nesting
+# bomb, an array claiming 2^32-1 elements, and after a valid HELLO an
 # unauthenticated STORE, a STORE beyond the disk and a STORE with a
-# short MAC vector; finally a flood of connections that each send half a
-# frame and disconnect.  Messages are msgpack encoded by hand following
-# common/wire.h.  After each case: the server closed the connection where
-# it must (and answered where it must), logged a "closing" line with the
-# reason, is still alive, and nbdkit I/O still reads back byte for byte.
-# At the end no connection from the flood is left open on the server,
-# and with server 1 killed (so server 0 must take part in every quorum)
-# all data still reads back.
+# short MAC vector;
+#
+# finally a flood of connections that each send half a hello, or half a
+# frame (some after a whole handshake), and disconnect.  Messages are
+# msgpack encoded by hand following common/wire.h.  After each case: the
+# server refused or closed where it must (and answered where it must),
+# logged the reason, is still alive, and nbdkit I/O still reads back
+# byte for byte.  At the end no connection from the flood is left open
+# on the server, bftblk-testclient peek sees the plaintext of this
+# channel = plain cluster on the wire (the control for channel-tamper's
+# check that aead frames hold none), and with server 1 killed (so server
+# 0 must take part in every quorum) all data still reads back.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 VICTIM=0
+HS_TIMEOUT_MS=2000
 
+export CLUSTER_CHANNEL=plain
+export SERVER_ARGS_0="--handshake-timeout $HS_TIMEOUT_MS"
 cluster_start 1
+grep -q '^channel *= *plain' "$CLUSTER_DIR/bftblk.conf" ||
+    fail "keygen --channel plain did not write channel = plain"
 nbdkit_start nbd
 
 port=$((CLUSTER_BASE_PORT + VICTIM))
@@ -34,15 +54,24 @@ fi
 
 attack=$TESTDIR/attack.py
 cat >"$attack" <<'EOF'
-# attack.py PORT N T NBLOCKS INDEX CLUSTER_ID CASE: sends one malformed
-# input to a bftblk server and checks its answer; exits non-zero when the
-# server misbehaves.
-import os, socket, struct, sys, time
+# attack.py TOOLS CONF KEY NBLOCKS INDEX CASE: sends one malformed input
+# to a bftblk server (after the channel handshake unless CASE is about
+# the handshake) and checks its answer; exits non-zero when the server
+# misbehaves.
+import hashlib, os, socket, struct, sys, time
 
-port, n, t, nblocks, index = (int(x) for x in sys.argv[1:6])
-cid = bytes.fromhex(sys.argv[6])
-case = sys.argv[7]
+sys.path.insert(0, sys.argv[1])
+import bftchan
+
+cl = bftchan.Cluster(sys.argv[2])
+sk = bftchan.client_sk(sys.argv[3])
+nblocks, index = int(sys.argv[4]), int(sys.argv[5])
+case = sys.argv[6]
+n, t, cid = cl.n, cl.t, cl.cluster_id
 BS = 65536
+# The unknown client of case unknown-key; the script greps its print.
+UNKNOWN_SK = hashlib.blake2b(b'malformed.sh unknown key',
+                             digest_size=32).digest()
 
 def uint(v):
     if v < 0x80:
@@ -98,10 +127,27 @@ def decode(b, pos=0):
             return struct.unpack(fmt, b[pos + 1:pos + 1 + w])[0], pos + 1 + w
     raise ValueError('unexpected msgpack byte %#x' % c)
 
+def raw_connect():
+    return bftchan.connect(cl, index)
+
 def connect():
-    s = socket.create_connection(('127.0.0.1', port), timeout=10)
-    s.settimeout(10)
+    """A connection through the handshake, ready for frames."""
+    s = raw_connect()
+    bftchan.handshake(s, cl, index, sk)
     return s
+
+def refused(status, **kw):
+    """A handshake the server must refuse with status."""
+    s = raw_connect()
+    try:
+        bftchan.handshake(s, cl, index, kw.pop('key', sk), **kw)
+    except bftchan.Refused as e:
+        print('  %s' % e)
+        if e.status != status:
+            raise AssertionError('wanted status %d' % status)
+        expect_close(s, case)
+        return
+    raise AssertionError('the server accepted the handshake')
 
 def recv_exact(s, k):
     buf = b''
@@ -146,17 +192,67 @@ def send(s, data):
         print('  (server closed while we were sending)')
 
 print('case %s:' % case)
-if case == 'garbage':
+if case == 'bad-hello':
+    print('  sending 88 bytes of random bytes as the client hello')
+    s = raw_connect()
+    send(s, os.urandom(bftchan.CHELLO_LEN))
+    sh = bftchan.recv_exact(s, bftchan.SHELLO_LEN)
+    print('  server hello %s' % sh[:8].hex())
+    if sh[:4] != b'BFTS' or sh[5] != 6:
+        raise AssertionError('wanted a refusal with status 6 (malformed '
+                             'client hello)')
+    expect_close(s, case)
+elif case == 'garbage':
     g = os.urandom(64 * 1024)
     print('  sending 64 KiB of random bytes (prefix %#010x), then EOF'
           % struct.unpack('>I', g[:4]))
-    s = connect()
+    s = raw_connect()
     send(s, g)
     try:
         s.shutdown(socket.SHUT_WR)
     except OSError:
         pass
     expect_close(s, case)
+elif case == 'unknown-key':
+    print('  handshake as a client not in bftblk.conf (key %s...)'
+          % bftchan.fingerprint(bftchan.public_key(UNKNOWN_SK)))
+    refused(1, key=UNKNOWN_SK)
+elif case == 'hello-wrong-cluster':
+    print('  client hello naming another cluster id')
+    refused(2, cluster_id=bytes(b ^ 0xa5 for b in cid))
+    print('  client hello naming server %d' % ((index + 1) % n))
+    s = raw_connect()
+    try:
+        bftchan.handshake(s, cl, index, sk)
+    finally:
+        s.close()
+    s = raw_connect()
+    eph_sk, eph_pk = bftchan.keypair()
+    send(s, bftchan.client_hello(cl, (index + 1) % n, sk, eph_pk))
+    sh = bftchan.recv_exact(s, bftchan.SHELLO_LEN)
+    if sh[5] != 2:
+        raise AssertionError('wrong index: status %d, wanted 2' % sh[5])
+    expect_close(s, case)
+elif case == 'hello-wrong-mode':
+    print('  client hello asking for aead from a plain server')
+    refused(3, mode=bftchan.MODES['aead'])
+elif case == 'bad-finish':
+    print('  correct client hello, finish tag with one bit flipped')
+    s = raw_connect()
+    bftchan.handshake(s, cl, index, sk, bad_finish=True)
+    send(s, hello(cid))
+    expect_close(s, case)
+elif case == 'silent':
+    print('  connecting and sending nothing')
+    s = raw_connect()
+    s.settimeout(15)
+    t0 = time.monotonic()
+    expect_close(s, case)
+    took = time.monotonic() - t0
+    print('  closed after %.1f s' % took)
+    if not 1.5 <= took <= 6:
+        raise AssertionError('closed after %.1f s, wanted the 2 s '
+                             'handshake timeout' % took)
 elif case == 'huge-length':
     print('  sending a length prefix of 0xffffffff and 100 bytes')
     s = connect()
@@ -209,17 +305,32 @@ elif case == 'after-hello':
     send(s, store(3, vec_len=n * 16 - 1))
     expect_close(s, case)
 elif case == 'half-frames':
-    conns = []
-    for i in range(300):
-        s = connect()
-        if i % 3 == 0:
-            s.sendall(b'\x00\x00')              # half a length prefix
-        else:
-            s.sendall(struct.pack('>I', 1000) + os.urandom(500))
+    # 200 connections: under the server's default --max-conns (256) with
+    # nbdkit's, and at most 10 through the handshake under this one key
+    # (--max-client-conns is 16 by default).
+    conns, errors = [], 0
+    for i in range(200):
+        try:
+            if i % 4 == 3 and i < 40:
+                s = connect()               # then half a frame
+                s.sendall(struct.pack('>I', 1000) + os.urandom(500))
+            else:
+                s = raw_connect()
+                s.sendall((b'\x00\x00',         # half a hello
+                           os.urandom(40),      # half a hello
+                           os.urandom(88) + b'\x00\x00',
+                           struct.pack('>I', 1000) + os.urandom(500))[i % 4])
+        except (OSError, bftchan.Refused, AssertionError) as e:
+            errors += 1
+            print('  connection %d: %s' % (i, e))
+            continue
         conns.append(s)
-    print('  opened 300 connections, each sent half a frame; closing all')
+    print('  opened 200 connections, each sent half a hello or half a '
+          'frame (10 after a handshake); closing all')
     for s in conns:
         s.close()
+    if errors:
+        raise AssertionError('%d connections failed' % errors)
 else:
     sys.exit('unknown case %s' % case)
 EOF
@@ -228,7 +339,7 @@ seed=$RANDOM$RANDOM
 py="
 import random
 BS = 65536
-NB = 16
+NB = 32
 
 def pattern(i, n):
     return random.Random('$seed-%d' % i).randbytes(n)
@@ -260,8 +371,8 @@ run_case()
 {
 	local name=$1 pattern=$2 offset
 	offset=$(stat -c %s "$vlog")
-	python3 "$attack" "$port" "$CLUSTER_N" "$CLUSTER_T" \
-	    $((size / 65536)) "$VICTIM" "$cid" "$name" ||
+	python3 "$attack" "$SRCDIR/tests/tools" "$CLUSTER_DIR/bftblk.conf" \
+	    "$CLUSTER_DIR/client.key" $((size / 65536)) "$VICTIM" "$name" ||
 	    fail "case $name: the server did not react as it must"
 	if ! kill -0 "$pid" 2>/dev/null || ! _alive "$pid"; then
 		fail "case $name: server-$VICTIM (pid $pid) died"
@@ -284,7 +395,19 @@ check($((nblock + 1)), 'after $name')
 	nblock=$((nblock + 1))
 }
 
-run_case garbage ""
+run_case bad-hello "refused: malformed client hello"
+run_case garbage "refused: malformed client hello"
+fp=$(python3 -c "
+import hashlib, sys
+sys.path.insert(0, '$SRCDIR/tests/tools')
+import bftchan
+sk = hashlib.blake2b(b'malformed.sh unknown key', digest_size=32).digest()
+print(bftchan.fingerprint(bftchan.public_key(sk)))")
+run_case unknown-key "refused: unknown client key (not in the server's bftblk.conf, or revoked) (key $fp...)"
+run_case hello-wrong-cluster "refused: wrong cluster id or server index"
+run_case hello-wrong-mode "refused: channel mode differs"
+run_case bad-finish "closing: client failed to prove its key"
+run_case silent "closing: no handshake and HELLO within $HS_TIMEOUT_MS ms"
 run_case huge-length "closing: frame length beyond the limit"
 run_case bad-msgpack "closing: malformed frame: "
 run_case store-before-hello "closing: STORE before HELLO"
@@ -311,6 +434,16 @@ while :; do
 done
 log "server-$VICTIM has $left connection(s) left after the flood (nbdkit's)"
 log "server-$VICTIM logged $(grep -c "closing" "$vlog") closing lines"
+
+# The control for channel-tamper.sh's peek: on a plain channel the
+# fragment of block 0 must be visible on the wire (exit 3).
+prc=0
+"$BUILD/tests/bftblk-testclient" peek --config "$CLUSTER_DIR/bftblk.conf" \
+    --keys "$CLUSTER_DIR/client.key" --block 0 --servers "$VICTIM" \
+    >"$TESTDIR/log/peek.log" 2>&1 || prc=$?
+cat "$TESTDIR/log/peek.log" >&2
+[ "$prc" -eq 3 ] ||
+    fail "peek on a plain channel: exit $prc, wanted 3 (plaintext seen)"
 
 log "SIGKILL to server-1: server-$VICTIM must now take part in every quorum"
 server_kill 1 KILL

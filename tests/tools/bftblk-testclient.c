@@ -951,6 +951,7 @@ cmd_peek(void)
 	static uint8_t raw[4 + BFT_MAX_FRAME];
 	static struct bft_msg dec;
 	struct bft_buf out = { 0 };
+	struct bft_cand lc;
 	const char *why = NULL;
 	size_t rawlen = 0;
 	unsigned i, runs = 0, seen = 0;
@@ -959,8 +960,9 @@ cmd_peek(void)
 	load(false);
 	i = first_server();
 	connect_one(i);
+	lc = get_lc(i);		/* before new_req: it sends a COLLECT */
 	new_req(BFT_FILTER);
-	req.cands[0] = get_lc(i);
+	req.cands[0] = lc;
 	req.ncands = 1;
 	seal_req(i, &out);
 	send_raw(i, out.data, out.len);
