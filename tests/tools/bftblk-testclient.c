@@ -43,6 +43,7 @@
  *   drop      two COLLECTs sealed, only the second sent
  *   truncate  a COLLECT cut by 8 bytes, its length prefix adjusted
  *   cut       half a COLLECT, then EOF
+ *   none      a COLLECT as sealed (the control: must exit 1)
  * and exits 0 when the server closed the connection without answering
  * the tampered frame.
  *
@@ -874,9 +875,10 @@ cmd_tamper(void)
 	int rc;
 
 	if (strcmp(m, "flip") && strcmp(m, "replay") && strcmp(m, "reorder") &&
-	    strcmp(m, "drop") && strcmp(m, "truncate") && strcmp(m, "cut"))
-		errx(1, "--mode must be flip, replay, reorder, drop, truncate "
-		    "or cut");
+	    strcmp(m, "drop") && strcmp(m, "truncate") && strcmp(m, "cut") &&
+	    strcmp(m, "none"))
+		errx(1, "--mode must be flip, replay, reorder, drop, truncate, "
+		    "cut or none");
 	load(false);
 	i = first_server();
 	connect_one(i);
@@ -915,6 +917,9 @@ cmd_tamper(void)
 		printf("tamper: a COLLECT cut from %zu to %zu bytes, length "
 		    "prefix to match\n", blen, blen - 8);
 		send_raw(i, out.data + a, 4 + blen - 8);
+	} else if (strcmp(m, "none") == 0) {
+		printf("tamper: a COLLECT as it was sealed\n");
+		send_raw(i, out.data, out.len);
 	} else {
 		printf("tamper: %zu of the %zu bytes of a COLLECT, then EOF\n",
 		    4 + blen / 2, 4 + blen);
