@@ -1001,7 +1001,7 @@ cmd_pipeline(void)
 	struct bft_buf out = { 0 };
 	struct bft_cand lc;
 	uint64_t first_id, got = 0, bad = 0, whole = 0;
-	size_t sent = 0, alen = 0;
+	size_t sent = 0, alen = 0, *ends;
 	const char *why;
 	unsigned i;
 	int fd;
@@ -1014,13 +1014,14 @@ cmd_pipeline(void)
 	fd = fds[i];
 	lc = get_lc(i);
 	first_id = next_id;
+	if ((ends = malloc(opt.count * sizeof *ends)) == NULL)
+		err(1, "malloc");
 	for (uint64_t k = 0; k < opt.count; k++) {
 		new_req(BFT_FILTER);
 		req.cands[0] = lc;
 		req.ncands = 1;
 		seal_req(i, &out);
-		if (k == 0)
-			whole = out.len;	/* all FILTERs are this long */
+		ends[k] = out.len;
 	}
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
 		err(1, "fcntl");
@@ -1043,8 +1044,11 @@ cmd_pipeline(void)
 		if (pr == 0)
 			break;		/* no progress for 2 s */
 	}
-	printf("sent %zu of %zu bytes: %zu of %" PRIu64 " FILTERs whole%s\n",
-	    sent, out.len, sent / whole, opt.count, sent < out.len ?
+	while (whole < opt.count && ends[whole] <= sent)
+		whole++;
+	free(ends);
+	printf("sent %zu of %zu bytes: %" PRIu64 " of %" PRIu64 " FILTERs "
+	    "whole%s\n", sent, out.len, whole, opt.count, sent < out.len ?
 	    ", then the server stopped reading" : "");
 	printf("holding %" PRIu64 " s\n", opt.hold);
 	fflush(stdout);

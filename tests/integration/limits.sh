@@ -1,0 +1,264 @@
+#!/bin/bash
+# The server's resource limits (t=1): each refuses with a clear log line
+# while the server keeps serving everyone else.  Server 0 runs with
+#   --max-conns 6 --max-client-conns 3 --max-client-stores 8
+#   --max-inflight 32 --max-pending 64 -v
+# (-v for the debug line of a paused connection; --max-pending, the cap
+# per block, well above the cap per client tested here).
+#
+# 1. --max-client-conns: with nbdkit's connection open, two handshakes
+#    under client.key (tests/tools/bftchan.py) are accepted and a third
+#    gets server hello status 5 (too many connections), logged with the
+#    client's name; another identity still gets in.
+# 2. --max-conns: five raw connections fill server 0 up to 6 with
+#    nbdkit's; two more are closed at once, logged, while the first five
+#    stay open.
+# 3. --max-client-stores: a writer "stutterer" (its own identity)
+#    STOREs 8 new versions of block 50 at server 0 and completes the
+#    last, which retires all 8; then STOREs 12 more without completing:
+#    8 are taken and 4 refused with EBUSY, logged naming the client.
+#    nbdkit's writes (identity "client") are never refused meanwhile.
+# 4. --max-inflight: bftblk-testclient pipeline sends 3000 FILTERs of
+#    block 0 (each answered with a 32 KiB fragment: ~100 MB of replies)
+#    without reading any reply.  Server 0 must pause reading with at
+#    most 32 replies queued (its debug line says how many), its VmRSS
+#    must grow by less than 48 MiB while the client holds, and once the
+#    client reads it gets all 3000 replies, in order and ok.
+# After each, nbdkit I/O reads back byte for byte; at the end server 1
+# is killed so that server 0 takes part in every quorum.  The frame size
+# limit and the handshake timeout are covered by malformed.sh.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+TC=$BUILD/tests/bftblk-testclient
+[ -x "$TC" ] || fail "$TC is missing: run make first"
+VICTIM=0
+MAX_CONNS=6
+MAX_CLIENT_CONNS=3
+MAX_STORES=8
+MAX_INFLIGHT=32
+RSS_MAX_KB=$((48 * 1024))
+
+export SERVER_ARGS_0="-v --max-conns $MAX_CONNS --max-client-conns
+    $MAX_CLIENT_CONNS --max-client-stores $MAX_STORES --max-inflight
+    $MAX_INFLIGHT --max-pending 64"
+cluster_start 1
+CONF=$CLUSTER_DIR/bftblk.conf
+nbdkit_start nbd
+pid=${SERVER_PID[$VICTIM]}
+vlog=$TESTDIR/log/server-$VICTIM.log
+
+seed=$RANDOM$RANDOM
+py="
+import random
+BS = 65536
+
+def pattern(b):
+    return random.Random('$seed-%d' % b).randbytes(BS)
+
+def check(upto, what):
+    for b in range(upto):
+        if h.pread(BS, b * BS) != pattern(b):
+            raise AssertionError('%s: block %d differs' % (what, b))
+    print('%s: blocks 0-%d match byte for byte' % (what, upto - 1))
+"
+nblock=1
+nbdsh_run nbd "$py
+h.pwrite(pattern(0), 0)
+check(1, 'start')
+"
+# io_check WHAT: a new block through nbdkit, and all read back.
+io_check()
+{
+	_alive "$pid" || fail "$1: server-$VICTIM (pid $pid) died"
+	nbdsh_run nbd "$py
+h.pwrite(pattern($nblock), $nblock * BS)
+check($((nblock + 1)), 'after $1')
+" || fail "$1: I/O through nbdkit failed"
+	nblock=$((nblock + 1))
+}
+
+# wait_vlog OFFSET PATTERN WHAT: server 0's log past OFFSET gets PATTERN.
+wait_vlog()
+{
+	local deadline=$((SECONDS + 5))
+	until tail -c "+$(($1 + 1))" "$vlog" | grep -q -- "$2"; do
+		[ "$SECONDS" -lt "$deadline" ] || fail "$3: no \"$2\" in $vlog"
+		sleep 0.1
+	done
+	log "$3: server-$VICTIM logged:" \
+	    "$(tail -c "+$(($1 + 1))" "$vlog" | grep -m1 -- "$2")"
+}
+
+client_add other ro
+client_add stutterer rw
+
+conns=$TESTDIR/conns.py
+cat >"$conns" <<'EOF'
+# conns.py TOOLS CONF INDEX CASE ARGS...: connections to one server.
+import socket, sys, time
+sys.path.insert(0, sys.argv[1])
+import bftchan
+
+cl = bftchan.Cluster(sys.argv[2])
+index, case = int(sys.argv[3]), sys.argv[4]
+
+def still_open(s, wait=0.5):
+    s.settimeout(wait)
+    try:
+        return s.recv(1) != b''
+    except socket.timeout:
+        return True
+    except ConnectionError:
+        return False
+
+if case == 'client-conns':
+    # client-conns KEY ALLOWED OTHER_KEY: ALLOWED handshakes under KEY
+    # succeed, the next is refused with status 5, OTHER_KEY gets in.
+    key, allowed = bftchan.client_sk(sys.argv[5]), int(sys.argv[6])
+    other = bftchan.client_sk(sys.argv[7])
+    held = []
+    for k in range(allowed):
+        s = bftchan.connect(cl, index)
+        bftchan.handshake(s, cl, index, key)
+        print('handshake %d under the key: accepted' % (k + 1))
+        held.append(s)
+    s = bftchan.connect(cl, index)
+    try:
+        bftchan.handshake(s, cl, index, key)
+    except bftchan.Refused as e:
+        print('handshake %d under the key: %s' % (allowed + 1, e))
+        if e.status != 5:
+            sys.exit('wanted status 5 (too many connections)')
+    else:
+        sys.exit('handshake %d under the key was accepted' % (allowed + 1))
+    s = bftchan.connect(cl, index)
+    bftchan.handshake(s, cl, index, other)
+    print('another identity: accepted')
+    held.append(s)
+    for s in held:
+        if not still_open(s):
+            sys.exit('an accepted connection was closed')
+elif case == 'conns':
+    # conns ALLOWED EXTRA: ALLOWED raw connections stay open, EXTRA more
+    # are closed by the server at once.
+    allowed, extra = int(sys.argv[5]), int(sys.argv[6])
+    held = [bftchan.connect(cl, index) for _ in range(allowed)]
+    time.sleep(0.5)
+    for k in range(extra):
+        s = bftchan.connect(cl, index)
+        t0 = time.monotonic()
+        if still_open(s, wait=3):
+            sys.exit('connection %d over the limit stayed open' % (k + 1))
+        print('connection %d over the limit: closed after %.2f s'
+              % (k + 1, time.monotonic() - t0))
+    for k, s in enumerate(held):
+        if not still_open(s, wait=0.1):
+            sys.exit('connection %d within the limit was closed' % (k + 1))
+    print('%d connections within the limit still open' % allowed)
+else:
+    sys.exit('unknown case ' + case)
+EOF
+conns()
+{
+	python3 "$conns" "$SRCDIR/tests/tools" "$CONF" "$VICTIM" "$@"
+}
+
+log "1. --max-client-conns $MAX_CLIENT_CONNS (nbdkit holds one)"
+offset=$(stat -c %s "$vlog")
+conns client-conns "$CLUSTER_DIR/client.key" $((MAX_CLIENT_CONNS - 1)) \
+    "$CLUSTER_DIR/other.key" || fail "--max-client-conns not enforced"
+wait_vlog "$offset" "refused: too many connections for this client: client client has $MAX_CLIENT_CONNS (--max-client-conns)" \
+    "max-client-conns"
+io_check max-client-conns
+
+log "2. --max-conns $MAX_CONNS (nbdkit holds one)"
+offset=$(stat -c %s "$vlog")
+conns conns $((MAX_CONNS - 1)) 2 || fail "--max-conns not enforced"
+wait_vlog "$offset" "refused: $MAX_CONNS connections open (--max-conns)" \
+    max-conns
+# The held connections are gone once the server has seen them close.
+deadline=$((SECONDS + 10))
+until [ "$(ss -Htn state established "( sport = :$((CLUSTER_BASE_PORT +
+    VICTIM)) )" | wc -l)" -le 1 ]; do
+	[ "$SECONDS" -lt "$deadline" ] ||
+	    fail "server-$VICTIM kept the closed connections"
+	sleep 0.2
+done
+io_check max-conns
+
+log "3. --max-client-stores $MAX_STORES"
+stutter()
+{
+	local name=$1 rc=0
+	shift
+	"$TC" stutter --config "$CONF" --keys "$CLUSTER_DIR/stutterer.key" \
+	    --block 50 --servers "$VICTIM" --data-seed "$name" "$@" \
+	    >"$TESTDIR/log/stutter-$name.log" 2>&1 || rc=$?
+	sed "s/^/  $name: /" "$TESTDIR/log/stutter-$name.log" >&2
+	STUTTER_RC=$rc
+}
+offset=$(stat -c %s "$vlog")
+stutter fill --count "$MAX_STORES" --complete-last
+[ "$STUTTER_RC" -eq 2 ] && grep -q "server $VICTIM: accepted $MAX_STORES ebusy 0 other 0" \
+    "$TESTDIR/log/stutter-fill.log" &&
+    grep -q "server $VICTIM: COMPLETE of the last write: ok" \
+    "$TESTDIR/log/stutter-fill.log" ||
+    fail "the first $MAX_STORES STOREs and the COMPLETE were not all taken"
+stutter over --count $((MAX_STORES + 4))
+[ "$STUTTER_RC" -eq 0 ] && grep -q "server $VICTIM: accepted $MAX_STORES ebusy 4 other 0" \
+    "$TESTDIR/log/stutter-over.log" ||
+    fail "wanted $MAX_STORES STOREs taken (the completed ones retired) and 4 refused with EBUSY"
+wait_vlog "$offset" "client stutterer has $MAX_STORES STOREs waiting above lc (--max-client-stores): refused" \
+    max-client-stores
+io_check max-client-stores
+nbdsh_run nbd "$py
+h.pwrite(pattern(50), 50 * BS)
+if h.pread(BS, 50 * BS) != pattern(50):
+    raise AssertionError('block 50 differs')
+print('nbdkit wrote block 50 over the stutterer')
+" || fail "nbdkit cannot write the stutterer's block"
+grep -q "client client has .* STOREs waiting" "$vlog" &&
+    fail "server-$VICTIM refused nbdkit's STOREs for the stutterer's"
+
+log "4. --max-inflight $MAX_INFLIGHT"
+rss()
+{
+	awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status"
+}
+rss0=$(rss)
+offset=$(stat -c %s "$vlog")
+out=$TESTDIR/log/pipeline.log
+: >"$out"
+"$TC" pipeline --config "$CONF" --keys "$CLUSTER_DIR/client.key" --block 0 \
+    --servers "$VICTIM" --count 3000 --hold 4 >"$out" 2>&1 &
+ppid=$!
+_track "$ppid" pipeline
+deadline=$((SECONDS + 30))
+until grep -q "^holding" "$out"; do
+	_alive "$ppid" || { cat "$out" >&2; fail "pipeline exited early"; }
+	[ "$SECONDS" -lt "$deadline" ] || fail "pipeline never held"
+	sleep 0.2
+done
+sleep 1
+rss1=$(rss)
+log "server-$VICTIM VmRSS ${rss0} kB before, ${rss1} kB with the client" \
+    "holding 3000 FILTERs"
+wait_vlog "$offset" "replies queued, pausing reads" max-inflight
+queued=$(tail -c "+$((offset + 1))" "$vlog" |
+    sed -n 's/.* \([0-9]*\) replies queued, pausing reads.*/\1/p' | sort -n |
+    tail -1)
+[ -n "$queued" ] && [ "$queued" -le "$MAX_INFLIGHT" ] ||
+    fail "server-$VICTIM paused with ${queued:-?} replies queued, over $MAX_INFLIGHT"
+[ $((rss1 - rss0)) -lt "$RSS_MAX_KB" ] ||
+    fail "server-$VICTIM grew by $((rss1 - rss0)) kB while the client held"
+_reap "$ppid"
+_forget_pid "$ppid"
+cat "$out" >&2
+[ "$_STATUS" -eq 0 ] && grep -q "^got 3000 replies of 3000, 0 out of order" \
+    "$out" || fail "pipeline: exit $_STATUS, not every reply came back"
+io_check max-inflight
+
+log "SIGKILL to server-1: server-$VICTIM must now take part in every quorum"
+server_kill 1 KILL
+io_check "server 1 down"
+log "ok"
