@@ -8,6 +8,10 @@
  * server-I.key:  cluster-id, index = I, key = 64 hex digits
  * client.key:    cluster-id, n, key.I = 64 hex for I = 0..n-1,
  *                writer-key = 64 hex
+ * volume key:    aead = aes256gcm | xchacha20poly1305, key = 64 hex
+ *                (bftblk volume-key; the plugin's encrypt=on, see
+ *                volcrypt.h).  Not tied to a cluster: it belongs to the
+ *                data, and only plugin hosts ever hold it.
  */
 #ifndef BFTBLK_KEYS_H
 #define BFTBLK_KEYS_H
@@ -38,5 +42,10 @@ int bft_client_key_load(const char *path, struct bft_client_key *key,
 /* Write with mode 0600, refusing to overwrite.  0, or -1 with errno. */
 int bft_server_key_write(const char *path, const struct bft_server_key *key);
 int bft_client_key_write(const char *path, const struct bft_client_key *key);
+
+struct bft_volume_key;
+int bft_volume_key_load(const char *path, struct bft_volume_key *key,
+			char *err, size_t errlen);
+int bft_volume_key_write(const char *path, const struct bft_volume_key *key);
 
 #endif
