@@ -1,6 +1,8 @@
 /*
  * bftblk(8): the administration tool.  `bftblk keygen` creates a cluster
  * directory: bftblk.conf, one key file per server and the client key.
+ * `bftblk volume-key` creates the key of an encrypted volume (the
+ * plugin's encrypt=on).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,6 +16,7 @@
 #include "crypto.h"
 #include "keys.h"
 #include "log.h"
+#include "volcrypt.h"
 
 static void
 usage(FILE *fp)
@@ -24,7 +27,12 @@ usage(FILE *fp)
 	    "                     [--base-port PORT]\n"
 	    "  Creates DIR/bftblk.conf, DIR/server-I.key (I = 0..3t) and "
 	    "DIR/client.key.\n"
-	    "  Defaults: t=1, size=1G, host=127.0.0.1, base-port=7700.\n");
+	    "  Defaults: t=1, size=1G, host=127.0.0.1, base-port=7700.\n"
+	    "       bftblk volume-key --out FILE [--aead AEAD]\n"
+	    "  Creates the key of an encrypted volume (plugin encrypt=on); "
+	    "AEAD is\n"
+	    "  aes256gcm (default where the CPU has AES-NI) or "
+	    "xchacha20poly1305.\n");
 }
 
 static int
@@ -152,6 +160,65 @@ out_err:
 	return 1;
 }
 
+/*
+ * The AEAD is fixed for the volume's life, so it is chosen here: the
+ * faster one this CPU runs, unless the volume must also open on CPUs
+ * without AES-NI (--aead xchacha20poly1305).
+ */
+static int
+volume_key(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "out", required_argument, NULL, 'o' },
+		{ "aead", required_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct bft_volume_key vk = { .aead = bft_aead_default() };
+	const char *out = NULL;
+	int c, rc = 1;
+
+	while ((c = getopt_long(argc, argv, "o:a:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'a':
+			if (bft_aead_parse(optarg, &vk.aead) != 0) {
+				bft_log("--aead must be aes256gcm or "
+				    "xchacha20poly1305");
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (out == NULL || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!bft_aead_available(vk.aead))
+		bft_log("warning: this CPU cannot run %s; the volume will "
+		    "only open on CPUs with AES-NI", bft_aead_name(vk.aead));
+	bft_random(vk.key, sizeof vk.key);
+	if (bft_volume_key_write(out, &vk) != 0) {
+		bft_log("%s: %s%s", out, strerror(errno), errno == EEXIST ?
+		    " (refusing to replace a volume key: its data would be "
+		    "lost)" : "");
+		goto out_wipe;
+	}
+	printf("volume key in %s: %s\n", out, bft_aead_name(vk.aead));
+	rc = 0;
+out_wipe:
+	memset(vk.key, 0, sizeof vk.key);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -166,6 +233,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "keygen") == 0)
 		return keygen(argc - 1, argv + 1);
+	if (strcmp(argv[1], "volume-key") == 0)
+		return volume_key(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
 		usage(stdout);
 		return 0;
