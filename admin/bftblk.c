@@ -215,7 +215,7 @@ volume_key(int argc, char **argv)
 	printf("volume key in %s: %s\n", out, bft_aead_name(vk.aead));
 	rc = 0;
 out_wipe:
-	memset(vk.key, 0, sizeof vk.key);
+	bft_wipe(vk.key, sizeof vk.key);
 	return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "crypto.h"
 #include "keys.h"
 #include "kvfile.h"
 #include "volcrypt.h"
@@ -147,7 +148,7 @@ bft_volume_key_load(const char *path, struct bft_volume_key *key, char *err,
 	}
 	return 0;
 out_wipe:
-	memset(key, 0, sizeof *key);
+	bft_wipe(key, sizeof *key);
 	return -1;
 }
 
@@ -237,6 +238,6 @@ bft_volume_key_write(const char *path, const struct bft_volume_key *key)
 	    "(encrypt=on).\n# Keep it on the plugin hosts only, and a copy "
 	    "somewhere safe:\n# without it the data cannot be read.\n"
 	    "aead = %s\nkey = %s\n", aead, k);
-	memset(k, 0, sizeof k);
+	bft_wipe(k, sizeof k);
 	return finish(fp);
 }
