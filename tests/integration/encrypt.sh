@@ -36,7 +36,9 @@ bad_config()
 {
 	local what=$1 pattern=$2 out
 	shift 2
-	if out=$(nbdkit -f -U "$TESTDIR/bad.sock" --run true "$PLUGIN" \
+	nbdkit_env "$PLUGIN"
+	if out=$(env "${NBDKIT_ENV[@]}" nbdkit -f -U "$TESTDIR/bad.sock" \
+	    --run true "$PLUGIN" \
 	    config="$CLUSTER_DIR/bftblk.conf" keys="$CLUSTER_DIR/client.key" \
 	    "$@" 2>&1); then
 		fail "$what: nbdkit started"
