@@ -1,7 +1,8 @@
 /*
  * bftblk(8): the administration tool.  `bftblk keygen` creates a cluster
  * directory (keygen.c); `bftblk client` adds and revokes the clients
- * servers let in (client.c).
+ * servers let in (client.c); `bftblk volume-key` creates the key of an
+ * encrypted volume (volume.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -35,7 +36,12 @@ admin_usage(FILE *fp)
 	    "DIR/bftblk.conf.\n"
 	    "  Copy bftblk.conf to every server and send them SIGHUP: they "
 	    "reload the\n"
-	    "  client list and drop the connections of revoked clients.\n");
+	    "  client list and drop the connections of revoked clients.\n"
+	    "usage: bftblk volume-key --out FILE [--aead AEAD]\n"
+	    "  Creates the key of an encrypted volume (plugin encrypt=on); "
+	    "AEAD is\n"
+	    "  aes256gcm (default where the CPU has AES-NI) or "
+	    "xchacha20poly1305.\n");
 }
 
 int
@@ -54,6 +60,8 @@ main(int argc, char **argv)
 		return admin_keygen(argc - 1, argv + 1);
 	if (strcmp(argv[1], "client") == 0)
 		return admin_client(argc - 1, argv + 1);
+	if (strcmp(argv[1], "volume-key") == 0)
+		return admin_volume_key(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
 		admin_usage(stdout);
 		return 0;

@@ -23,6 +23,12 @@ bft_random(void *buf, size_t len)
 	randombytes_buf(buf, len);
 }
 
+void
+bft_wipe(void *buf, size_t len)
+{
+	sodium_memzero(buf, len);
+}
+
 bool
 bft_equal(const void *a, const void *b, size_t len)
 {

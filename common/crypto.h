@@ -23,6 +23,8 @@ int bft_crypto_init(void);
 
 void bft_hash(const void *data, size_t len, uint8_t out[BFT_HASH_LEN]);
 void bft_random(void *buf, size_t len);
+/* Zeroes a secret in a way the compiler cannot drop. */
+void bft_wipe(void *buf, size_t len);
 /* Constant-time equality of two byte strings. */
 bool bft_equal(const void *a, const void *b, size_t len);
 

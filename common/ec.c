@@ -15,6 +15,7 @@ struct bft_ec {
 	int desc;
 	unsigned k, m;
 	uint32_t frag_len;
+	uint32_t value_len;
 	const char *backend;
 };
 
@@ -30,6 +31,13 @@ static const struct {
 struct bft_ec *
 bft_ec_new(unsigned t, const char *backend, char *err, size_t errlen)
 {
+	return bft_ec_new_len(t, backend, BFT_BLOCK_SIZE, err, errlen);
+}
+
+struct bft_ec *
+bft_ec_new_len(unsigned t, const char *backend, uint32_t value_len,
+    char *err, size_t errlen)
+{
 	struct ec_args args = { 0 };
 	struct bft_ec *ec;
 	char **data = NULL, **parity = NULL;
@@ -41,12 +49,17 @@ bft_ec_new(unsigned t, const char *backend, char *err, size_t errlen)
 		snprintf(err, errlen, "t=%u out of range 1..%d", t, BFT_MAX_T);
 		return NULL;
 	}
+	if (value_len == 0 || value_len > BFT_MAX_FRAG) {
+		snprintf(err, errlen, "value size %u out of range", value_len);
+		return NULL;
+	}
 	ec = calloc(1, sizeof *ec);
 	if (ec == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	ec->k = t + 1;
+	ec->value_len = value_len;
 	ec->m = 2 * t;
 	args.k = (int)ec->k;
 	args.m = (int)ec->m;
@@ -72,9 +85,9 @@ bft_ec_new(unsigned t, const char *backend, char *err, size_t errlen)
 	}
 
 	/* The fragment size depends on backend headers: learn it once. */
-	zero = calloc(1, BFT_BLOCK_SIZE);
+	zero = calloc(1, value_len);
 	if (zero == NULL ||
-	    liberasurecode_encode(ec->desc, (char *)zero, BFT_BLOCK_SIZE,
+	    liberasurecode_encode(ec->desc, (char *)zero, value_len,
 	    &data, &parity, &flen) != 0) {
 		snprintf(err, errlen, "erasure-code self test failed (%s)",
 		    ec->backend);
@@ -120,6 +133,12 @@ bft_ec_frag_len(const struct bft_ec *ec)
 	return ec->frag_len;
 }
 
+uint32_t
+bft_ec_value_len(const struct bft_ec *ec)
+{
+	return ec->value_len;
+}
+
 int
 bft_ec_encode(struct bft_ec *ec, const uint8_t *block,
     uint8_t *frags[BFT_MAX_N])
@@ -129,7 +148,7 @@ bft_ec_encode(struct bft_ec *ec, const uint8_t *block,
 	unsigned i;
 
 	if (liberasurecode_encode(ec->desc, (const char *)block,
-	    BFT_BLOCK_SIZE, &data, &parity, &flen) != 0)
+	    ec->value_len, &data, &parity, &flen) != 0)
 		return -1;
 	if (flen != ec->frag_len) {
 		liberasurecode_encode_cleanup(ec->desc, data, parity);
@@ -165,8 +184,8 @@ bft_ec_decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
 	if (liberasurecode_decode(ec->desc, avail, navail, ec->frag_len, 1,
 	    &out, &outlen) != 0)
 		return -1;
-	if (outlen == BFT_BLOCK_SIZE) {
-		memcpy(block, out, BFT_BLOCK_SIZE);
+	if (outlen == ec->value_len) {
+		memcpy(block, out, ec->value_len);
 		rc = 0;
 	}
 	liberasurecode_decode_cleanup(ec->desc, out);

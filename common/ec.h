@@ -21,13 +21,22 @@ struct bft_ec;
  */
 struct bft_ec *bft_ec_new(unsigned t, const char *backend,
 			  char *err, size_t errlen);
+/*
+ * The same for values of value_len bytes instead of BFT_BLOCK_SIZE: with
+ * encrypt=on a register holds a sealed block, the block plus its AEAD
+ * tag.  value_len must leave fragments within BFT_MAX_FRAG.
+ */
+struct bft_ec *bft_ec_new_len(unsigned t, const char *backend,
+			      uint32_t value_len, char *err, size_t errlen);
 void bft_ec_free(struct bft_ec *ec);
 const char *bft_ec_backend(const struct bft_ec *ec);
-/* Size in bytes of every fragment of a BFT_BLOCK_SIZE block. */
+/* Size in bytes of every fragment of one value. */
 uint32_t bft_ec_frag_len(const struct bft_ec *ec);
+/* The value size this coder was made for (BFT_BLOCK_SIZE by default). */
+uint32_t bft_ec_value_len(const struct bft_ec *ec);
 
 /*
- * Encodes one block into n fragments written to frags[i], each
+ * Encodes one value (bft_ec_value_len() bytes) into n fragments written to frags[i], each
  * bft_ec_frag_len() bytes.  Thread-safe.  Returns 0 or -1.
  */
 int bft_ec_encode(struct bft_ec *ec, const uint8_t *block,
@@ -40,5 +49,6 @@ int bft_ec_encode(struct bft_ec *ec, const uint8_t *block,
  */
 int bft_ec_decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
 		  uint32_t have, uint8_t *block);
+/* (block is bft_ec_value_len() bytes in both.) */
 
 #endif

@@ -7,13 +7,16 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "crypto.h"
 #include "keys.h"
 #include "kvfile.h"
+#include "volcrypt.h"
 
 struct key_ctx {
 	struct bft_server_key *sk;
 	struct bft_client_key *ck;
-	int have_id, have_index, have_kw, have_chan, have_name;
+	struct bft_volume_key *vk;
+	int have_id, have_index, have_kw, have_chan, have_name, have_aead;
 	uint32_t have_keys;
 };
 
@@ -39,10 +42,27 @@ key_pair(void *vctx, const char *key, const char *value, char *err,
     size_t errlen)
 {
 	struct key_ctx *ctx = vctx;
-	uint8_t *id = ctx->sk ? ctx->sk->cluster_id : ctx->ck->cluster_id;
 	unsigned idx;
 
+	if (ctx->vk) {
+		if (strcmp(key, "aead") == 0) {
+			if (bft_aead_parse(value, &ctx->vk->aead))
+				goto bad;
+			ctx->have_aead = 1;
+		} else if (strcmp(key, "key") == 0) {
+			if (bft_parse_hex(value, ctx->vk->key, BFT_KEY_LEN))
+				goto bad;
+			ctx->have_keys = 1;
+		} else {
+			snprintf(err, errlen, "unknown key '%s'", key);
+			return -1;
+		}
+		return 0;
+	}
 	if (strcmp(key, "cluster-id") == 0) {
+		uint8_t *id = ctx->sk ? ctx->sk->cluster_id :
+		    ctx->ck->cluster_id;
+
 		if (bft_parse_hex(value, id, BFT_CLUSTER_ID_LEN))
 			goto bad;
 		ctx->have_id = 1;
@@ -148,6 +168,26 @@ bft_client_key_load(const char *path, struct bft_client_key *key, char *err,
 	return 0;
 }
 
+int
+bft_volume_key_load(const char *path, struct bft_volume_key *key, char *err,
+    size_t errlen)
+{
+	struct key_ctx ctx = { .vk = key };
+
+	memset(key, 0, sizeof *key);
+	if (bft_kv_parse(path, 1, key_pair, &ctx, err, errlen) != 0)
+		goto out_wipe;
+	if (!ctx.have_aead || !ctx.have_keys) {
+		snprintf(err, errlen, "%s: not a volume key file (needs aead "
+		    "and key)", path);
+		goto out_wipe;
+	}
+	return 0;
+out_wipe:
+	bft_wipe(key, sizeof *key);
+	return -1;
+}
+
 /* O_EXCL: keygen must never silently replace a cluster's keys. */
 static FILE *
 create_private(const char *path)
@@ -219,5 +259,31 @@ bft_client_key_write(const char *path, const struct bft_client_key *key)
 	}
 	bft_format_hex(key->kw, BFT_KEY_LEN, k);
 	fprintf(fp, "writer-key = %s\n", k);
+	return finish(fp);
+}
+
+/*
+ * Refusing to overwrite matters most here: a volume key replaced is a
+ * disk whose every block no longer opens.
+ */
+int
+bft_volume_key_write(const char *path, const struct bft_volume_key *key)
+{
+	char k[2 * BFT_KEY_LEN + 1];
+	const char *aead = bft_aead_name(key->aead);
+	FILE *fp;
+
+	if (aead == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((fp = create_private(path)) == NULL)
+		return -1;
+	bft_format_hex(key->key, BFT_KEY_LEN, k);
+	fprintf(fp, "# bftblk volume key: encrypts the disk's blocks "
+	    "(encrypt=on).\n# Keep it on the plugin hosts only, and a copy "
+	    "somewhere safe:\n# without it the data cannot be read.\n"
+	    "aead = %s\nkey = %s\n", aead, k);
+	bft_wipe(k, sizeof k);
 	return finish(fp);
 }

@@ -12,6 +12,10 @@
  * NAME.key:      a read-only client: cluster-id, name, role = ro,
  *                chan-key; it holds no MAC key, so it cannot write even
  *                where a server would let it.
+ * volume key:    aead = aes256gcm | xchacha20poly1305, key = 64 hex
+ *                (bftblk volume-key; the plugin's encrypt=on, see
+ *                volcrypt.h).  Not tied to a cluster: it belongs to the
+ *                data, and only plugin hosts ever hold it.
  */
 #ifndef BFTBLK_KEYS_H
 #define BFTBLK_KEYS_H
@@ -48,5 +52,10 @@ int bft_client_key_load(const char *path, struct bft_client_key *key,
 /* Write with mode 0600, refusing to overwrite.  0, or -1 with errno. */
 int bft_server_key_write(const char *path, const struct bft_server_key *key);
 int bft_client_key_write(const char *path, const struct bft_client_key *key);
+
+struct bft_volume_key;
+int bft_volume_key_load(const char *path, struct bft_volume_key *key,
+			char *err, size_t errlen);
+int bft_volume_key_write(const char *path, const struct bft_volume_key *key);
 
 #endif

@@ -57,11 +57,32 @@ batch_signal(struct op_batch *b)
 
 static void start_op(struct op *op);
 
+/*
+ * Slots are free: start waiting operations, oldest first.  An encrypted
+ * write on a cached timestamp parks, and so frees its slot, within
+ * start_op; the flag keeps that from recursing once per waiting op.
+ */
+static void
+admit_waiting(struct client_loop *lp)
+{
+	struct op *next;
+
+	if (lp->admitting)
+		return;
+	lp->admitting = true;
+	while (lp->nactive < MAX_OPS && (next = lp->waithead) != NULL) {
+		lp->waithead = next->next;
+		if (lp->waithead == NULL)
+			lp->waittail = NULL;
+		start_op(next);
+	}
+	lp->admitting = false;
+}
+
 void
 op_done(struct op *op, int err, const char *why)
 {
 	struct client_loop *lp = op->cl->lp;
-	struct op *next;
 
 	op->err = err;
 	op->why = why;
@@ -75,14 +96,7 @@ op_done(struct op *op, int err, const char *why)
 	lp->slots[op->slot] = NULL;
 	lp->nactive--;
 	batch_signal(op->batch);	/* op may be freed from here on */
-
-	/* A slot is free: admit the oldest waiting operation. */
-	if ((next = lp->waithead) != NULL) {
-		lp->waithead = next->next;
-		if (lp->waithead == NULL)
-			lp->waittail = NULL;
-		start_op(next);
-	}
+	admit_waiting(lp);
 }
 
 void
@@ -140,7 +154,8 @@ start_op(struct op *op)
 	op->restarts = 0;
 	switch (op->kind) {
 	case OP_WRITE:
-		atomic_fetch_add(&op->cl->stats.writes, 1);
+		if (!op->resume)	/* a resumed write is counted once */
+			atomic_fetch_add(&op->cl->stats.writes, 1);
 		write_start(op);
 		break;
 	case OP_READ:
@@ -390,6 +405,66 @@ bft_client_submit(struct bft_client *cl, struct op **ops, unsigned nops)
 	}
 	pthread_mutex_unlock(&lp->qlock);
 	uv_async_send(&lp->wake);
+}
+
+/* Submits ops and waits until each has finished or parked. */
+static void
+submit_wait(struct bft_client *cl, struct op **ops, unsigned nops)
+{
+	struct op_batch batch;
+
+	bft_batch_init(&batch, nops);
+	for (unsigned i = 0; i < nops; i++)
+		ops[i]->batch = &batch;
+	bft_client_submit(cl, ops, nops);
+	bft_batch_wait(&batch);
+	bft_batch_destroy(&batch);
+}
+
+/*
+ * Encrypted writes come back parked once their timestamp is chosen:
+ * they are sealed here, on the submitting nbdkit thread, and go on; a
+ * write whose fast path fell back parks once more.
+ */
+int
+bft_client_run(struct bft_client *cl, struct op **ops, unsigned nops)
+{
+	struct op *todo[BFT_RUN_MAX];
+	unsigned ntodo = nops;
+	int err = 0;
+
+	if (nops > BFT_RUN_MAX)
+		return EINVAL;
+	memcpy(todo, ops, nops * sizeof ops[0]);
+	while (ntodo > 0) {
+		unsigned nparked = 0;
+
+		submit_wait(cl, todo, ntodo);
+		for (unsigned i = 0; i < ntodo; i++) {
+			struct op *op = todo[i];
+
+			if (op->err && !err) {
+				err = op->err;
+				nbdkit_error("block %llu: %s",
+				    (unsigned long long)op->block,
+				    op->why ? op->why : strerror(err));
+			}
+			if (!op->parked || err) {
+				op->parked = false;
+				continue;
+			}
+			if (bft_op_seal_write(op) != 0) {
+				op->parked = false;
+				nbdkit_error("block %llu: erasure coding failed",
+				    (unsigned long long)op->block);
+				err = EIO;
+				continue;
+			}
+			todo[nparked++] = op;
+		}
+		ntodo = err ? 0 : nparked;
+	}
+	return err;
 }
 
 void

@@ -22,6 +22,7 @@
 #include "keys.h"
 #include "predicates.h"
 #include "proto.h"
+#include "volcrypt.h"
 
 enum op_kind { OP_READ, OP_WRITE, OP_FLUSH };
 
@@ -60,6 +61,17 @@ struct op {
 	uint64_t deadline_ms;
 	unsigned restarts;
 
+	/*
+	 * encrypt=on: the sealed value (BFT_SEALED_LEN) that is erasure
+	 * coded instead of data.  A write is sealed only once its
+	 * timestamp is known, so the loop thread parks it after CLOCK (or
+	 * the cache hit): it finishes with parked set, the submitter seals
+	 * and encodes (bft_op_seal_write) and submits it again, and it
+	 * resumes with STORE.
+	 */
+	uint8_t *value;
+	bool parked, resume;
+
 	/* Write: prepared by the submitter, ts and vec by CLOCK. */
 	bool fast;			/* CLOCK skipped on a cached timestamp */
 	struct bft_ts ts;
@@ -73,6 +85,7 @@ struct op {
 	unsigned nc;
 	struct bft_reply W[BFT_MAX_N];
 	uint32_t unhashed;		/* replies whose fragment is not checked yet */
+	uint32_t wrong_len;		/* replies with a fragment of another size */
 	struct bft_cand chosen;
 	uint32_t quorum;
 	bool zero;			/* C came out empty: the block reads as 0 */
@@ -88,7 +101,8 @@ struct bft_client_stats {
 struct bft_client_params {
 	const struct bft_config *cfg;
 	const struct bft_client_key *key;
-	struct bft_ec *ec;
+	struct bft_ec *ec;		/* for values of BFT_SEALED_LEN with vc */
+	const struct bft_volcrypt *vc;	/* NULL unless encrypt=on */
 	unsigned timeout_ms;
 	uint64_t writer_id;
 };
@@ -104,11 +118,30 @@ void bft_op_free(struct op *op);
 
 /*
  * Prepares a write of op->data on the calling thread: erasure coding,
- * cross-checksum, nonce.  0 or -1.
+ * cross-checksum, nonce.  With encryption only the nonce: the rest
+ * waits for the timestamp.  0 or -1.
  */
 int bft_op_prepare_write(struct op *op);
-/* After a read finished: decodes the chosen value into op->data. */
+/*
+ * For a write that finished parked: seals op->data under its timestamp,
+ * erasure-codes and hashes the sealed value, and sets it up to resume
+ * when submitted again.  0 or -1.
+ */
+int bft_op_seal_write(struct op *op);
+/*
+ * After a read finished: decodes the chosen value into op->data, and
+ * with encryption opens it.  0, or -1 with the reason in op->why (then
+ * op->data holds no unauthenticated byte).
+ */
 int bft_op_finish_read(struct op *op);
+
+/*
+ * Runs up to BFT_RUN_MAX ops to completion from an nbdkit thread,
+ * sealing encrypted writes when they park.  Returns 0, or the errno of
+ * the first failure (logged with its block).
+ */
+#define BFT_RUN_MAX 64
+int bft_client_run(struct bft_client *cl, struct op **ops, unsigned nops);
 
 /* Queues ops to the loop thread; each one's batch is signalled when done. */
 void bft_client_submit(struct bft_client *cl, struct op **ops, unsigned nops);

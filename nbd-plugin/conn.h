@@ -60,6 +60,7 @@ struct client_loop {
 	struct op *slots[MAX_OPS];
 	uint32_t nactive;
 	struct op *waithead, *waittail;	/* taken, waiting for a slot */
+	bool admitting;			/* in admit_waiting() */
 	uv_check_t flush;
 	uint32_t dirty;			/* connections with frames in out */
 	uint64_t next_gen;

@@ -9,6 +9,7 @@
 
 #include "crypto.h"
 #include "rounds.h"
+#include "volcrypt.h"
 
 /*
  * A read restarts when servers report that the write it was reading was
@@ -24,6 +25,7 @@ read_start(struct op *op)
 	op->zero = false;
 	op->quorum = 0;
 	op->unhashed = 0;
+	op->wrong_len = 0;
 	memset(op->W, 0, sizeof op->W);
 	round_start(op, PH_COLLECT);
 }
@@ -126,6 +128,24 @@ safe_lazily(struct op *op, const struct bft_ts *ts)
 	return true;
 }
 
+/*
+ * t+1 servers answering ts with fragments of another size include a
+ * correct one, which stores what the writer sent: the value was coded
+ * with another length (the other encrypt= setting), and this reader can
+ * never decode it.  Failing now beats restarting until MAX_RESTARTS.
+ */
+static bool
+wrong_size(const struct op *op, const struct bft_ts *ts)
+{
+	unsigned count = 0;
+
+	for (unsigned i = 0; i < op->cl->n; i++)
+		if ((op->wrong_len & (1u << i)) &&
+		    bft_ts_cmp(&op->W[i].ts, ts) == 0)
+			count++;
+	return count >= op->cl->t + 1;
+}
+
 /* FILTER's wait condition (line 159), re-checked after every reply. */
 static void
 filter_check(struct op *op, bool all_in)
@@ -143,6 +163,12 @@ filter_check(struct op *op, bool all_in)
 		return;
 	}
 	h = bft_highest(op->C, op->nc);
+	if (wrong_size(op, &op->C[h].ts)) {
+		op_done(op, EIO, "servers hold fragments of another size for "
+		    "this block: it was written with encrypt=on and is read "
+		    "with encrypt=off, or the reverse");
+		return;
+	}
 	if (safe_lazily(op, &op->C[h].ts)) {
 		selected(op, h);
 		return;
@@ -172,6 +198,8 @@ filter_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	if (!bft_ts_is_zero(&m->ts) && m->frag_len == flen) {
 		memcpy(op->frags[i], m->frag, flen);
 		op->unhashed |= 1u << i;
+	} else if (!bft_ts_is_zero(&m->ts) && m->frag_len != 0) {
+		op->wrong_len |= 1u << i;
 	}
 	op->ok |= 1u << i;
 	filter_check(op, popcount32(op->replied) == cl->n);
@@ -243,6 +271,7 @@ bft_op_finish_read(struct op *op)
 	unsigned q;
 	uint32_t have = 0;
 
+	/* Never written: zeros, with or without encryption. */
 	if (op->zero) {
 		memset(op->data, 0, BFT_BLOCK_SIZE);
 		return 0;
@@ -258,5 +287,29 @@ bft_op_finish_read(struct op *op)
 		    memcmp(w->cc, op->W[q].cc, sizeof w->cc) == 0)
 			have |= 1u << i;
 	}
-	return bft_ec_decode(cl->p.ec, frags, have, op->data);
+	if (cl->p.vc == NULL) {
+		if (bft_ec_decode(cl->p.ec, frags, have, op->data) == 0)
+			return 0;
+		op->why = "cannot decode the selected value";
+		return -1;
+	}
+	if (bft_ec_decode(cl->p.ec, frags, have, op->value) != 0) {
+		op->why = "cannot decode the selected value";
+		return -1;
+	}
+	/*
+	 * The fragments matched the cross-checksum t+1 servers agree on,
+	 * so a failure here is not one liar: the wrong volume key, or more
+	 * than t servers presenting another block's or an older write's
+	 * ciphertext.  (A value written with encrypt=off has another size
+	 * and was refused in FILTER.)
+	 */
+	if (bft_volcrypt_open(cl->p.vc, op->block, &op->chosen.ts, op->value,
+	    op->data) != 0) {
+		op->why = "the value does not authenticate under the volume "
+		    "key (wrong volume-key, or data moved or rolled back by "
+		    "more than t servers)";
+		return -1;
+	}
+	return 0;
 }

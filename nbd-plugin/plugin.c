@@ -4,7 +4,9 @@
  *
  * I/O is split into blocks; blocks of one request run concurrently, in
  * chunks to bound memory.  Writes that cover a block partly read it
- * first (read-modify-write) under a range lock.
+ * first (read-modify-write) under a range lock.  With encrypt=on every
+ * block is sealed before erasure coding and opened after decoding
+ * (common/volcrypt.h); servers see ciphertext only.
  */
 #define NBDKIT_API_VERSION 2
 #include <assert.h>
@@ -21,12 +23,18 @@
 #include "crypto.h"
 #include "ec.h"
 #include "keys.h"
+#include "volcrypt.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
-/* Blocks in flight per request: 32 * (64 KiB + n fragments) of memory. */
+/*
+ * Blocks in flight per request: 32 * (64 KiB + n fragments, + a sealed
+ * value with encrypt=on) of memory.
+ */
 #define CHUNK 32
+_Static_assert(CHUNK <= BFT_RUN_MAX, "a chunk must fit bft_client_run");
 
-static char *config_path, *keys_path, *ec_backend;
+static char *config_path, *keys_path, *ec_backend, *volume_key_path;
+static bool encrypt;
 static uint64_t export_size;		/* 0: the whole cluster disk */
 static unsigned timeout_s = 10;
 static uint64_t writer_id;
@@ -35,6 +43,7 @@ static unsigned want_t;
 static struct bft_config cfg;
 static struct bft_client_key key;
 static struct bft_ec *ec;
+static struct bft_volcrypt vc;
 static struct bft_client *client;
 static const uint8_t zero_block[BFT_BLOCK_SIZE];
 
@@ -44,7 +53,9 @@ bftblk_unload(void)
 	free(config_path);
 	free(keys_path);
 	free(ec_backend);
+	free(volume_key_path);
 	bft_ec_free(ec);
+	bft_volcrypt_wipe(&vc);
 }
 
 /* Parameters in nbdkit's key=value style. */
@@ -86,12 +97,67 @@ bftblk_config(const char *k, const char *value)
 	} else if (strcmp(k, "t") == 0) {
 		if (nbdkit_parse_unsigned("t", value, &want_t) == -1)
 			return -1;
+	} else if (strcmp(k, "encrypt") == 0) {
+		int b = nbdkit_parse_bool(value);
+
+		if (b == -1)
+			return -1;
+		encrypt = b;
+	} else if (strcmp(k, "volume-key") == 0) {
+		free(volume_key_path);
+		if ((volume_key_path = nbdkit_absolute_path(value)) == NULL)
+			return -1;
 	} else if (strcmp(k, "ec-backend") == 0) {
 		free(ec_backend);
 		if ((ec_backend = strdup(value)) == NULL)
 			return -1;
 	} else {
 		nbdkit_error("unknown parameter '%s'", k);
+		return -1;
+	}
+	return 0;
+}
+
+/* encrypt= and volume-key= go together; loads the key when on. */
+static int
+setup_encryption(void)
+{
+	struct bft_volume_key vk;
+	char err[512];
+	int r;
+
+	if (!encrypt) {
+		if (volume_key_path != NULL) {
+			nbdkit_error("volume-key= given but encrypt is off; "
+			    "add encrypt=on to use it");
+			return -1;
+		}
+		return 0;
+	}
+	if (volume_key_path == NULL) {
+		nbdkit_error("encrypt=on needs volume-key=FILE (create one "
+		    "with: bftblk volume-key --out FILE)");
+		return -1;
+	}
+	/*
+	 * A fixed writer id can, after a crash, take the timestamp of a
+	 * write that reached servers but never completed, for other data:
+	 * one AEAD nonce for two plaintexts.  Random ids never repeat.
+	 */
+	if (writer_id != 0) {
+		nbdkit_error("writer-id= cannot be combined with encrypt=on: "
+		    "a fixed writer id could reuse a timestamp, and with it "
+		    "an AEAD nonce, after a crash");
+		return -1;
+	}
+	if (bft_volume_key_load(volume_key_path, &vk, err, sizeof err) != 0) {
+		nbdkit_error("%s", err);
+		return -1;
+	}
+	r = bft_volcrypt_init(&vc, &vk, err, sizeof err);
+	bft_wipe(&vk, sizeof vk);
+	if (r != 0) {
+		nbdkit_error("%s: %s", volume_key_path, err);
 		return -1;
 	}
 	return 0;
@@ -128,12 +194,15 @@ bftblk_config_complete(void)
 	}
 	if (export_size == 0)
 		export_size = cfg.size;
+	if (setup_encryption() != 0)
+		return -1;
 	if (export_size > cfg.size) {
 		nbdkit_error("size=%" PRIu64 " exceeds the cluster's %" PRIu64,
 		    export_size, cfg.size);
 		return -1;
 	}
-	ec = bft_ec_new(cfg.t, ec_backend, err, sizeof err);
+	ec = bft_ec_new_len(cfg.t, ec_backend,
+	    encrypt ? BFT_SEALED_LEN : BFT_BLOCK_SIZE, err, sizeof err);
 	if (ec == NULL) {
 		nbdkit_error("%s", err);
 		return -1;
@@ -145,8 +214,9 @@ bftblk_config_complete(void)
 	while (writer_id == 0)		/* zero marks c0 */
 		bft_random(&writer_id, sizeof writer_id);
 	nbdkit_debug("bftblk: t=%u n=%u, %" PRIu64 " bytes, ec %s, "
-	    "fragment %u bytes", cfg.t, cfg.n, export_size,
-	    bft_ec_backend(ec), bft_ec_frag_len(ec));
+	    "fragment %u bytes, encryption %s", cfg.t, cfg.n, export_size,
+	    bft_ec_backend(ec), bft_ec_frag_len(ec),
+	    encrypt ? bft_aead_name(vc.aead) : "off");
 	return 0;
 }
 
@@ -155,7 +225,7 @@ static int
 bftblk_after_fork(void)
 {
 	struct bft_client_params p = {
-		.cfg = &cfg, .key = &key, .ec = ec,
+		.cfg = &cfg, .key = &key, .ec = ec, .vc = encrypt ? &vc : NULL,
 		.timeout_ms = timeout_s * 1000, .writer_id = writer_id,
 	};
 
@@ -237,22 +307,9 @@ bftblk_can_fua(void *h)
 static int
 run_ops(struct op **ops, unsigned nops)
 {
-	struct op_batch batch;
-	int err = 0;
+	int err;
 
-	bft_batch_init(&batch, nops);
-	for (unsigned i = 0; i < nops; i++)
-		ops[i]->batch = &batch;
-	bft_client_submit(client, ops, nops);
-	bft_batch_wait(&batch);
-	bft_batch_destroy(&batch);
-	for (unsigned i = 0; i < nops; i++)
-		if (ops[i]->err && !err) {
-			err = ops[i]->err;
-			nbdkit_error("block %" PRIu64 ": %s", ops[i]->block,
-			    ops[i]->why ? ops[i]->why : strerror(err));
-		}
-	if (err)
+	if ((err = bft_client_run(client, ops, nops)) != 0)
 		nbdkit_set_error(err);
 	return err ? -1 : 0;
 }
@@ -268,8 +325,8 @@ read_blocks(struct op **ops, unsigned nops)
 		return -1;
 	for (unsigned i = 0; i < nops; i++)
 		if (bft_op_finish_read(ops[i]) != 0) {
-			nbdkit_error("block %" PRIu64 ": cannot decode the "
-			    "selected value", ops[i]->block);
+			nbdkit_error("block %" PRIu64 ": read failed: %s",
+			    ops[i]->block, ops[i]->why);
 			nbdkit_set_error(EIO);
 			return -1;
 		}
@@ -431,6 +488,7 @@ write_range(const uint8_t *src, uint32_t count, uint64_t offset, bool fua)
 				else
 					memset(c.tmp[i] + ib, 0, n);
 			}
+			/* With encryption: sealed and coded in run_ops. */
 			if (bft_op_prepare_write(c.ops[i]) != 0) {
 				nbdkit_error("erasure coding failed");
 				nbdkit_set_error(EIO);
@@ -503,7 +561,9 @@ static struct nbdkit_plugin plugin = {
 	    "timeout=SECS    per-round timeout (default 10)\n"
 	    "writer-id=N     this writer's id (default random)\n"
 	    "t=T             check that the cluster tolerates T faults\n"
-	    "ec-backend=NAME liberasurecode backend (default isa_l_rs_cauchy)",
+	    "ec-backend=NAME liberasurecode backend (default isa_l_rs_cauchy)\n"
+	    "encrypt=on|off  seal every block with the volume key (default off)\n"
+	    "volume-key=FILE volume key from bftblk volume-key (for encrypt=on)",
 	.after_fork		= bftblk_after_fork,
 	.cleanup		= bftblk_cleanup,
 	.open			= bftblk_open,

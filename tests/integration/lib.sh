@@ -407,11 +407,33 @@ wait_connected()
 	log "client connected to servers $*"
 }
 
+# nbdkit_env PLUGIN: sets NBDKIT_ENV to the environment nbdkit needs
+# for PLUGIN (for tests that run nbdkit themselves, too).  Preloading the
+# plugin keeps it mapped after nbdkit's dlclose, so leak reports have
+# symbols and what its globals still point to is not counted as lost.
+# An ASan plugin in an uninstrumented nbdkit also needs the ASan runtime
+# first; nbdkit itself leaks at exit, so only the servers and the
+# valgrind run check leaks.
+nbdkit_env()
+{
+	local plugin=$1 asan
+	NBDKIT_ENV=()
+	[ -f "$plugin" ] || return 0
+	asan=$(ldd "$plugin" 2>/dev/null |
+	    awk '$1 ~ /^libasan\.so/ { print $3 }')
+	if [ -n "$asan" ]; then
+		NBDKIT_ENV=(LD_PRELOAD="$asan $plugin"
+		    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
+	else
+		NBDKIT_ENV=(LD_PRELOAD="$plugin")
+	fi
+}
+
 # nbdkit_start_with NAME PLUGIN [ARGS...]: serves PLUGIN on the unix
 # socket $TESTDIR/NAME.sock and waits until a client can connect.
 nbdkit_start_with()
 {
-	local name=$1 plugin=$2 logf sock pid deadline asan
+	local name=$1 plugin=$2 logf sock pid deadline
 	local -a cmd=() envv=()
 	shift 2
 	if [ -n "${NBDKIT_PID[$name]:-}" ]; then
@@ -420,22 +442,8 @@ nbdkit_start_with()
 	sock=$TESTDIR/$name.sock
 	logf=$TESTDIR/log/nbdkit-$name.log
 	rm -f "$sock"
-	if [ -f "$plugin" ]; then
-		# Preloading the plugin keeps it mapped after nbdkit's
-		# dlclose, so leak reports have symbols and what its
-		# globals still point to is not counted as lost.  An ASan
-		# plugin in an uninstrumented nbdkit also needs the ASan
-		# runtime first; nbdkit itself leaks at exit, so only the
-		# servers and the valgrind run check leaks.
-		asan=$(ldd "$plugin" 2>/dev/null |
-		    awk '$1 ~ /^libasan\.so/ { print $3 }')
-		if [ -n "$asan" ]; then
-			envv=(LD_PRELOAD="$asan $plugin"
-			    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
-		else
-			envv=(LD_PRELOAD="$plugin")
-		fi
-	fi
+	nbdkit_env "$plugin"
+	envv=("${NBDKIT_ENV[@]}")
 	if [ "$VALGRIND" = 1 ]; then
 		_valgrind_suppressions
 		cmd=(valgrind --vgdb=no --error-exitcode="$VALGRIND_STATUS"

@@ -132,6 +132,55 @@ run_t(unsigned t, bool all_sizes)
 	coded_free(&c);
 }
 
+/*
+ * With encrypt=on a register holds the block plus a 16-byte AEAD tag:
+ * 65552 bytes, not a multiple of k.  Every (t+1)-subset must still give
+ * back exactly that many bytes, and fragments must fit BFT_MAX_FRAG.
+ */
+static void
+test_odd_value_len(void **state)
+{
+	const uint32_t vlen = BFT_BLOCK_SIZE + 16;
+
+	(void)state;
+	for (unsigned t = 1; t <= BFT_MAX_T; t += 4) {
+		char err[256] = "";
+		struct bft_ec *ec = bft_ec_new_len(t, NULL, vlen, err,
+		    sizeof err);
+		unsigned n = 3 * t + 1, decoded = 0;
+		uint8_t *frags[BFT_MAX_N], *in, *out;
+
+		if (ec == NULL)
+			fail_msg("bft_ec_new_len(%u, %u): %s", t, vlen, err);
+		assert_int_equal(bft_ec_value_len(ec), vlen);
+		assert_true(bft_ec_frag_len(ec) <= BFT_MAX_FRAG);
+		in = malloc(vlen);
+		out = malloc(vlen);
+		assert_non_null(in);
+		assert_non_null(out);
+		for (unsigned i = 0; i < n; i++)
+			assert_non_null(frags[i] = malloc(bft_ec_frag_len(ec)));
+		bft_random(in, vlen);
+		assert_int_equal(bft_ec_encode(ec, in, frags), 0);
+		for (uint32_t have = 0; have < (1u << n); have++) {
+			if ((unsigned)__builtin_popcount(have) != t + 1 ||
+			    (t > 1 && decoded >= 64))
+				continue;
+			memset(out, 0xa5, vlen);
+			assert_int_equal(bft_ec_decode(ec,
+			    (const uint8_t *const *)frags, have, out), 0);
+			assert_memory_equal(out, in, vlen);
+			decoded++;
+		}
+		assert_true(decoded > 0);
+		for (unsigned i = 0; i < n; i++)
+			free(frags[i]);
+		free(in);
+		free(out);
+		bft_ec_free(ec);
+	}
+}
+
 static void
 test_t1(void **state)
 {
@@ -418,6 +467,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_t1),
+		cmocka_unit_test(test_odd_value_len),
 		cmocka_unit_test(test_t2),
 		cmocka_unit_test(test_t3),
 		cmocka_unit_test(test_t5),
