@@ -16,6 +16,7 @@
 
 #include "byzantine.h"
 #include "log.h"
+#include "record.h"
 #include "wire.h"
 #include "net.h"
 
@@ -342,6 +343,7 @@ process(struct conn *c)
 			conn_fail(c, "frame length beyond the limit");
 			return;
 		}
+		bft_record_frame(c->rbuf + c->rstart + 4, blen);
 		if (bft_wire_decode(c->rbuf + c->rstart + 4, blen, net->n,
 		    &net->req, &why) < 0) {
 			char msg[160];
