@@ -9,6 +9,7 @@
 #   make check-system    filesystems, kernel /dev/nbd0 and VM disks (root)
 #   make run / make stop bring up a 4-server demo cluster and nbdkit
 #   make bench           fio jobs against bftblk and nbdkit's memory plugin
+#   make fuzz            libFuzzer harnesses (clang), FUZZ_TIME s each
 
 SAN ?=
 ifeq ($(SAN),1)
@@ -37,6 +38,7 @@ PLUGIN_SRC = $(wildcard nbd-plugin/*.c)
 ADMIN_SRC  = $(wildcard admin/*.c)
 UNIT_SRC   = $(wildcard tests/unit/test_*.c)
 TOOL_SRC   = $(wildcard tests/tools/*.c)
+FUZZ_NAMES = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
@@ -46,10 +48,13 @@ PLUGIN    = $(BUILD)/nbdkit-bftblk-plugin.so
 ADMIN     = $(BUILD)/bftblk
 UNIT_BINS = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TOOL_BINS = $(patsubst tests/tools/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
+# Each fuzz harness also builds with $(CC) as a unit test that runs its
+# regressions and seeds once (tests/fuzz/standalone.c): test_fuzz_frame...
+FUZZ_UNIT_BINS = $(patsubst %,$(BUILD)/tests/test_%,$(FUZZ_NAMES))
 # Unit tests of server internals link the server's objects except main.
 SERVER_LIB_OBJ = $(call obj,$(filter-out server/main.c,$(SERVER_SRC)))
 
-all: $(SERVER) $(PLUGIN) $(ADMIN) $(UNIT_BINS) $(TOOL_BINS)
+all: $(SERVER) $(PLUGIN) $(ADMIN) $(UNIT_BINS) $(TOOL_BINS) $(FUZZ_UNIT_BINS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -77,6 +82,18 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBCOMMON)
 # Benchmark tools; bench-hash also measures OpenSSL's SHA-256 against ours.
 $(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs libcrypto)
+
+# util.o comes first: its log sink keeps log.o out of the archive.
+$(FUZZ_UNIT_BINS): $(BUILD)/tests/test_%: $(BUILD)/tests/fuzz/%.o \
+		$(BUILD)/tests/fuzz/util.o $(BUILD)/tests/fuzz/standalone.o \
+		$(SERVER_LIB_OBJ) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out $(LIBCOMMON) \
+		$(BUILD)/tests/fuzz/standalone.o,$(filter %.o,$^)) \
+		$(BUILD)/tests/fuzz/standalone.o $(LIBCOMMON) $(PKG_LIBS)
+
+$(BUILD)/tests/fuzz/%.o: override CFLAGS += -Itests/fuzz
+# Where the standalone runs find the regressions and seeds.
+$(BUILD)/tests/fuzz/standalone.o: override CFLAGS += -DFUZZ_SRCDIR='"$(CURDIR)"'
 
 check-unit: all
 	BUILD=$(BUILD) tests/run-unit
@@ -114,14 +131,46 @@ stop:
 bench: all
 	BUILD=$(BUILD) fio-jobs/bench
 
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang into their
+# own directory: every object gets coverage instrumentation and ASan +
+# UBSan; common/log.c is left out for the harnesses' quiet log sink.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC ?= clang
+FUZZ_TIME ?= 60
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	-fno-omit-frame-pointer
+FUZZ_CFLAGS = -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
+	-Icommon -Itests/fuzz $(shell pkg-config --cflags $(PKGS)) $(FUZZ_SAN)
+FUZZ_LIB_OBJ = $(patsubst %.c,$(FUZZ_BUILD)/%.o,tests/fuzz/util.c \
+	$(filter-out common/log.c,$(COMMON_SRC)) \
+	$(filter-out server/main.c,$(SERVER_SRC)))
+FUZZ_BINS = $(addprefix $(FUZZ_BUILD)/,$(FUZZ_NAMES))
+
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP \
+		-c $< -o $@
+
+$(FUZZ_BINS): $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/tests/fuzz/%.o $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(PKG_LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+# Regressions first, then FUZZ_TIME seconds per harness on a copy of the
+# seeds in $(FUZZ_BUILD)/corpus; one summary line per harness.
+fuzz: fuzz-build
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TIME=$(FUZZ_TIME) tests/fuzz/run-fuzz \
+		$(FUZZ_NAMES)
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 # Test objects come from a chain of pattern rules; keep them between runs.
 .SECONDARY:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system \
-	run stop bench clean
+	run stop bench fuzz fuzz-build clean
 
--include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)
+-include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \
+	-type f 2>/dev/null)

@@ -14,8 +14,8 @@
 
 static const char *const status_names[] = {
 	[BFT_CHAN_OK] = "accepted",
-	[BFT_CHAN_UNKNOWN_CLIENT] = "unknown client key (not in the "
-	    "server's bftblk.conf, or revoked)",
+	[BFT_CHAN_UNKNOWN_CLIENT] = ("unknown client key (not in the "
+	    "server's bftblk.conf, or revoked)"),
 	[BFT_CHAN_WRONG_CLUSTER] = "wrong cluster id or server index",
 	[BFT_CHAN_WRONG_MODE] = "channel mode differs (aead vs plain)",
 	[BFT_CHAN_NO_CIPHER] = "no cipher in common",

@@ -23,6 +23,7 @@
 #include "handler.h"
 #include "net.h"
 #include "reload.h"
+#include "record.h"
 #include "store.h"
 
 struct opts {
@@ -31,6 +32,7 @@ struct opts {
 	struct bft_net_limits lim;
 	int verbose;
 	unsigned byz_modes;		/* --byzantine, test only */
+	const char *record_dir;		/* --record-frames, test only */
 	uint64_t byz_seed;
 	bool byz_seeded;
 };
@@ -54,7 +56,8 @@ usage(FILE *f)
 	    "[--max-client-stores N]\n"
 	    "                     [--handshake-timeout MS]\n"
 	    "                     [--byzantine MODE[,MODE...] "
-	    "[--byzantine-seed N]]  (tests only)\n");
+	    "[--byzantine-seed N]]  (tests only)\n"
+	    "                     [--record-frames DIR]  (tests only)\n");
 }
 
 static int
@@ -126,6 +129,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "byzantine", required_argument, NULL, 'B' },
 		{ "byzantine-seed", required_argument, NULL, 'S' },
+		{ "record-frames", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -143,6 +147,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'l': o->listen = optarg; break;
 		case 'u': o->unix_path = optarg; break;
 		case 'p': o->pidfile = optarg; break;
+		case 'R': o->record_dir = optarg; break;
 		case 'v': o->verbose = 1; break;
 		case 'P':
 			if (parse_count(optarg, &o->max_pending) < 0) {
@@ -203,11 +208,12 @@ parse_args(int argc, char **argv, struct opts *o)
 	 * A server that lies must never come from a stray option in a
 	 * production unit file: the test harness says so explicitly.
 	 */
-	if ((o->byz_modes || o->byz_seeded) &&
+	if ((o->byz_modes || o->byz_seeded || o->record_dir) &&
 	    (getenv(BFT_BYZ_ENV) == NULL ||
 	    strcmp(getenv(BFT_BYZ_ENV), "1") != 0)) {
 		bft_log("--byzantine and --byzantine-seed make this server lie "
-		    "to its clients, for fault tests only; refused unless the "
+		    "to its clients, and --record-frames copies what they "
+		    "send to disk, for tests only; refused unless the "
 		    "environment has %s=1", BFT_BYZ_ENV);
 		return -1;
 	}
@@ -444,6 +450,14 @@ main(int argc, char **argv)
 		bft_log("out of memory");
 		goto out_loop;
 	}
+	if (o.record_dir &&
+	    bft_record_start(o.record_dir, err, sizeof err) < 0) {
+		bft_log("--record-frames: %s", err);
+		goto out_net;
+	}
+	if (o.record_dir)
+		bft_log("*** TEST MODE: recording received frames into %s",
+		    o.record_dir);
 	if (start_byzantine(&o, &loop, &h, srv.net, &byz) < 0 ||
 	    start(&srv, &loop, &o, &cfg, &key) < 0)
 		goto out_net;
@@ -463,6 +477,7 @@ out_net:
 	uv_run(&loop, UV_RUN_DEFAULT);
 	bft_net_free(srv.net);
 	bft_byz_free(byz);
+	bft_record_stop();
 out_loop:
 	uv_loop_close(&loop);
 out_handler:

@@ -17,6 +17,7 @@
 
 #include "byzantine.h"
 #include "log.h"
+#include "record.h"
 #include "wire.h"
 #include "net.h"
 #include "net_int.h"
@@ -428,6 +429,7 @@ process(struct conn *c)
 			    "replayed, reordered or dropped in transit)");
 			return;
 		}
+		bft_record_frame(c->rbuf + c->rstart + 4, blen);
 		if (bft_wire_decode(c->rbuf + c->rstart + 4, blen, net->n,
 		    &net->req, &why) < 0) {
 			char msg[160];

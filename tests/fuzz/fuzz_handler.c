@@ -1,0 +1,547 @@
+/*
+ * Fuzzes the server's request handler (server/handler.c, Algorithm 5)
+ * over a real store in a temporary directory: t = 1, 64 blocks, keys
+ * made deterministically, so a reproducer behaves the same anywhere.
+ * Frames are split and decoded as server/net.c does, and each request
+ * is handed over as net.c would: nothing before a matching HELLO, a
+ * reply type or an undecodable frame ends the connection, and so does a
+ * HELLO the handler refuses.  Every reply must encode and round-trip.
+ *
+ * Input: [flags] [stream of length-prefixed frames...].  Real clients
+ * hold keys the fuzzer cannot guess, so flags let it past the checks:
+ *   0x01  HELLO is made to match this server (cluster id, geometry)
+ *   0x02  the MACs this server checks (vec[1] of STORE and COMPLETE,
+ *         and of every FILTER and REPAIR candidate) are made valid
+ *   0x04  block numbers are taken modulo the disk's 64 blocks
+ *   0x08  at the end, the store is reopened and the state its log
+ *         replays must equal the state the handler left in memory
+ *
+ * Byte-level mutations rarely keep msgpack intact, so half of the
+ * mutations are structural (LLVMFuzzerCustomMutator below): a frame is
+ * decoded, one field changed the way a protocol corner needs it (a
+ * timestamp moved or copied from another frame, a fragment shrunk, a
+ * frame repeated or dropped), and it is encoded again.
+ *
+ * Each input starts from an empty store: one that changed is wiped and
+ * reopened, which on tmpfs (/dev/shm, used when TMPDIR is unset) costs
+ * well under a millisecond.  Checked after every request: Hist holds
+ * nothing older than lc (the GC rule), no writer has more than
+ * max_pending STOREs above lc, and lc never goes back.
+ */
+#include <dirent.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crypto.h"
+#include "../../server/handler.h"
+#include "../../server/store.h"
+#include "util.h"
+
+#define T	1
+#define N	4
+#define NBLOCKS	64
+#define ME	1		/* not 0, so an index mixup shows */
+#define SEGMENT	(24u << 10)	/* tiny, so that short inputs compact */
+
+enum {
+	F_HELLO = 0x01, F_MACS = 0x02, F_BLOCKMOD = 0x04, F_REPLAY = 0x08,
+};
+
+static struct bft_config cfg;
+static struct bft_client_key ck;
+static struct bft_server_key sk;
+static struct bft_store_identity ident;
+static const struct bft_store_opts sopts = { .segment_size = SEGMENT };
+static char dir[256];
+static struct bft_store *st;
+static struct bft_handler h;
+static struct bft_msg req, rep;
+static struct bft_store_stats fresh;
+static struct bft_ts last_lc[NBLOCKS];
+
+static void
+derive(const char *label, unsigned j, uint8_t out[BFT_HASH_LEN])
+{
+	char s[64];
+	int len = snprintf(s, sizeof s, "bftblk fuzz %s %u", label, j);
+
+	bft_hash(s, (size_t)len, out);
+}
+
+static void
+store_open(void)
+{
+	char err[256] = "";
+
+	st = bft_store_open_opts(dir, &ident, &sopts, err, sizeof err);
+	FUZZ_CHECK(st != NULL, "bft_store_open %s: %s", dir, err);
+	h.st = st;
+}
+
+/* Removes what the store put in dir; the directory itself stays. */
+static void
+wipe(void)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	FUZZ_CHECK(d != NULL, "opendir %s", dir);
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+}
+
+static void
+cleanup(void)
+{
+	bft_store_close(st);
+	st = NULL;
+	bft_handler_fini(&h);
+	wipe();
+	rmdir(dir);
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	uint8_t id[BFT_HASH_LEN];
+	const char *tmp = getenv("TMPDIR");
+
+	(void)argc;
+	(void)argv;
+	FUZZ_CHECK(bft_crypto_init() == 0, "bft_crypto_init");
+	derive("cluster", 0, id);
+	cfg.t = T;
+	cfg.n = N;
+	cfg.block_size = BFT_BLOCK_SIZE;
+	cfg.nblocks = NBLOCKS;
+	cfg.size = (uint64_t)NBLOCKS * BFT_BLOCK_SIZE;
+	memcpy(cfg.cluster_id, id, BFT_CLUSTER_ID_LEN);
+	memcpy(ck.cluster_id, id, BFT_CLUSTER_ID_LEN);
+	ck.n = N;
+	for (unsigned j = 0; j < N; j++)
+		derive("server key", j, ck.k[j]);
+	derive("writer key", 0, ck.kw);
+	memcpy(sk.cluster_id, id, BFT_CLUSTER_ID_LEN);
+	sk.index = ME;
+	memcpy(sk.k, ck.k[ME], BFT_KEY_LEN);
+	memcpy(ident.cluster_id, id, BFT_CLUSTER_ID_LEN);
+	ident.server_index = ME;
+	ident.n = N;
+	ident.t = T;
+	ident.block_size = BFT_BLOCK_SIZE;
+	ident.nblocks = NBLOCKS;
+	if (tmp == NULL || *tmp == '\0')
+		tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+	snprintf(dir, sizeof dir, "%s/bftblk-fuzz.XXXXXX", tmp);
+	FUZZ_CHECK(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
+	FUZZ_CHECK(bft_handler_init(&h, &cfg, &sk, NULL, 0) == 0, "handler");
+	store_open();
+	bft_store_stats(st, &fresh);
+	atexit(cleanup);
+	return 0;
+}
+
+/* What a client holding ck would have sent, as far as flags say. */
+static void
+fixup(uint8_t flags)
+{
+	uint8_t nh[BFT_HASH_LEN];
+
+	if ((flags & F_BLOCKMOD) && req.type != BFT_HELLO &&
+	    req.type != BFT_FLUSH)
+		req.block %= NBLOCKS;
+	if ((flags & F_HELLO) && req.type == BFT_HELLO) {
+		memcpy(req.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
+		req.hello_n = N;
+		req.hello_t = T;
+		req.block_size = BFT_BLOCK_SIZE;
+		req.nblocks = NBLOCKS;
+		req.server_index = ME;
+	}
+	if (!(flags & F_MACS))
+		return;
+	switch (req.type) {
+	case BFT_STORE:
+		bft_vec_mac(&req.ts, req.nh, ck.k[ME], req.vec[ME]);
+		break;
+	case BFT_COMPLETE:
+		bft_hash(req.nonce, BFT_NONCE_LEN, nh);
+		bft_vec_mac(&req.ts, nh, ck.k[ME], req.vec[ME]);
+		break;
+	case BFT_FILTER:
+	case BFT_REPAIR:
+		for (uint32_t j = 0; j < req.ncands; j++) {
+			struct bft_cand *c = &req.cands[j];
+
+			bft_hash(c->nonce, BFT_NONCE_LEN, nh);
+			bft_vec_mac(&c->ts, nh, ck.k[ME], c->vec[ME]);
+		}
+		break;
+	}
+}
+
+/* The store's invariants for the block a request named. */
+static void
+check_block(uint64_t block)
+{
+	const struct bft_block_state *bs;
+	const struct bft_ts *a, *b;
+	unsigned pending;
+
+	if (block >= NBLOCKS)
+		return;
+	bs = bft_store_block(st, block);
+	FUZZ_CHECK(bft_ts_cmp(&bs->lc.ts, &last_lc[block]) >= 0,
+	    "block %u: lc went back", (unsigned)block);
+	last_lc[block] = bs->lc.ts;
+	for (unsigned j = 0; j < bs->nhist; j++) {
+		a = &bs->hist[j].meta.ts;
+		FUZZ_CHECK(bft_ts_cmp(a, &bs->lc.ts) >= 0, "block %u: Hist "
+		    "entry %" PRIu64 "/%" PRIu64 " older than lc",
+		    (unsigned)block, a->num, a->wid);
+		pending = 0;
+		for (unsigned k = 0; k < bs->nhist; k++) {
+			b = &bs->hist[k].meta.ts;
+			if (k != j)
+				FUZZ_CHECK(bft_ts_cmp(a, b) != 0, "block %u: "
+				    "two Hist entries for one ts",
+				    (unsigned)block);
+			if (b->wid == a->wid && bft_ts_cmp(b, &bs->lc.ts) > 0)
+				pending++;
+		}
+		FUZZ_CHECK(pending <= h.max_pending, "block %u: writer %"
+		    PRIu64 " has %u STOREs pending", (unsigned)block, a->wid,
+		    pending);
+	}
+}
+
+/*
+ * make-seeds.sh runs the recorded requests through this harness with
+ * FUZZ_DUMP_REPLIES=DIR to get real replies, the reply seeds of
+ * fuzz_decode and fuzz_frame: each reply body goes to DIR/<seq>.
+ */
+static void
+dump_reply(void)
+{
+	static const char *dump;
+	static bool looked;
+	static unsigned seq;
+	struct bft_buf out = { 0 };
+	char path[4096];
+	FILE *f;
+
+	if (!looked) {
+		dump = getenv("FUZZ_DUMP_REPLIES");
+		looked = true;
+	}
+	if (dump == NULL || bft_wire_encode(&rep, N, &out) < 0)
+		goto out;
+	snprintf(path, sizeof path, "%s/%06u", dump, seq++);
+	f = fopen(path, "wb");
+	FUZZ_CHECK(f != NULL && fwrite(out.data + 4, 1, out.len - 4, f) ==
+	    out.len - 4 && fclose(f) == 0, "cannot write %s", path);
+out:
+	bft_buf_free(&out);
+}
+
+/* Hands req over as net.c's dispatch() does; false: connection closed. */
+static bool
+dispatch(uint8_t flags, bool *hello_ok)
+{
+	int rc;
+
+	if ((req.type & BFT_ACK) || (!*hello_ok && req.type != BFT_HELLO))
+		return false;
+	fixup(flags);
+	rc = bft_handle(&h, "fuzz", &req, &rep);
+	FUZZ_CHECK(rep.type == (req.type | BFT_ACK) && rep.id == req.id &&
+	    rep.block == req.block, "reply does not answer the request");
+	FUZZ_CHECK(rc == (rep.status == BFT_ECLUSTER), "%s: rc %d status %d",
+	    bft_msg_type_str(req.type), rc, (int)rep.status);
+	if (req.type == BFT_HELLO && rep.status == BFT_OK)
+		*hello_ok = true;
+	fuzz_roundtrip(&rep, N, false);
+	dump_reply();
+	check_block(req.block);
+	return rc == 0;
+}
+
+static bool
+meta_equal(const struct bft_hist_meta *a, const struct bft_hist_meta *b)
+{
+	return bft_ts_cmp(&a->ts, &b->ts) == 0 &&
+	    memcmp(a->ts.mac, b->ts.mac, BFT_MAC_LEN) == 0 &&
+	    memcmp(a->nh, b->nh, BFT_HASH_LEN) == 0 &&
+	    memcmp(a->vec, b->vec, sizeof a->vec) == 0 &&
+	    memcmp(a->cc, b->cc, sizeof a->cc) == 0 &&
+	    a->frag_len == b->frag_len;
+}
+
+/*
+ * Reopens the store and checks that its log replays to exactly the
+ * state in memory before: every block's lc, and every Hist entry with
+ * its fragment (Hist is in no particular order, so entries are matched
+ * by timestamp).  Compaction and segment rollover are under test too.
+ */
+static void
+replay_check(void)
+{
+	static struct bft_cand lc[NBLOCKS];
+	static unsigned nhist[NBLOCKS];
+	static struct bft_hist_meta *meta[NBLOCKS];
+	static uint8_t **frag[NBLOCKS];
+	const struct bft_block_state *bs;
+	const struct bft_hist_entry *e;
+	uint8_t *buf = h.fragbuf;
+	unsigned b, j;
+
+	for (b = 0; b < NBLOCKS; b++) {
+		bs = bft_store_block(st, b);
+		lc[b] = bs->lc;
+		nhist[b] = bs->nhist;
+		meta[b] = calloc(bs->nhist + 1, sizeof *meta[b]);
+		frag[b] = calloc(bs->nhist + 1, sizeof *frag[b]);
+		FUZZ_CHECK(meta[b] && frag[b], "out of memory");
+		for (j = 0; j < bs->nhist; j++) {
+			meta[b][j] = bs->hist[j].meta;
+			FUZZ_CHECK(bft_store_read_frag(st, &bs->hist[j], buf) ==
+			    0, "block %u: cannot read a fragment", b);
+			frag[b][j] = fuzz_dup(buf, meta[b][j].frag_len);
+		}
+	}
+	bft_store_close(st);
+	store_open();
+	for (b = 0; b < NBLOCKS; b++) {
+		bs = bft_store_block(st, b);
+		FUZZ_CHECK(memcmp(&bs->lc, &lc[b], sizeof lc[b]) == 0,
+		    "block %u: lc differs after replay", b);
+		FUZZ_CHECK(bs->nhist == nhist[b], "block %u: %u Hist entries "
+		    "before, %u after replay", b, nhist[b], bs->nhist);
+		for (j = 0; j < nhist[b]; j++) {
+			e = bft_store_hist(st, b, &meta[b][j].ts);
+			FUZZ_CHECK(e != NULL && meta_equal(&e->meta,
+			    &meta[b][j]), "block %u: Hist entry %u lost or "
+			    "changed by replay", b, j);
+			FUZZ_CHECK(bft_store_read_frag(st, e, buf) == 0 &&
+			    memcmp(buf, frag[b][j], e->meta.frag_len) == 0,
+			    "block %u: fragment %u changed by replay", b, j);
+			free(frag[b][j]);
+		}
+		free(meta[b]);
+		free(frag[b]);
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct bft_store_stats now;
+	const uint8_t *p;
+	bool hello_ok = false;
+	size_t left;
+	uint32_t blen;
+	uint8_t *body;
+	int rc;
+
+	if (size < 1)
+		return 0;
+	memset(last_lc, 0, sizeof last_lc);
+	p = data + 1;
+	left = size - 1;
+	while (bft_wire_frame(p, left, &blen) == 0) {
+		body = fuzz_dup(p + 4, blen);
+		rc = bft_wire_decode(body, blen, N, &req, NULL);
+		/* req.frag points into body: free it only after handling. */
+		if (rc < 0 || !dispatch(data[0], &hello_ok)) {
+			free(body);
+			break;
+		}
+		free(body);
+		p += 4 + (size_t)blen;
+		left -= 4 + (size_t)blen;
+	}
+	bft_store_stats(st, &now);
+	if (now.bytes_total == fresh.bytes_total &&
+	    now.segments == fresh.segments && now.compactions == 0)
+		return 0;
+	if (data[0] & F_REPLAY)
+		replay_check();
+	bft_store_close(st);
+	wipe();
+	store_open();
+	memset(&h.stats, 0, sizeof h.stats);
+	return 0;
+}
+
+/*
+ * Structural mutations.  libFuzzer's own LLVMFuzzerMutate does the other
+ * half; it is weak so that the gcc build of this file (the standalone
+ * unit test, which never mutates) links without libFuzzer.
+ */
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size)
+    __attribute__((weak));
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+    unsigned seed);
+
+#define MUT_FRAMES	64
+
+static int
+buf_put(struct bft_buf *b, const uint8_t *p, size_t len)
+{
+	uint8_t *nd;
+
+	if (b->len + len > b->cap) {
+		if ((nd = realloc(b->data, b->len + len)) == NULL)
+			return -1;
+		b->data = nd;
+		b->cap = b->len + len;
+	}
+	memcpy(b->data + b->len, p, len);
+	b->len += len;
+	return 0;
+}
+
+static uint32_t
+mut_rand(uint32_t *x)
+{
+	/* xorshift32: the mutation must depend on seed alone. */
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+/* The fields of m's type that say which write it belongs to. */
+static struct bft_ts *
+mut_ts(struct bft_msg *m, uint32_t r)
+{
+	switch (m->type) {
+	case BFT_STORE:
+	case BFT_COMPLETE:
+		return &m->ts;
+	case BFT_FILTER:
+		return &m->cands[r % m->ncands].ts;
+	case BFT_REPAIR:
+		return &m->cands[0].ts;
+	default:
+		return NULL;
+	}
+}
+
+/* Changes one field of m; other is another frame of the input. */
+static void
+mut_msg(struct bft_msg *m, struct bft_msg *other, uint32_t *x)
+{
+	uint32_t r = mut_rand(x);
+	struct bft_ts *ts = mut_ts(m, r >> 8);
+	const struct bft_ts *ots = mut_ts(other, r >> 16);
+
+	switch (r % 8) {
+	case 0:
+		if (ts)
+			ts->num = r & 0x100 ? ts->num + 1 - (r >> 9) % 3 :
+			    (r >> 9) % 4;
+		break;
+	case 1:
+		if (ts)
+			ts->wid = (r >> 8) % 3;
+		break;
+	case 2:
+		if (ts && ots)
+			*ts = *ots;
+		break;
+	case 3:
+		if (m->type == BFT_STORE && m->frag_len)
+			m->frag_len = (r >> 8) % (m->frag_len < 64 ?
+			    m->frag_len + 1 : 64);
+		break;
+	case 4:
+		m->block = (r >> 8) % 4;
+		break;
+	case 5:
+		/* A candidate more or less: up to BFT_MAX_N, beyond n. */
+		if (m->type == BFT_FILTER && (r & 0x100) && m->ncands > 1)
+			m->ncands--;
+		else if (m->type == BFT_FILTER && m->ncands < BFT_MAX_N) {
+			m->cands[m->ncands] = m->cands[(r >> 9) % m->ncands];
+			m->ncands++;
+		}
+		break;
+	case 6:
+		if (other->type == BFT_COMPLETE && m->type == BFT_FILTER)
+			memcpy(m->cands[(r >> 8) % m->ncands].nonce,
+			    other->nonce, BFT_NONCE_LEN);
+		else if (other->type == BFT_COMPLETE && m->type == BFT_STORE)
+			bft_hash(other->nonce, BFT_NONCE_LEN, m->nh);
+		break;
+	default:
+		m->type = (uint8_t)(BFT_CLOCK + (r >> 8) % 7);
+		if (m->type == BFT_FILTER && m->ncands == 0)
+			m->ncands = 1;
+		break;
+	}
+}
+
+size_t
+LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+    unsigned seed)
+{
+	static struct bft_msg m, other;
+	size_t off[MUT_FRAMES + 1], len[MUT_FRAMES], pos, nf = 0, i, j, k;
+	struct bft_buf enc = { 0 }, out = { 0 };
+	uint32_t x = seed | 1, blen, r;
+	size_t res = 0;
+
+	if (size < 1 || mut_rand(&x) % 2 == 0)
+		goto out_default;
+	for (pos = 1; nf < MUT_FRAMES &&
+	    bft_wire_frame(data + pos, size - pos, &blen) == 0;
+	    pos += 4 + (size_t)blen) {
+		off[nf] = pos;
+		len[nf++] = 4 + (size_t)blen;
+	}
+	if (nf == 0)
+		goto out_default;
+	r = mut_rand(&x);
+	i = r % nf;
+	j = (r >> 8) % nf;
+	if (bft_wire_decode(data + off[i] + 4, len[i] - 4, N, &m, NULL) < 0 ||
+	    bft_wire_decode(data + off[j] + 4, len[j] - 4, N, &other,
+	    NULL) < 0)
+		goto out_default;
+	mut_msg(&m, &other, &x);
+	if (bft_wire_encode(&m, N, &enc) < 0)
+		goto out_default;
+	/* Frame i is replaced, repeated after itself, or dropped. */
+	k = (r >> 16) % 8;
+	if (buf_put(&out, data, 1) < 0)
+		goto out_default;
+	for (size_t f = 0; f < nf; f++) {
+		const uint8_t *p = data + off[f];
+		size_t l = len[f];
+
+		if (f == i && k == 7)
+			continue;
+		if (f == i && k != 6) {
+			p = enc.data;
+			l = enc.len;
+		}
+		if (buf_put(&out, p, l) < 0 ||
+		    (f == i && k == 6 && buf_put(&out, enc.data, enc.len) < 0))
+			goto out_default;
+	}
+	if (out.len > max_size)
+		goto out_default;
+	memcpy(data, out.data, out.len);
+	res = out.len;
+	goto out;
+out_default:
+	res = LLVMFuzzerMutate ? LLVMFuzzerMutate(data, size, max_size) : size;
+out:
+	bft_buf_free(&enc);
+	bft_buf_free(&out);
+	return res;
+}

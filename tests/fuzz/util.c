@@ -1,0 +1,197 @@
+/*
+ * Shared by the fuzz harnesses (see util.h), plus the log sink
+ * they link instead of common/log.c.
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+unsigned
+fuzz_n(uint8_t sel)
+{
+	return 3 * (sel % 5u + 1) + 1;
+}
+
+uint8_t *
+fuzz_dup(const uint8_t *p, size_t len)
+{
+	uint8_t *d = malloc(len ? len : 1);
+
+	FUZZ_CHECK(d != NULL, "out of memory for %zu bytes", len);
+	if (len)
+		memcpy(d, p, len);
+	return d;
+}
+
+static bool
+ts_equal(const struct bft_ts *a, const struct bft_ts *b)
+{
+	return a->num == b->num && a->wid == b->wid &&
+	    memcmp(a->mac, b->mac, BFT_MAC_LEN) == 0;
+}
+
+static bool
+cand_equal(const struct bft_cand *a, const struct bft_cand *b, unsigned n)
+{
+	return ts_equal(&a->ts, &b->ts) &&
+	    memcmp(a->nonce, b->nonce, BFT_NONCE_LEN) == 0 &&
+	    memcmp(a->vec, b->vec, (size_t)n * BFT_MAC_LEN) == 0;
+}
+
+static bool
+frag_equal(const struct bft_msg *a, const struct bft_msg *b)
+{
+	return a->frag_len == b->frag_len &&
+	    (a->frag_len == 0 || memcmp(a->frag, b->frag, a->frag_len) == 0);
+}
+
+/* The fields a message of m's type and status carries on the wire. */
+static bool
+fields_equal(const struct bft_msg *m, const struct bft_msg *d, unsigned n)
+{
+	size_t vl = (size_t)n * BFT_MAC_LEN, cl = (size_t)n * BFT_HASH_LEN;
+	unsigned base = m->type & ~BFT_ACK;
+	bool reply = (m->type & BFT_ACK) != 0;
+
+	if (d->type != m->type || d->id != m->id)
+		return false;
+	/* The encoder sends block 0 for HELLO and FLUSH, whatever m says. */
+	if (!reply && (base == BFT_HELLO || base == BFT_FLUSH)) {
+		if (d->block != 0)
+			return false;
+	} else if (d->block != m->block) {
+		return false;
+	}
+	if (reply && (d->status != m->status || m->status != 0))
+		return d->status == m->status;
+	switch (m->type) {
+	case BFT_HELLO:
+		return memcmp(d->cluster_id, m->cluster_id,
+		    BFT_CLUSTER_ID_LEN) == 0 && d->hello_n == m->hello_n &&
+		    d->hello_t == m->hello_t &&
+		    d->block_size == m->block_size &&
+		    d->nblocks == m->nblocks &&
+		    d->server_index == m->server_index;
+	case BFT_STORE:
+		return ts_equal(&d->ts, &m->ts) &&
+		    memcmp(d->nh, m->nh, BFT_HASH_LEN) == 0 &&
+		    memcmp(d->vec, m->vec, vl) == 0 &&
+		    memcmp(d->cc, m->cc, cl) == 0 && frag_equal(d, m);
+	case BFT_COMPLETE:
+		return ts_equal(&d->ts, &m->ts) &&
+		    memcmp(d->nonce, m->nonce, BFT_NONCE_LEN) == 0 &&
+		    memcmp(d->vec, m->vec, vl) == 0;
+	case BFT_FILTER:
+		if (d->ncands != m->ncands)
+			return false;
+		for (uint32_t j = 0; j < m->ncands; j++)
+			if (!cand_equal(&d->cands[j], &m->cands[j], n))
+				return false;
+		return true;
+	case BFT_REPAIR:
+	case BFT_COLLECT | BFT_ACK:
+		return d->ncands == 1 && cand_equal(&d->cands[0],
+		    &m->cands[0], n);
+	case BFT_CLOCK | BFT_ACK:
+	case BFT_STORE | BFT_ACK:
+		return ts_equal(&d->ts, &m->ts);
+	case BFT_FILTER | BFT_ACK:
+		return ts_equal(&d->ts, &m->ts) &&
+		    memcmp(d->vec, m->vec, vl) == 0 &&
+		    memcmp(d->cc, m->cc, cl) == 0 && frag_equal(d, m);
+	default:
+		return true;
+	}
+}
+
+/* Whole-struct equality but for where frag points (its bytes compared). */
+static bool
+all_equal(const struct bft_msg *a, const struct bft_msg *b)
+{
+	static struct bft_msg x, y;
+
+	if (!frag_equal(a, b))
+		return false;
+	x = *a;
+	y = *b;
+	x.frag = y.frag = NULL;
+	return memcmp(&x, &y, sizeof x) == 0;
+}
+
+void
+fuzz_roundtrip(const struct bft_msg *m, unsigned n, bool strict)
+{
+	static struct bft_msg d;
+	struct bft_buf a = { 0 }, b = { 0 };
+	const char *why = "";
+	uint32_t blen = 0;
+
+	FUZZ_CHECK(bft_wire_encode(m, n, &a) == 0, "cannot encode %s for n=%u",
+	    bft_msg_type_str(m->type), n);
+	FUZZ_CHECK(bft_wire_frame(a.data, a.len, &blen) == 0 &&
+	    (size_t)blen + 4 == a.len, "%s: encoded frame of %zu bytes "
+	    "does not split as one frame", bft_msg_type_str(m->type), a.len);
+	FUZZ_CHECK(bft_wire_decode(a.data + 4, blen, n, &d, &why) == 0,
+	    "%s: own encoding does not decode: %s",
+	    bft_msg_type_str(m->type), why);
+	FUZZ_CHECK(fields_equal(m, &d, n), "%s (status %d): fields changed "
+	    "in the round trip", bft_msg_type_str(m->type), (int)m->status);
+	FUZZ_CHECK(!strict || all_equal(m, &d), "%s: decoder left fields "
+	    "its type does not carry nonzero", bft_msg_type_str(m->type));
+	/* The encoder is deterministic: the same message, the same bytes. */
+	FUZZ_CHECK(bft_wire_encode(&d, n, &b) == 0 && b.len == a.len &&
+	    memcmp(a.data, b.data, a.len) == 0, "%s: re-encoding differs",
+	    bft_msg_type_str(m->type));
+	bft_buf_free(&a);
+	bft_buf_free(&b);
+}
+
+/*
+ * The log sink of the harnesses, in place of common/log.c: the handler
+ * logs every refused HELLO, which at thousands of inputs a second would
+ * bury libFuzzer's own output.  Lines are still formatted, so a bad
+ * format argument is caught, and FUZZ_LOG=1 prints them.
+ */
+static int log_on = -1;
+
+void
+bft_log_init(const char *progname, int verbose)
+{
+	(void)progname;
+	(void)verbose;
+}
+
+static void
+vlog(const char *fmt, va_list ap)
+{
+	char line[1024];
+
+	if (log_on < 0)
+		log_on = getenv("FUZZ_LOG") != NULL &&
+		    strcmp(getenv("FUZZ_LOG"), "1") == 0;
+	vsnprintf(line, sizeof line, fmt, ap);
+	if (log_on)
+		fprintf(stderr, "fuzz log: %s\n", line);
+}
+
+void
+bft_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
+
+void
+bft_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
