@@ -20,8 +20,8 @@
 _Static_assert(BFT_MAX_N >= 9, "HELLO has 9 elements");
 
 /* Array lengths by type & 0x7f; replies with status != 0 have 4. */
-static const uint8_t req_len[9] = { 0, 9, 3, 8, 6, 3, 4, 4, 3 };
-static const uint8_t rep_len[9] = { 0, 4, 5, 5, 4, 5, 8, 4, 4 };
+static const uint8_t req_len[9] = { 0, 9, 3, 8, 6, 4, 4, 4, 3 };
+static const uint8_t rep_len[9] = { 0, 4, 5, 5, 4, 7, 8, 4, 4 };
 
 static const char *const type_names[16] = {
 	"HELLO", "CLOCK", "STORE", "COMPLETE",
@@ -135,8 +135,14 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n)
 			if (put_cand(pk, &m->cands[i], n))
 				return -1;
 		return 0;
-	case BFT_REPAIR:
+	case BFT_COLLECT:
+		return msgpack_pack_uint8(pk, m->want_frag ? 1 : 0);
 	case BFT_COLLECT | BFT_ACK:
+		/* Absent cc and frag are empty bins: one shape, 4 bytes. */
+		return put_cand(pk, &m->cands[0], n) ||
+		    put_bin(pk, m->cc, m->has_cc ? cl : 0) ||
+		    put_bin(pk, m->frag, m->has_cc ? m->frag_len : 0);
+	case BFT_REPAIR:
 		return put_cand(pk, &m->cands[0], n);
 	case BFT_CLOCK | BFT_ACK:
 	case BFT_STORE | BFT_ACK:
@@ -160,7 +166,9 @@ encode_check(const struct bft_msg *m, unsigned n)
 	if (m->type == BFT_FILTER && (m->ncands < 1 || m->ncands > BFT_MAX_N))
 		return -1;
 	carries_frag = m->type == BFT_STORE ||
-	    (m->type == (BFT_FILTER | BFT_ACK) && m->status == 0);
+	    (m->type == (BFT_FILTER | BFT_ACK) && m->status == 0) ||
+	    (m->type == (BFT_COLLECT | BFT_ACK) && m->status == 0 &&
+	    m->has_cc);
 	if (carries_frag && (m->frag_len > BFT_MAX_FRAG ||
 	    (m->frag == NULL && m->frag_len != 0)))
 		return -1;
@@ -335,7 +343,7 @@ enum werr {
 	E_NONCE, E_NONCE_LEN, E_NH, E_NH_LEN, E_VEC, E_VEC_LEN, E_CC,
 	E_CC_LEN, E_FRAG, E_FRAG_LEN, E_CAND, E_CANDS, E_NCANDS, E_CID,
 	E_CID_LEN, E_HELLO_N, E_HELLO_T, E_BSIZE, E_NBLOCKS, E_SINDEX,
-	E_COUNT
+	E_WANT, E_FRAG_NOCC, E_COUNT
 };
 
 #define WHYS(T) {							\
@@ -366,6 +374,8 @@ enum werr {
 	[E_BSIZE] = T ": block_size is not a uint32",			\
 	[E_NBLOCKS] = T ": nblocks is not a uint",			\
 	[E_SINDEX] = T ": server_index is not a uint32",		\
+	[E_WANT] = T ": want is not 0 or 1",				\
+	[E_FRAG_NOCC] = T ": frag without cc",				\
 }
 
 static const char *const whys[16][E_COUNT] = {
@@ -510,9 +520,27 @@ get_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 	case BFT_CLOCK | BFT_ACK:
 	case BFT_STORE | BFT_ACK:
 		return get_ts(&a[4], &m->ts);
+	case BFT_COLLECT:
+		if (a[3].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    a[3].via.u64 > 1)
+			return E_WANT;
+		m->want_frag = a[3].via.u64 == 1;
+		return E_OK;
 	case BFT_COLLECT | BFT_ACK:
 		m->ncands = 1;
-		return get_cand(&a[4], &m->cands[0], n);
+		if ((e = get_cand(&a[4], &m->cands[0], n)))
+			return e;
+		/* cc is all or nothing; a fragment needs its cc to be checked. */
+		if (a[5].type == MSGPACK_OBJECT_BIN && a[5].via.bin.size == 0) {
+			if (a[6].type == MSGPACK_OBJECT_BIN &&
+			    a[6].via.bin.size != 0)
+				return E_FRAG_NOCC;
+		} else {
+			if ((e = get_bin(&a[5], m->cc, cl, E_CC)))
+				return e;
+			m->has_cc = true;
+		}
+		return get_frag(&a[6], body, len, m);
 	case BFT_FILTER | BFT_ACK:
 		if ((e = get_ts(&a[4], &m->ts)) ||
 		    (e = get_bin(&a[5], m->vec, vl, E_VEC)) ||
