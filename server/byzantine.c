@@ -360,8 +360,14 @@ answer_stale(struct bft_byz *b, const struct bft_msg *req,
 		rep->ts = s->lc.ts;
 		break;
 	case BFT_COLLECT:
+		/* The old lc with its own cc and fragment: all of a piece. */
 		rep->cands[0] = s->lc;
 		rep->ncands = 1;
+		rep->has_cc = s != &c0;
+		memcpy(rep->cc, s->meta.cc, sizeof rep->cc);
+		rep->frag = s->frag;
+		rep->frag_len = rep->has_cc && req->want_frag ?
+		    s->meta.frag_len : 0;
 		break;
 	case BFT_FILTER:
 		rep->ts = s->meta.ts;
@@ -436,6 +442,17 @@ answer_forged(struct bft_byz *b, const struct bft_msg *req,
 		}
 		fill(&b->rng, c->nonce, sizeof c->nonce);
 		rep->ncands = 1;
+		/* A cc, and a fragment that matches our entry of it. */
+		len = rep->frag_len ? rep->frag_len : b->frag_len;
+		rep->has_cc = true;
+		fill(&b->rng, rep->cc, (size_t)b->n * BFT_HASH_LEN);
+		rep->frag_len = 0;
+		if (req->want_frag) {
+			fill(&b->rng, b->fragbuf, len);
+			bft_hash(b->fragbuf, len, rep->cc[b->self]);
+			rep->frag = b->fragbuf;
+			rep->frag_len = len;
+		}
 		break;
 	case BFT_FILTER:
 		forge_ts(b, &rep->ts);
@@ -484,28 +501,53 @@ own_frag(struct bft_byz *b, struct bft_msg *rep)
 	rep->frag = b->fragbuf;
 }
 
-/* collude: fragment j comes from (seed, block, ts, j) at every colluder. */
+/*
+ * collude: fragment j comes from (seed, block, ts, j) at every colluder.
+ * A COLLECT_ACK without a fragment still gets the colluders' cc, whose
+ * entries are hashes of fragments of b->frag_len bytes.
+ */
 static void
-collude(struct bft_byz *b, uint64_t block, struct bft_msg *rep)
+collude(struct bft_byz *b, uint64_t block, const struct bft_ts *ts,
+    struct bft_msg *rep)
 {
+	uint32_t len = rep->frag_len ? rep->frag_len : b->frag_len;
 	uint64_t s;
 
 	for (unsigned j = 0; j <= b->n; j++) {
 		s = b->seed ^ block * UINT64_C(0x9e3779b97f4a7c15) ^
-		    rep->ts.num * UINT64_C(0xc2b2ae3d27d4eb4f) ^ rep->ts.wid ^
+		    ts->num * UINT64_C(0xc2b2ae3d27d4eb4f) ^ ts->wid ^
 		    (uint64_t)(j < b->n ? j : b->self) << 56;
-		fill(&s, b->fragbuf, rep->frag_len);
+		fill(&s, b->fragbuf, len);
 		if (j < b->n)
-			bft_hash(b->fragbuf, rep->frag_len, rep->cc[j]);
+			bft_hash(b->fragbuf, len, rep->cc[j]);
 	}
-	rep->frag = b->fragbuf;
+	if (rep->frag_len)
+		rep->frag = b->fragbuf;
 	hit(b, BFT_BYZ_COLLUDE);
+}
+
+/*
+ * The cc a reply carries, and the timestamp it is for: FILTER_ACK's
+ * Hist entry, or COLLECT_ACK's lc when the 1-round read's cc came with
+ * it.  NULL when the reply carries none.
+ */
+static const struct bft_ts *
+cc_ts(const struct bft_msg *rep)
+{
+	if (rep->type == (BFT_FILTER | BFT_ACK) && rep->frag_len > 0 &&
+	    !bft_ts_is_zero(&rep->ts))
+		return &rep->ts;
+	if (rep->type == (BFT_COLLECT | BFT_ACK) && rep->has_cc &&
+	    !bft_ts_is_zero(&rep->cands[0].ts))
+		return &rep->cands[0].ts;
+	return NULL;
 }
 
 static void
 rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
     struct bft_msg *rep)
 {
+	const struct bft_ts *ts;
 	uint64_t r;
 
 	if (modes & BFT_BYZ_STALE)
@@ -515,24 +557,27 @@ rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
 	if ((modes & BFT_BYZ_BAD_MAC) && (rep->type == (BFT_COLLECT |
 	    BFT_ACK) || rep->type == (BFT_FILTER | BFT_ACK)))
 		break_macs(b, rep);
-	if (rep->type != (BFT_FILTER | BFT_ACK) || rep->frag_len == 0 ||
-	    bft_ts_is_zero(&rep->ts))
+	if ((ts = cc_ts(rep)) == NULL)
 		return;
 	/* One flipped bit is the least a hash check must catch. */
-	if (modes & BFT_BYZ_CORRUPT_FRAGMENT) {
+	if ((modes & BFT_BYZ_CORRUPT_FRAGMENT) && rep->frag_len > 0) {
 		own_frag(b, rep);
 		r = next_rand(&b->rng);
 		b->fragbuf[(r >> 3) % rep->frag_len] ^= (uint8_t)(1u << (r & 7));
 		hit(b, BFT_BYZ_CORRUPT_FRAGMENT);
 	}
-	if (modes & BFT_BYZ_BAD_CHECKSUM) {
+	if ((modes & BFT_BYZ_BAD_CHECKSUM) && rep->frag_len > 0) {
 		own_frag(b, rep);
 		fill(&b->rng, b->fragbuf, rep->frag_len);
 		bft_hash(b->fragbuf, rep->frag_len, rep->cc[b->self]);
 		hit(b, BFT_BYZ_BAD_CHECKSUM);
+	} else if (modes & BFT_BYZ_BAD_CHECKSUM) {
+		/* No fragment asked of us: our cc entry still lies. */
+		fill(&b->rng, rep->cc[b->self], BFT_HASH_LEN);
+		hit(b, BFT_BYZ_BAD_CHECKSUM);
 	}
 	if (modes & BFT_BYZ_COLLUDE)
-		collude(b, req->block, rep);
+		collude(b, req->block, ts, rep);
 }
 
 int
