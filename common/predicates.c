@@ -142,3 +142,106 @@ bft_highest(const struct bft_cand *C, unsigned nc)
 			best = (int)j;
 	return best;
 }
+
+static bool
+cand_equal(const struct bft_cand *a, const struct bft_cand *b, unsigned n)
+{
+	return bft_ts_cmp(&a->ts, &b->ts) == 0 &&
+	    memcmp(a->ts.mac, b->ts.mac, BFT_MAC_LEN) == 0 &&
+	    memcmp(a->nonce, b->nonce, BFT_NONCE_LEN) == 0 &&
+	    memcmp(a->vec, b->vec, (size_t)n * BFT_MAC_LEN) == 0;
+}
+
+/*
+ * Why YES may return c after COLLECT alone (n = 3t+1, at most t liars):
+ *
+ * - c was written: its timestamp carries the writer's MAC, and t+1
+ *   replies agreeing on cc include a correct server, which sends cc only
+ *   when its Hist[c.ts] backs c (validByHist: H(c.N) matches).  The
+ *   nonce is revealed only by COMPLETE, after STORE reached n-t servers.
+ *   The same correct server makes the agreed cc the writer's, so
+ *   fragments that hash to it decode to the value written under c.ts.
+ * - No write that completed before the read began is newer than c: it
+ *   set lc at n-t servers, which meet the n-t replies for c in t+1
+ *   servers, one of them correct; a correct server's lc never goes back,
+ *   so it would have replied with a newer lc, not with c.
+ * - Every read that begins after this one returns c or newer: the n-t
+ *   replies for c include n-2t = t+1 correct servers whose lc is now c
+ *   or newer, which is all a completed WRITE of c guarantees (and all
+ *   FILTER's write-back would have added).  Any later n-t replies meet
+ *   those t+1 in a correct server, so c or a newer candidate is in the
+ *   later read's C, and (Lemma A.16) it is never excluded there.
+ *
+ * Two different candidates cannot both have n-t replies (2(n-t) > n and
+ * each server sends one lc), so the candidate found is the only one.
+ */
+enum bft_fast_verdict
+bft_fast_read(const struct bft_collect_reply *A, unsigned n, unsigned t,
+    uint32_t pending, uint32_t want, const uint8_t kw[BFT_KEY_LEN],
+    int *pick, uint32_t *have)
+{
+	unsigned missing = (unsigned)__builtin_popcount(pending);
+	unsigned best_cnt = 0, cc_cnt = 0, nfrag = 0, more;
+	int best = -1, cc_src = -1;
+	const struct bft_cand *c;
+
+	*pick = -1;
+	*have = 0;
+	/* The candidate the most replies carry. */
+	for (unsigned a = 0; a < n; a++) {
+		unsigned cnt = 0;
+
+		if (!A[a].present || bft_ts_is_zero(&A[a].lc.ts))
+			continue;
+		for (unsigned b = 0; b < n; b++)
+			if (A[b].present && cand_equal(&A[a].lc, &A[b].lc, n))
+				cnt++;
+		if (cnt > best_cnt) {
+			best = (int)a;
+			best_cnt = cnt;
+		}
+	}
+	if (best_cnt + missing < n - t)
+		return BFT_FAST_NO;
+	if (best_cnt < n - t)
+		return BFT_FAST_WAIT;
+	c = &A[best].lc;
+	if (!bft_ts_verify(&c->ts, kw))
+		return BFT_FAST_NO;
+	/* The cc the most replies for c agree on. */
+	for (unsigned a = 0; a < n; a++) {
+		unsigned cnt = 0;
+
+		if (!A[a].present || !A[a].has_cc ||
+		    !cand_equal(&A[a].lc, c, n))
+			continue;
+		for (unsigned b = 0; b < n; b++)
+			if (A[b].present && A[b].has_cc &&
+			    cand_equal(&A[b].lc, c, n) &&
+			    memcmp(A[a].cc, A[b].cc,
+			    (size_t)n * BFT_HASH_LEN) == 0)
+				cnt++;
+		if (cnt > cc_cnt) {
+			cc_src = (int)a;
+			cc_cnt = cnt;
+		}
+	}
+	if (cc_cnt + missing < t + 1)
+		return BFT_FAST_NO;
+	if (cc_cnt < t + 1)
+		return BFT_FAST_WAIT;
+	*pick = cc_src;
+	/* Fragments of c that hash to the agreed cc: any t+1 decode. */
+	for (unsigned i = 0; i < n; i++) {
+		if (!A[i].present || !A[i].has_frag ||
+		    !cand_equal(&A[i].lc, c, n) ||
+		    !bft_equal(A[i].fh, A[cc_src].cc[i], BFT_HASH_LEN))
+			continue;
+		*have |= 1u << i;
+		nfrag++;
+	}
+	if (nfrag >= t + 1)
+		return BFT_FAST_YES;
+	more = (unsigned)__builtin_popcount(pending & want);
+	return nfrag + more < t + 1 ? BFT_FAST_NO : BFT_FAST_WAIT;
+}

@@ -14,6 +14,9 @@
  *   safe(c)     = >= t+1 replies with ts == c.ts that agree on cc and vec,
  *                 and whose fragments hash to their cc entry
  *   invalid(c)  = >= n-t replies with ts < c.ts
+ *
+ * Not in the paper: fastread(A), the 1-round READ over the COLLECT
+ * replies A[1..n] (see bft_fast_read() below and the README).
  */
 #ifndef BFTBLK_PREDICATES_H
 #define BFTBLK_PREDICATES_H
@@ -59,5 +62,36 @@ unsigned bft_drop_invalid(struct bft_cand *C, unsigned nc,
 
 /* Index in C of the highest candidate, or -1 when nc == 0. */
 int bft_highest(const struct bft_cand *C, unsigned nc);
+
+/* One COLLECT_ACK as the reader keeps it for the 1-round read: A[i]. */
+struct bft_collect_reply {
+	bool present;			/* server i answered COLLECT */
+	struct bft_cand lc;		/* its lc */
+	bool has_cc;			/* with the cc of Hist[lc.ts] */
+	uint8_t cc[BFT_MAX_N][BFT_HASH_LEN];
+	bool has_frag;			/* with fragment i, whose hash is fh */
+	uint8_t fh[BFT_HASH_LEN];
+};
+
+enum bft_fast_verdict {
+	BFT_FAST_NO,		/* cannot succeed any more: run FILTER */
+	BFT_FAST_WAIT,		/* may succeed once pending servers answer */
+	BFT_FAST_YES,		/* A[*pick].lc is the value, from *have */
+};
+
+/*
+ * The 1-round READ: YES when at least n-t replies carry one and the same
+ * candidate c (ts, MAC, nonce and vec) with c.ts non-zero and signed
+ * under kw, at least t+1 of them carry an identical cc, and at least
+ * t+1 of them carry a fragment whose hash is that cc's entry for its
+ * server.  pending holds the servers whose reply may still come, want
+ * those asked for a fragment; WAIT means the replies so far allow YES
+ * later, NO that no further reply can.  *pick is set (or -1) to a reply
+ * carrying c and the agreed cc as soon as those are known, *have to the
+ * replies whose fragments match that cc (0 before).
+ */
+enum bft_fast_verdict bft_fast_read(const struct bft_collect_reply *A,
+    unsigned n, unsigned t, uint32_t pending, uint32_t want,
+    const uint8_t kw[BFT_KEY_LEN], int *pick, uint32_t *have);
 
 #endif

@@ -8,20 +8,11 @@
 #include <msgpack.h>
 
 #include "wire.h"
-
-/*
- * No message nests deeper than body -> candidates -> candidate -> ts, and
- * no array has more elements than a FILTER's candidate list or a HELLO.
- * Holding every body to both keeps what msgpack-c allocates for one body
- * under (16 + 16^2 + 16^3 + 16^4) objects of 32 bytes, whatever it says.
- */
-#define WIRE_MAX_DEPTH	4
-#define WIRE_MAX_ARRAY	BFT_MAX_N
-_Static_assert(BFT_MAX_N >= 9, "HELLO has 9 elements");
+#include "wire_scan.h"
 
 /* Array lengths by type & 0x7f; replies with status != 0 have 4. */
-static const uint8_t req_len[9] = { 0, 9, 3, 8, 6, 3, 4, 4, 3 };
-static const uint8_t rep_len[9] = { 0, 4, 5, 5, 4, 5, 8, 4, 4 };
+static const uint8_t req_len[9] = { 0, 9, 3, 8, 6, 4, 4, 4, 3 };
+static const uint8_t rep_len[9] = { 0, 4, 5, 5, 4, 7, 8, 4, 4 };
 
 static const char *const type_names[16] = {
 	"HELLO", "CLOCK", "STORE", "COMPLETE",
@@ -141,8 +132,14 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n)
 			if (put_cand(pk, &m->cands[i], n))
 				return -1;
 		return 0;
-	case BFT_REPAIR:
+	case BFT_COLLECT:
+		return msgpack_pack_uint8(pk, m->want_frag ? 1 : 0);
 	case BFT_COLLECT | BFT_ACK:
+		/* Absent cc and frag are empty bins: one shape, 4 bytes. */
+		return put_cand(pk, &m->cands[0], n) ||
+		    put_bin(pk, m->cc, m->has_cc ? cl : 0) ||
+		    put_bin(pk, m->frag, m->has_cc ? m->frag_len : 0);
+	case BFT_REPAIR:
 		return put_cand(pk, &m->cands[0], n);
 	case BFT_CLOCK | BFT_ACK:
 	case BFT_STORE | BFT_ACK:
@@ -166,7 +163,9 @@ encode_check(const struct bft_msg *m, unsigned n)
 	if (m->type == BFT_FILTER && (m->ncands < 1 || m->ncands > BFT_MAX_N))
 		return -1;
 	carries_frag = m->type == BFT_STORE ||
-	    (m->type == (BFT_FILTER | BFT_ACK) && m->status == 0);
+	    (m->type == (BFT_FILTER | BFT_ACK) && m->status == 0) ||
+	    (m->type == (BFT_COLLECT | BFT_ACK) && m->status == 0 &&
+	    m->has_cc);
 	if (carries_frag && (m->frag_len > BFT_MAX_FRAG ||
 	    (m->frag == NULL && m->frag_len != 0)))
 		return -1;
@@ -242,95 +241,11 @@ bft_wire_frame(const uint8_t *buf, size_t avail, uint32_t *body_len)
  *
  * msgpack-c allocates every array's declared element count before it
  * reads a single element, so a five-byte body claiming 2^32 elements asks
- * for 128 GiB.  scan() therefore walks the raw bytes first and refuses
- * anything that is truncated, has trailing bytes, or nests or counts
- * beyond what a message can hold; only then does msgpack-c build objects.
+ * for 128 GiB.  bft_wire_scan() (wire_scan.c) therefore walks the raw
+ * bytes first and refuses anything that is truncated, has trailing bytes,
+ * or nests or counts beyond what a message can hold; only then does
+ * msgpack-c build objects.
  */
-
-/* Reads a big-endian integer of w bytes at *pos, if that many are left. */
-static int
-scan_be(const uint8_t *b, size_t len, size_t *pos, unsigned w, uint64_t *v)
-{
-	unsigned i;
-
-	if (len - *pos < w)
-		return -1;
-	*v = 0;
-	for (i = 0; i < w; i++)
-		*v = *v << 8 | b[(*pos)++];
-	return 0;
-}
-
-/* Payload sizes of float 32/64, uint 8..64 and int 8..64 (0xca..0xd3). */
-static const uint8_t fixed_len[10] = { 4, 8, 1, 2, 4, 8, 1, 2, 4, 8 };
-
-/*
- * left[d] counts the objects still due at nesting level d; level 0 is the
- * body itself, which must be exactly one object.
- */
-static const char *
-scan(const uint8_t *b, size_t len)
-{
-	uint64_t left[WIRE_MAX_DEPTH + 1], skip, count;
-	unsigned depth = 0, c, w;
-	size_t pos = 0;
-
-	left[0] = 1;
-	for (;;) {
-		while (depth > 0 && left[depth] == 0)
-			depth--;
-		if (left[depth] == 0)
-			break;
-		if (pos == len)
-			return "truncated body";
-		left[depth]--;
-		c = b[pos++];
-		skip = count = 0;
-		/*
-		 * In order: fixmap, fixarray, fixstr, bin 8/16/32, ext 8/16/32
-		 * (which add a type byte), numbers, fixext, str 8/16/32, array
-		 * and map 16/32.  Fixints, nil and booleans are one byte.
-		 */
-		if (c >= 0x80 && c <= 0x8f) {
-			count = 2 * (c & 0x0f);
-		} else if (c >= 0x90 && c <= 0x9f) {
-			count = c & 0x0f;
-		} else if (c >= 0xa0 && c <= 0xbf) {
-			skip = c & 0x1f;
-		} else if (c == 0xc1) {
-			return "invalid msgpack byte";
-		} else if (c >= 0xc4 && c <= 0xc9) {
-			w = 1u << ((c - 0xc4) % 3);
-			if (scan_be(b, len, &pos, w, &skip))
-				return "truncated body";
-			skip += c >= 0xc7;
-		} else if (c >= 0xca && c <= 0xd3) {
-			skip = fixed_len[c - 0xca];
-		} else if (c >= 0xd4 && c <= 0xd8) {
-			skip = 1 + (1u << (c - 0xd4));
-		} else if (c >= 0xd9 && c <= 0xdb) {
-			if (scan_be(b, len, &pos, 1u << (c - 0xd9), &skip))
-				return "truncated body";
-		} else if (c >= 0xdc && c <= 0xdf) {
-			if (scan_be(b, len, &pos, (c & 1) ? 4 : 2, &count))
-				return "truncated body";
-			count *= c >= 0xde ? 2 : 1;
-		}
-		if (skip > len - pos)
-			return "truncated body";
-		pos += skip;
-		if (count > WIRE_MAX_ARRAY)
-			return "array or map longer than any message needs";
-		if (count == 0)
-			continue;
-		if (depth == WIRE_MAX_DEPTH)
-			return "nesting deeper than any message needs";
-		left[++depth] = count;
-	}
-	if (pos != len)
-		return "trailing bytes after message";
-	return NULL;
-}
 
 /*
  * Per-field reasons, each message type getting a copy with its own name.
@@ -341,7 +256,7 @@ enum werr {
 	E_NONCE, E_NONCE_LEN, E_NH, E_NH_LEN, E_VEC, E_VEC_LEN, E_CC,
 	E_CC_LEN, E_FRAG, E_FRAG_LEN, E_CAND, E_CANDS, E_NCANDS, E_CID,
 	E_CID_LEN, E_HELLO_N, E_HELLO_T, E_BSIZE, E_NBLOCKS, E_SINDEX,
-	E_COUNT
+	E_WANT, E_FRAG_NOCC, E_COUNT
 };
 
 #define WHYS(T) {							\
@@ -372,6 +287,8 @@ enum werr {
 	[E_BSIZE] = T ": block_size is not a uint32",			\
 	[E_NBLOCKS] = T ": nblocks is not a uint",			\
 	[E_SINDEX] = T ": server_index is not a uint32",		\
+	[E_WANT] = T ": want is not 0 or 1",				\
+	[E_FRAG_NOCC] = T ": frag without cc",				\
 }
 
 static const char *const whys[16][E_COUNT] = {
@@ -516,9 +433,27 @@ get_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 	case BFT_CLOCK | BFT_ACK:
 	case BFT_STORE | BFT_ACK:
 		return get_ts(&a[4], &m->ts);
+	case BFT_COLLECT:
+		if (a[3].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    a[3].via.u64 > 1)
+			return E_WANT;
+		m->want_frag = a[3].via.u64 == 1;
+		return E_OK;
 	case BFT_COLLECT | BFT_ACK:
 		m->ncands = 1;
-		return get_cand(&a[4], &m->cands[0], n);
+		if ((e = get_cand(&a[4], &m->cands[0], n)))
+			return e;
+		/* cc is all or nothing; a fragment needs its cc to be checked. */
+		if (a[5].type == MSGPACK_OBJECT_BIN && a[5].via.bin.size == 0) {
+			if (a[6].type == MSGPACK_OBJECT_BIN &&
+			    a[6].via.bin.size != 0)
+				return E_FRAG_NOCC;
+		} else {
+			if ((e = get_bin(&a[5], m->cc, cl, E_CC)))
+				return e;
+			m->has_cc = true;
+		}
+		return get_frag(&a[6], body, len, m);
 	case BFT_FILTER | BFT_ACK:
 		if ((e = get_ts(&a[4], &m->ts)) ||
 		    (e = get_bin(&a[5], m->vec, vl, E_VEC)) ||
@@ -598,7 +533,7 @@ bft_wire_decode(const uint8_t *body, size_t len, unsigned n,
 	else if (len > BFT_MAX_FRAME)
 		w = "body longer than BFT_MAX_FRAME";
 	else
-		w = scan(body, len);
+		w = bft_wire_scan(body, len);
 	if (w != NULL)
 		goto out;
 	msgpack_unpacked_init(&u);

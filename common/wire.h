@@ -18,7 +18,9 @@
  *   CLOCK    [type, id, block]
  *   STORE    [type, id, block, ts, nh (bin 32), vec, cc, frag (bin)]
  *   COMPLETE [type, id, block, ts, nonce (bin 32), vec]
- *   COLLECT  [type, id, block]
+ *   COLLECT  [type, id, block, want (uint 0 or 1)]
+ *            (want = 1: send the fragment of lc too, for the 1-round
+ *             read; the reader asks only k = t+1 servers for one)
  *   FILTER   [type, id, block, [cand, ...]]   (1..n candidates)
  *   REPAIR   [type, id, block, cand]
  *   FLUSH    [type, id, 0]
@@ -30,19 +32,26 @@
  *   CLOCK_ACK    [..., status, ts]           (the server's lc.ts)
  *   STORE_ACK    [..., status, ts]           (lc.ts after the STORE: a
  *                 writer that skipped CLOCK checks it was not overtaken)
- *   COLLECT_ACK  [..., status, cand]         (the server's lc)
+ *   COLLECT_ACK  [..., status, cand, cc, frag]  (the server's lc; cc is
+ *                 Hist[lc.ts].cc when the server holds that entry and it
+ *                 backs lc (validByHist), else an empty bin; frag is
+ *                 Hist[lc.ts].fr when the request had want = 1 and cc is
+ *                 there, else an empty bin: a fragment never comes
+ *                 without its cross-checksum)
  *   FILTER_ACK   [..., status, ts, vec, cc, frag]  (Hist[c_rt.ts]; when
  *                 c_rt is c0, ts is zero, vec and cc all zero, frag empty)
  *
  * The decoder checks every field: types, array lengths, bin lengths
- * (vec exactly n*16, cc exactly n*32, nonce and nh exactly 32, mac 16,
- * cluster id 16, frag at most BFT_MAX_FRAG), candidate counts
+ * (vec exactly n*16, cc exactly n*32 (COLLECT_ACK: 0 or n*32), nonce
+ * and nh exactly 32, mac 16, cluster id 16, frag at most BFT_MAX_FRAG,
+ * and empty in a COLLECT_ACK without cc), want 0 or 1, candidate counts
  * (1..BFT_MAX_N), trailing garbage, and the frame limit.  It never reads
  * outside the buffer it is given.
  */
 #ifndef BFTBLK_WIRE_H
 #define BFTBLK_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,12 +86,15 @@ struct bft_msg {
 	uint8_t nonce[BFT_NONCE_LEN];	/* COMPLETE */
 	uint8_t nh[BFT_HASH_LEN];	/* STORE */
 	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];	/* STORE, COMPLETE, FILTER_ACK */
-	uint8_t cc[BFT_MAX_N][BFT_HASH_LEN];	/* STORE, FILTER_ACK */
-	const uint8_t *frag;		/* STORE, FILTER_ACK */
+	uint8_t cc[BFT_MAX_N][BFT_HASH_LEN];	/* STORE, FILTER_ACK, COLLECT_ACK */
+	const uint8_t *frag;		/* STORE, FILTER_ACK, COLLECT_ACK */
 	uint32_t frag_len;
 
 	struct bft_cand cands[BFT_MAX_N];	/* FILTER: C; COLLECT_ACK, REPAIR: [0] */
 	uint32_t ncands;
+
+	bool want_frag;			/* COLLECT: answer with lc's fragment */
+	bool has_cc;			/* COLLECT_ACK: cc (and maybe frag) present */
 
 	/* HELLO */
 	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];

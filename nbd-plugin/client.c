@@ -252,6 +252,12 @@ on_tick(uv_timer_t *t)
 
 		if (op == NULL || now < op->deadline_ms)
 			continue;
+		/* Not a timeout: a short wait of the 1-round read ran out. */
+		if (op->kind == OP_READ && op->phase == PH_COLLECT &&
+		    op->fast_wait) {
+			fast_read_expired(op);
+			continue;
+		}
 		atomic_fetch_add(&op->cl->stats.timeouts, 1);
 		if (op->kind == OP_READ && op->phase == PH_FILTER) {
 			read_timeout(op);

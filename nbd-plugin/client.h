@@ -89,6 +89,14 @@ struct op {
 	struct bft_cand chosen;
 	uint32_t quorum;
 	bool zero;			/* C came out empty: the block reads as 0 */
+
+	/* Read, 1-round path (op_read_fast.c): the COLLECT replies. */
+	struct bft_collect_reply A[BFT_MAX_N];
+	uint32_t want;			/* servers asked for their fragment */
+	uint32_t fast_have;		/* fragments to decode from */
+	bool fast_on;			/* the 1-round read may still succeed */
+	bool fast_wait;			/* n-t replies in, fragments awaited */
+	bool fast_done;			/* decided in one round */
 };
 
 struct bft_client_stats {
@@ -96,6 +104,7 @@ struct bft_client_stats {
 	atomic_ullong read_restarts, repairs, forged_ts;
 	atomic_ullong timeouts, reconnects;
 	atomic_ullong fast_writes, fast_fallbacks;
+	atomic_ullong fast_reads, fast_read_fallbacks;
 };
 
 struct bft_client_params {

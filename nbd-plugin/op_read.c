@@ -1,6 +1,7 @@
 /*
  * READ of one block (Algorithm 6): COLLECT, FILTER, and REPAIR only when
- * the selected candidate's MAC vector was corrupted.
+ * the selected candidate's MAC vector was corrupted.  COLLECT alone is
+ * enough when its replies agree (the 1-round read, op_read_fast.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -27,14 +28,16 @@ read_start(struct op *op)
 	op->unhashed = 0;
 	op->wrong_len = 0;
 	memset(op->W, 0, sizeof op->W);
+	fast_read_start(op);
 	round_start(op, PH_COLLECT);
 }
 
 void
 read_build(struct op *op, unsigned i, struct bft_msg *m)
 {
-	(void)i;
-	if (op->phase == PH_FILTER) {
+	if (op->phase == PH_COLLECT) {
+		m->want_frag = (op->want >> i) & 1;
+	} else if (op->phase == PH_FILTER) {
 		memcpy(m->cands, op->C, op->nc * sizeof op->C[0]);
 		m->ncands = op->nc;
 	} else if (op->phase == PH_REPAIR) {
@@ -205,15 +208,40 @@ filter_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	filter_check(op, popcount32(op->replied) == cl->n);
 }
 
+/* COLLECT's wait condition, re-checked after every reply. */
+static void
+collect_check(struct op *op)
+{
+	struct bft_client *cl = op->cl;
+
+	if (popcount32(op->ok) < cl->n - cl->t)
+		return;
+	/*
+	 * No candidate among n-t answers: no write had completed when we
+	 * began (its n-t would intersect ours in a correct server), so
+	 * zeros are a linearizable answer.
+	 */
+	if (op->nc == 0) {
+		op->zero = true;
+		op_done(op, 0, NULL);
+		return;
+	}
+	if (!fast_read_try(op))
+		round_start(op, PH_FILTER);
+}
+
 void
 read_reply(struct op *op, unsigned i, const struct bft_msg *m)
 {
 	struct bft_client *cl = op->cl;
 
 	if (m->status != BFT_OK) {
-		if (!round_note_error(op, i, m->status) &&
-		    op->phase == PH_FILTER)
+		if (round_note_error(op, i, m->status))
+			return;
+		if (op->phase == PH_FILTER)
 			filter_check(op, popcount32(op->replied) == cl->n);
+		else if (op->phase == PH_COLLECT)
+			collect_check(op);
 		return;
 	}
 	switch (op->phase) {
@@ -221,19 +249,8 @@ read_reply(struct op *op, unsigned i, const struct bft_msg *m)
 		op->ok |= 1u << i;
 		if (m->ncands == 1)
 			add_candidate(op, &m->cands[0]);
-		if (popcount32(op->ok) < cl->n - cl->t)
-			return;
-		/*
-		 * No candidate among n-t answers: no write had completed
-		 * when we began (its n-t would intersect ours in a correct
-		 * server), so zeros are a linearizable answer.
-		 */
-		if (op->nc == 0) {
-			op->zero = true;
-			op_done(op, 0, NULL);
-			return;
-		}
-		round_start(op, PH_FILTER);
+		fast_read_note(op, i, m);
+		collect_check(op);
 		break;
 	case PH_FILTER:
 		filter_reply(op, i, m);
@@ -276,16 +293,22 @@ bft_op_finish_read(struct op *op)
 		memset(op->data, 0, BFT_BLOCK_SIZE);
 		return 0;
 	}
-	/* RESTORE (lines 164-168): fragments matching the quorum's cc. */
-	q = (unsigned)__builtin_ctz(op->quorum);
-	for (unsigned i = 0; i < cl->n; i++) {
-		const struct bft_reply *w = &op->W[i];
-
+	for (unsigned i = 0; i < cl->n; i++)
 		frags[i] = op->frags[i];
-		if (w->present && w->frag_ok &&
-		    bft_ts_cmp(&w->ts, &op->chosen.ts) == 0 &&
-		    memcmp(w->cc, op->W[q].cc, sizeof w->cc) == 0)
-			have |= 1u << i;
+	if (op->fast_done) {
+		/* COLLECT's fragments, checked against the agreed cc. */
+		have = op->fast_have;
+	} else {
+		/* RESTORE (lines 164-168): fragments matching the quorum's cc. */
+		q = (unsigned)__builtin_ctz(op->quorum);
+		for (unsigned i = 0; i < cl->n; i++) {
+			const struct bft_reply *w = &op->W[i];
+
+			if (w->present && w->frag_ok &&
+			    bft_ts_cmp(&w->ts, &op->chosen.ts) == 0 &&
+			    memcmp(w->cc, op->W[q].cc, sizeof w->cc) == 0)
+				have |= 1u << i;
+		}
 	}
 	if (cl->p.vc == NULL) {
 		if (bft_ec_decode(cl->p.ec, frags, have, op->data) == 0)

@@ -119,6 +119,14 @@ tscache_note(struct bft_client *cl, uint64_t block, uint64_t num)
 {
 	struct tscache_entry *e = &cl->tscache[block % TSCACHE_SIZE];
 
+	/*
+	 * Never back: a read that began before our own write completed may
+	 * finish after it with the older value, and storing under the
+	 * older num + 1 again would reuse our write's (num, wid) for other
+	 * data, which servers refuse with ESTALE.
+	 */
+	if (e->valid && e->block == block && e->num >= num)
+		return;
 	e->block = block;
 	e->num = num;
 	e->valid = true;

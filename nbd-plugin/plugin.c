@@ -245,10 +245,13 @@ bftblk_cleanup(void)
 	if (client == NULL)
 		return;
 	s = bft_client_stats(client);
-	nbdkit_debug("bftblk: %llu reads (%llu restarts, %llu repairs), "
+	nbdkit_debug("bftblk: %llu reads (%llu in one round, %llu fell back, "
+	    "%llu restarts, %llu repairs), "
 	    "%llu writes (%llu without CLOCK, %llu fell back), %llu flushes, "
 	    "%llu forged timestamps, %llu timeouts, %llu reconnects",
-	    (unsigned long long)s->reads, (unsigned long long)s->read_restarts,
+	    (unsigned long long)s->reads, (unsigned long long)s->fast_reads,
+	    (unsigned long long)s->fast_read_fallbacks,
+	    (unsigned long long)s->read_restarts,
 	    (unsigned long long)s->repairs, (unsigned long long)s->writes,
 	    (unsigned long long)s->fast_writes,
 	    (unsigned long long)s->fast_fallbacks,

@@ -27,6 +27,12 @@ struct bft_client {
 	unsigned n, t;
 	uint64_t writer_id;		/* loop thread only */
 	struct tscache_entry tscache[TSCACHE_SIZE];
+	/*
+	 * Until when (loop time, ms) the 1-round read asks another server
+	 * for a fragment instead of server i, which failed to give a good
+	 * one in time.  Loop thread only.
+	 */
+	uint64_t frag_avoid_until[BFT_MAX_N];
 	struct bft_client_stats stats;
 	struct client_loop *lp;		/* event loop internals (client.c) */
 };
@@ -62,5 +68,16 @@ void read_start(struct op *op);
 void read_build(struct op *op, unsigned i, struct bft_msg *m);
 void read_reply(struct op *op, unsigned i, const struct bft_msg *m);
 void read_timeout(struct op *op);
+
+/* The 1-round read (op_read_fast.c), driven by op_read.c. */
+void fast_read_start(struct op *op);
+void fast_read_note(struct op *op, unsigned i, const struct bft_msg *m);
+/*
+ * With n-t COLLECT replies in: true when the 1-round read finished op
+ * or waits for more replies, false when FILTER must run.
+ */
+bool fast_read_try(struct op *op);
+/* The wait for fragments timed out: FILTER must run. */
+void fast_read_expired(struct op *op);
 
 #endif

@@ -2,16 +2,18 @@
  * Byzantine modes of bftblk-server, for the scenarios of
  * tests/faults/byz-*.sh; byzantine.h says what each mode attacks.  The
  * handler has already run honestly, so the server's stored state is that
- * of a correct server: only what it tells its clients is a lie.
+ * of a correct server: only what it tells its clients is a lie.  This
+ * file is the plumbing (modes, connections, dropped and held replies);
+ * the lies themselves are in byzantine_lies.c.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "crypto.h"
 #include "log.h"
 #include "byzantine.h"
+#include "byzantine_int.h"
 
 /*
  * A slow server answers well inside the client's round timeout (10 s by
@@ -21,34 +23,13 @@
 #define SLOW_MS		2000
 /* Two seconds of FILTER replies under load; beyond it, replies are dropped. */
 #define HELD_MAX	(256u << 20)
-/* Bytes of fragments the stale modes keep copies of. */
-#define SNAP_MAX	(256u << 20)
 
 static const char *const mode_names[] = {
 	"corrupt-fragment", "bad-checksum", "stale", "forge-candidate",
 	"bad-mac", "equivocate", "mute", "slow", "collude", "refuse",
 };
 #define NMODES (sizeof mode_names / sizeof mode_names[0])
-
-/* A block at the rollback point: the first completed value seen. */
-struct snap {
-	struct bft_cand lc;
-	struct bft_hist_meta meta;	/* Hist[lc.ts], whose fragment is frag */
-	uint8_t *frag;
-};
-
-struct bft_byz {
-	uv_loop_t *loop;
-	struct bft_handler *h;
-	unsigned modes, n, self;
-	uint64_t seed, rng, nconns;
-	uint32_t frag_len;		/* of STOREs: forged fragments look real */
-	struct snap **snaps;		/* nblocks entries, for stale answers */
-	uint64_t snap_bytes, held_bytes;
-	uint8_t *fragbuf;
-	uint64_t hits[NMODES];		/* replies each mode changed */
-	uint64_t dropped, delayed, overflow;
-};
+_Static_assert(NMODES == BYZ_NMODES, "one hit counter per mode");
 
 /* A reply held back by a slow server. */
 struct held {
@@ -114,8 +95,8 @@ bft_byz_parse(const char *spec, unsigned *modes, char *err, size_t errlen)
 }
 
 /* splitmix64: every forged byte comes from the seed, for replays. */
-static uint64_t
-next_rand(uint64_t *s)
+uint64_t
+byz_next_rand(uint64_t *s)
 {
 	uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
 
@@ -124,15 +105,15 @@ next_rand(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-static void
-fill(uint64_t *s, void *buf, size_t len)
+void
+byz_fill(uint64_t *s, void *buf, size_t len)
 {
 	uint8_t *p = buf;
 	uint64_t v;
 	size_t k;
 
 	while (len > 0) {
-		v = next_rand(s);
+		v = byz_next_rand(s);
 		k = len < sizeof v ? len : sizeof v;
 		memcpy(p, &v, k);
 		p += k;
@@ -140,8 +121,8 @@ fill(uint64_t *s, void *buf, size_t len)
 	}
 }
 
-static void
-hit(struct bft_byz *b, unsigned mode)
+void
+byz_hit(struct bft_byz *b, unsigned mode)
 {
 	b->hits[__builtin_ctz(mode)]++;
 }
@@ -310,226 +291,6 @@ hold(struct bft_byz_conn *bc, const struct bft_msg *rep)
 	return BFT_BYZ_HELD;
 }
 
-/*
- * Keeps the block's first completed state whose fragment this server
- * holds; without one (or beyond SNAP_MAX) the block rolls back to c0.
- */
-static void
-snapshot(struct bft_byz *b, uint64_t block)
-{
-	struct bft_store *st = b->h->st;
-	const struct bft_hist_entry *e;
-	struct snap *s;
-
-	if (b->snaps[block] != NULL)
-		return;
-	e = bft_store_hist(st, block, &bft_store_block(st, block)->lc.ts);
-	if (e == NULL || b->snap_bytes + e->meta.frag_len > SNAP_MAX ||
-	    (s = calloc(1, sizeof *s)) == NULL)
-		return;
-	s->lc = bft_store_block(st, block)->lc;
-	s->meta = e->meta;
-	s->frag = malloc(e->meta.frag_len + 1);
-	if (s->frag == NULL || bft_store_read_frag(st, e, s->frag) < 0) {
-		free(s->frag);
-		free(s);
-		return;
-	}
-	b->snap_bytes += e->meta.frag_len;
-	b->snaps[block] = s;
-}
-
-/* stale: as a server whose disk was put back to an old copy would. */
-static void
-answer_stale(struct bft_byz *b, const struct bft_msg *req,
-    struct bft_msg *rep)
-{
-	static const struct snap c0;
-	const struct snap *s = b->snaps[req->block] ? b->snaps[req->block] :
-	    &c0;
-
-	switch (rep->type & ~BFT_ACK) {
-	case BFT_CLOCK:
-	case BFT_STORE:
-		/* In STORE_ACK: hides newer writes from a writer that skipped CLOCK. */
-		rep->ts = s->lc.ts;
-		break;
-	case BFT_COLLECT:
-		rep->cands[0] = s->lc;
-		rep->ncands = 1;
-		break;
-	case BFT_FILTER:
-		rep->ts = s->meta.ts;
-		memcpy(rep->vec, s->meta.vec, sizeof rep->vec);
-		memcpy(rep->cc, s->meta.cc, sizeof rep->cc);
-		rep->frag = s->frag;
-		rep->frag_len = s->meta.frag_len;
-		break;
-	default:
-		return;
-	}
-	/* Counted only when the answer really is older than the truth. */
-	if (bft_ts_cmp(&s->lc.ts,
-	    &bft_store_block(b->h->st, req->block)->lc.ts) < 0)
-		hit(b, BFT_BYZ_STALE);
-}
-
-/* Just below 2^63: a writer that took it could never write again. */
-static void
-forge_ts(struct bft_byz *b, struct bft_ts *ts)
-{
-	ts->num = (UINT64_C(1) << 63) - 1 - (next_rand(&b->rng) & 0xffff);
-	ts->wid = next_rand(&b->rng) | 1;
-	fill(&b->rng, ts->mac, sizeof ts->mac);
-}
-
-/*
- * The newest Hist entry of a block: its ts was signed by a writer, but
- * its write may not have completed, and we do not know its nonce.
- */
-static const struct bft_hist_meta *
-newest_hist(struct bft_byz *b, uint64_t block)
-{
-	const struct bft_block_state *bs = bft_store_block(b->h->st, block);
-	const struct bft_hist_meta *m = NULL;
-
-	for (unsigned j = 0; j < bs->nhist; j++)
-		if (m == NULL || bft_ts_cmp(&bs->hist[j].meta.ts, &m->ts) > 0)
-			m = &bs->hist[j].meta;
-	return m;
-}
-
-/*
- * forge-candidate: in turn, credible but for the MAC only a writer can
- * make, and a genuine ts (and vec) from our newest STORE with a nonce
- * nobody revealed: only the proof of writing tells that one apart.
- */
-static void
-answer_forged(struct bft_byz *b, const struct bft_msg *req,
-    struct bft_msg *rep)
-{
-	struct bft_cand *c = &rep->cands[0];
-	const struct bft_hist_meta *m;
-	uint32_t len;
-
-	switch (rep->type & ~BFT_ACK) {
-	case BFT_CLOCK:
-	case BFT_STORE:
-		/* In STORE_ACK: must not push a writer off the fast path. */
-		if (rep->status != BFT_OK)
-			return;
-		forge_ts(b, &rep->ts);
-		break;
-	case BFT_COLLECT:
-		memset(c, 0, sizeof *c);
-		forge_ts(b, &c->ts);
-		fill(&b->rng, c->vec, (size_t)b->n * BFT_MAC_LEN);
-		if ((next_rand(&b->rng) & 1) &&
-		    (m = newest_hist(b, req->block)) != NULL) {
-			c->ts = m->ts;
-			memcpy(c->vec, m->vec, sizeof c->vec);
-		}
-		fill(&b->rng, c->nonce, sizeof c->nonce);
-		rep->ncands = 1;
-		break;
-	case BFT_FILTER:
-		forge_ts(b, &rep->ts);
-		fill(&b->rng, rep->vec, (size_t)b->n * BFT_MAC_LEN);
-		fill(&b->rng, rep->cc, (size_t)b->n * BFT_HASH_LEN);
-		len = rep->frag_len ? rep->frag_len : b->frag_len;
-		fill(&b->rng, b->fragbuf, len);
-		bft_hash(b->fragbuf, len, rep->cc[b->self]);
-		rep->frag = b->fragbuf;
-		rep->frag_len = len;
-		break;
-	default:
-		return;
-	}
-	hit(b, BFT_BYZ_FORGE);
-}
-
-/*
- * bad-mac: as if the vec stored in lc and Hist were broken; doing it on
- * the way out is the same to every client.
- */
-static void
-break_macs(struct bft_byz *b, struct bft_msg *rep)
-{
-	uint8_t (*vec)[BFT_MAC_LEN] = rep->vec;
-	const struct bft_ts *ts = &rep->ts;
-
-	if (rep->type == (BFT_COLLECT | BFT_ACK)) {
-		vec = rep->cands[0].vec;
-		ts = &rep->cands[0].ts;
-	}
-	if (bft_ts_is_zero(ts))
-		return;
-	for (unsigned j = 0; j < b->n; j++)
-		if (j != b->self)
-			vec[j][j % BFT_MAC_LEN] ^= 0x80 | (uint8_t)b->seed;
-	hit(b, BFT_BYZ_BAD_MAC);
-}
-
-/* Makes rep->frag a copy in our own buffer, to be changed. */
-static void
-own_frag(struct bft_byz *b, struct bft_msg *rep)
-{
-	if (rep->frag != b->fragbuf)
-		memcpy(b->fragbuf, rep->frag, rep->frag_len);
-	rep->frag = b->fragbuf;
-}
-
-/* collude: fragment j comes from (seed, block, ts, j) at every colluder. */
-static void
-collude(struct bft_byz *b, uint64_t block, struct bft_msg *rep)
-{
-	uint64_t s;
-
-	for (unsigned j = 0; j <= b->n; j++) {
-		s = b->seed ^ block * UINT64_C(0x9e3779b97f4a7c15) ^
-		    rep->ts.num * UINT64_C(0xc2b2ae3d27d4eb4f) ^ rep->ts.wid ^
-		    (uint64_t)(j < b->n ? j : b->self) << 56;
-		fill(&s, b->fragbuf, rep->frag_len);
-		if (j < b->n)
-			bft_hash(b->fragbuf, rep->frag_len, rep->cc[j]);
-	}
-	rep->frag = b->fragbuf;
-	hit(b, BFT_BYZ_COLLUDE);
-}
-
-static void
-rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
-    struct bft_msg *rep)
-{
-	uint64_t r;
-
-	if (modes & BFT_BYZ_STALE)
-		answer_stale(b, req, rep);
-	if (modes & BFT_BYZ_FORGE)
-		answer_forged(b, req, rep);
-	if ((modes & BFT_BYZ_BAD_MAC) && (rep->type == (BFT_COLLECT |
-	    BFT_ACK) || rep->type == (BFT_FILTER | BFT_ACK)))
-		break_macs(b, rep);
-	if (rep->type != (BFT_FILTER | BFT_ACK) || rep->frag_len == 0 ||
-	    bft_ts_is_zero(&rep->ts))
-		return;
-	/* One flipped bit is the least a hash check must catch. */
-	if (modes & BFT_BYZ_CORRUPT_FRAGMENT) {
-		own_frag(b, rep);
-		r = next_rand(&b->rng);
-		b->fragbuf[(r >> 3) % rep->frag_len] ^= (uint8_t)(1u << (r & 7));
-		hit(b, BFT_BYZ_CORRUPT_FRAGMENT);
-	}
-	if (modes & BFT_BYZ_BAD_CHECKSUM) {
-		own_frag(b, rep);
-		fill(&b->rng, b->fragbuf, rep->frag_len);
-		bft_hash(b->fragbuf, rep->frag_len, rep->cc[b->self]);
-		hit(b, BFT_BYZ_BAD_CHECKSUM);
-	}
-	if (modes & BFT_BYZ_COLLUDE)
-		collude(b, req->block, rep);
-}
-
 int
 bft_byz_reply(struct bft_byz_conn *bc, const struct bft_msg *req,
     struct bft_msg *rep)
@@ -544,15 +305,15 @@ bft_byz_reply(struct bft_byz_conn *bc, const struct bft_msg *req,
 		b->frag_len = req->frag_len;
 	if ((b->modes & (BFT_BYZ_STALE | BFT_BYZ_EQUIVOCATE)) &&
 	    req->type != BFT_FLUSH && req->block < b->h->cfg->nblocks)
-		snapshot(b, req->block);
+		byz_snapshot(b, req->block);
 	/* equivocate: a liar persona per connection, two lies in turn. */
 	if ((modes & BFT_BYZ_EQUIVOCATE) && bc->liar &&
 	    req->block < b->h->cfg->nblocks) {
 		modes |= bc->nreq++ % 2 ? BFT_BYZ_FORGE : BFT_BYZ_STALE;
-		hit(b, BFT_BYZ_EQUIVOCATE);
+		byz_hit(b, BFT_BYZ_EQUIVOCATE);
 	}
 	if (rep->status == BFT_OK && req->block < b->h->cfg->nblocks)
-		rewrite(b, modes, req, rep);
+		byz_rewrite(b, modes, req, rep);
 	if (modes & BFT_BYZ_REFUSE) {
 		static const int lies[] = { BFT_EBUSY, BFT_ESTALE, BFT_EIO,
 		    BFT_EAUTH, BFT_ENOSPC, BFT_OK };
@@ -560,7 +321,7 @@ bft_byz_reply(struct bft_byz_conn *bc, const struct bft_msg *req,
 		rep->status = lies[bc->nreq++ % (sizeof lies / sizeof lies[0])];
 		if (rep->status == BFT_OK)
 			rep->block ^= 1;
-		hit(b, BFT_BYZ_REFUSE);
+		byz_hit(b, BFT_BYZ_REFUSE);
 	}
 	if (modes & BFT_BYZ_MUTE) {
 		b->dropped++;

@@ -31,28 +31,32 @@
  */
 enum bft_byz_mode {
 	/*
-	 * A FILTER_ACK fragment with one bit flipped, cc untouched: the
-	 * hash check (frag_ok) must keep it out of safe() and of decoding.
+	 * A FILTER_ACK or COLLECT_ACK fragment with one bit flipped, cc
+	 * untouched: the hash check (frag_ok, and the 1-round read's fh
+	 * against the agreed cc) must keep it out of safe() and decoding.
 	 */
 	BFT_BYZ_CORRUPT_FRAGMENT = 1u << 0,
 	/*
 	 * A forged fragment with our own cc entry made to match it, the
 	 * other entries as stored: it passes the hash check, so only the
 	 * agreement on cc in safe() and RESTORE's use of the quorum's cc
-	 * keep it out.
+	 * keep it out (and the t+1 agreement of bft_fast_read()).  A
+	 * COLLECT_ACK not asked for a fragment gets our cc entry garbled.
 	 */
 	BFT_BYZ_BAD_CHECKSUM = 1u << 1,
 	/*
 	 * CLOCK, STORE_ACK, COLLECT and FILTER answered from a rollback
 	 * point (each block's first completed value seen, or c0): old but
-	 * authentic data.  Attacks the writer's choice of the highest
-	 * timestamp (with or without CLOCK), invalid() and the reader's
-	 * choice of the highest candidate.
+	 * authentic data (COLLECT with the old lc's own cc and fragment).
+	 * Attacks the writer's choice of the highest timestamp (with or
+	 * without CLOCK), invalid(), the reader's choice of the highest
+	 * candidate and the n-t agreement of the 1-round read.
 	 */
 	BFT_BYZ_STALE = 1u << 2,
 	/*
 	 * Timestamps near 2^63 that no writer signed, in CLOCK, STORE_ACK,
-	 * COLLECT and FILTER (with a fragment matching its cc entry): attacks
+	 * COLLECT and FILTER (each with a fragment matching its cc entry,
+	 * COLLECT's only when asked for one): attacks
 	 * bft_ts_verify() in both rounds, and the restart rule
 	 * (bft_count_newer() >= t+1), which t liars must not trigger.
 	 */
@@ -82,7 +86,8 @@ enum bft_byz_mode {
 	 * A fragment and a whole cc forged from the seed, so colluders
 	 * sharing --byzantine-seed agree on (ts, cc, vec) and each one's
 	 * fragment matches: all safe() asks but the count, which only t+1
-	 * agreeing replies may reach.
+	 * agreeing replies may reach (in FILTER's safe() and in the cc
+	 * agreement of the 1-round read's COLLECT).
 	 */
 	BFT_BYZ_COLLUDE = 1u << 8,
 	/*

@@ -307,6 +307,42 @@ authentic_vec(struct bft_handler *h, uint64_t block,
 	return bft_valid_by_hist(c, hm) ? hm->vec : c->vec;
 }
 
+/*
+ * Lines 119-120, plus what the 1-round read needs (op_read_fast.c): the
+ * cross-checksum of lc's Hist entry and, when asked, its fragment.  Both
+ * go only when the entry backs lc (validByHist), so a correct server
+ * never vouches for a cc that belongs to other data under the same
+ * timestamp; without them the reader simply takes the two-round path.
+ */
+static void
+handle_collect(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep)
+{
+	const struct bft_block_state *bs = bft_store_block(h->st, req->block);
+	const struct bft_hist_entry *e;
+	int err;
+
+	rep->cands[0] = bs->lc;
+	rep->ncands = 1;
+	if (bft_ts_is_zero(&bs->lc.ts))
+		return;
+	e = bft_store_hist(h->st, req->block, &bs->lc.ts);
+	if (e == NULL || !bft_valid_by_hist(&bs->lc, &e->meta))
+		return;
+	if (req->want_frag) {
+		err = bft_store_read_frag(h->st, e, h->fragbuf);
+		if (err < 0) {
+			/* The reader falls back to FILTER, which reports it. */
+			(void)store_status(h, peer, "COLLECT", req->block, err);
+			return;
+		}
+		rep->frag = h->fragbuf;
+		rep->frag_len = e->meta.frag_len;
+	}
+	memcpy(rep->cc, e->meta.cc, (size_t)h->cfg->n * BFT_HASH_LEN);
+	rep->has_cc = true;
+}
+
 /* Lines 121-127. */
 static void
 handle_filter(struct bft_handler *h, const char *peer,
@@ -406,7 +442,6 @@ int
 bft_handle(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
 {
-	const struct bft_block_state *bs;
 	int err;
 
 	/* Zeroed whole, so no byte of an earlier reply can leak into this. */
@@ -446,9 +481,7 @@ bft_handle(struct bft_handler *h, const char *peer,
 		handle_complete(h, peer, req, rep);
 		break;
 	case BFT_COLLECT:		/* lines 119-120 */
-		bs = bft_store_block(h->st, req->block);
-		rep->cands[0] = bs->lc;
-		rep->ncands = 1;
+		handle_collect(h, peer, req, rep);
 		break;
 	case BFT_FILTER:
 		handle_filter(h, peer, req, rep);

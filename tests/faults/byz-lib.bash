@@ -308,23 +308,36 @@ byz_nbdkit_start()
 }
 
 # byz_nbdkit_stats NAME: stops nbdkit NAME (byz_nbdkit_start) and sets
-# BYZ_STAT[reads], [restarts], [repairs], [writes], [forged], [timeouts]
-# from the plugin's exit line.
+# BYZ_STAT[reads], [fastreads], [readfallbacks], [restarts], [repairs],
+# [writes], [fastwrites], [writefallbacks], [flushes], [forged],
+# [timeouts], [reconnects] from the plugin's exit line.
 # shellcheck disable=SC2034 # for the scenarios
 declare -A BYZ_STAT=()
 byz_nbdkit_stats()
 {
-	local name=$1 line
+	local name=$1 line k re
 	nbdkit_stop "$name"
 	line=$(grep -a 'bftblk: [0-9]* reads' "$TESTDIR/log/nbdkit-$name.log" |
 	    tail -n 1)
 	[ -n "$line" ] || fail "nbdkit $name printed no stats (is it run with -v?)"
 	line=${line#*bftblk: }
 	log "nbdkit $name: $line"
-	# N reads (R restarts, P repairs), W writes, F flushes, G forged
-	# timestamps, T timeouts, C reconnects
-	read -r 'BYZ_STAT[reads]' 'BYZ_STAT[restarts]' 'BYZ_STAT[repairs]' \
-	    'BYZ_STAT[writes]' 'BYZ_STAT[flushes]' 'BYZ_STAT[forged]' \
-	    'BYZ_STAT[timeouts]' 'BYZ_STAT[reconnects]' \
-	    <<<"$(tr -c '0-9\n' ' ' <<<"$line")"
+	# N reads (F in one round, B fell back, R restarts, P repairs), W
+	# writes (X without CLOCK, Y fell back), F flushes, G forged
+	# timestamps, T timeouts, C reconnects.  Each number is found by the
+	# words after it, so a counter added to the line cannot shift the
+	# others (as "without CLOCK" once shifted forged and timeouts).
+	declare -A re=(
+	    [reads]='([0-9]+) reads' [fastreads]='([0-9]+) in one round'
+	    [readfallbacks]='\(([0-9]+) in one round, ([0-9]+) fell back'
+	    [restarts]='([0-9]+) restarts' [repairs]='([0-9]+) repairs'
+	    [writes]='([0-9]+) writes' [fastwrites]='([0-9]+) without CLOCK'
+	    [writefallbacks]='without CLOCK, ([0-9]+) fell back'
+	    [flushes]='([0-9]+) flushes' [forged]='([0-9]+) forged'
+	    [timeouts]='([0-9]+) timeouts' [reconnects]='([0-9]+) reconnects')
+	for k in "${!re[@]}"; do
+		[[ "$line" =~ ${re[$k]} ]] ||
+		    fail "nbdkit $name: no '$k' in its stats line: $line"
+		BYZ_STAT[$k]=${BASH_REMATCH[-1]}
+	done
 }

@@ -10,7 +10,8 @@
 # through the running nbdkit and a fresh one.  Then (t=1) bytes of live
 # fragments are damaged under the running server, which must notice when
 # it reads them ("not serving it") while clients still read the right
-# data.  Finally new writes to every block must succeed and read back.
+# data (through an nbdkit that has not learnt to pass over the server,
+# which a 1-round read does after a bad fragment).  Finally new writes to every block must succeed and read back.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 NB=16
@@ -177,6 +178,15 @@ check('two', 't=$t, damaged servers $*: fresh nbdkit')
 		nbdsh_run fresh "$py
 check('two', 't=1, fragments damaged under a running server')
 " || fail "t=1: wrong data with fragments damaged under a running server"
+		# A server reads a fragment only when asked for it, and the
+		# 1-round read stops asking server-$i for a while once it has
+		# failed to give one (here: the blocks damaged while it was
+		# down).  A new nbdkit asks it again, so it must read them.
+		nbdkit_start live
+		nbdsh_run live "$py
+check('two', 't=1, fragments damaged under a running server, new nbdkit')
+" || fail "t=1: wrong data with fragments damaged under a running server"
+		nbdkit_stop live
 		grep -q 'is damaged; not serving it' \
 		    "$TESTDIR/log/server-$i.log" ||
 		    fail "server-$i did not notice the damaged fragments"

@@ -572,6 +572,73 @@ test_reopen(void **state)
 	assert_filter_hist(&d, 78);
 }
 
+static int
+collect(uint64_t block, bool want)
+{
+	set_req(BFT_COLLECT, block);
+	req.want_frag = want;
+	return handle();
+}
+
+/*
+ * COLLECT for the 1-round read: lc with Hist[lc.ts]'s cc, and its
+ * fragment only when asked; nothing of either when no Hist entry backs
+ * lc, or none was written.
+ */
+static void
+test_collect_fragment(void **state)
+{
+	struct bft_cand c = mkcand(1, 1), d = mkcand(2, 1), e = mkcand(3, 1);
+	enum { B0 = 14, B1 = 15 };
+	uint8_t want[FRAGLEN];
+
+	(void)state;
+	assert_int_equal(collect(B0, true), BFT_OK);
+	assert_true(bft_ts_is_zero(&rep.cands[0].ts));
+	assert_false(rep.has_cc);
+	assert_int_equal(rep.frag_len, 0);
+
+	assert_int_equal(store(B0, &c, 40), BFT_OK);
+	assert_int_equal(complete(B0, &c), BFT_OK);
+	assert_int_equal(collect(B0, false), BFT_OK);
+	assert_ts(&rep.cands[0].ts, &c.ts);
+	assert_true(rep.has_cc);
+	for (unsigned j = 0; j < N; j++)
+		assert_int_equal(rep.cc[j][0], (uint8_t)(40 + j));
+	assert_int_equal(rep.frag_len, 0);
+	assert_int_equal(collect(B0, true), BFT_OK);
+	assert_true(rep.has_cc);
+	memset(want, 40, sizeof want);
+	assert_int_equal(rep.frag_len, FRAGLEN);
+	assert_memory_equal(rep.frag, want, FRAGLEN);
+
+	/* A newer STORE, not completed: lc's entry is still the answer. */
+	assert_int_equal(store(B0, &d, 50), BFT_OK);
+	assert_int_equal(collect(B0, true), BFT_OK);
+	assert_ts(&rep.cands[0].ts, &c.ts);
+	assert_memory_equal(rep.frag, want, FRAGLEN);
+
+	/* lc by write-back, without a Hist entry here: lc alone. */
+	assert_int_equal(filter(B0, &e, 1), BFT_OK);
+	assert_int_equal(collect(B0, true), BFT_OK);
+	assert_ts(&rep.cands[0].ts, &e.ts);
+	assert_false(rep.has_cc);
+	assert_int_equal(rep.frag_len, 0);
+
+	/*
+	 * Hist[lc.ts] holds other data than lc's (its nonce does not hash
+	 * to the entry's nh): this server must not vouch for its cc.
+	 */
+	e = mkcand(5, 9);
+	d = mkcand(5, 9);
+	assert_int_equal(store(B1, &d, 60), BFT_OK);
+	assert_int_equal(filter(B1, &e, 1), BFT_OK);
+	assert_ts(&lc(B1)->ts, &e.ts);
+	assert_int_equal(collect(B1, true), BFT_OK);
+	assert_false(rep.has_cc);
+	assert_int_equal(rep.frag_len, 0);
+}
+
 int
 main(void)
 {
@@ -591,6 +658,7 @@ main(void)
 		T_(test_repair),
 		T_(test_complete_bad_mac),
 		T_(test_reopen),
+		T_(test_collect_fragment),
 #undef T_
 	};
 

@@ -91,8 +91,20 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 			rnd_bytes(&m->cands[i], offsetof(struct bft_cand, vec) +
 			    n * BFT_MAC_LEN);
 		break;
-	case BFT_REPAIR:
+	case BFT_COLLECT:
+		m->want_frag = rnd() & 1;
+		break;
 	case BFT_COLLECT | BFT_ACK:
+		/* Mostly with cc (and a fragment of any allowed length). */
+		m->has_cc = rnd() % 4 != 0;
+		if (m->has_cc) {
+			rnd_bytes(m->cc, n * BFT_HASH_LEN);
+			m->frag_len = (uint32_t[]){ 0, max_frag,
+			    (uint32_t)(rnd() % (max_frag + 1)) }[rnd() % 3];
+			m->frag = fragbuf + rnd() % 2;
+		}
+		/* FALLTHROUGH */
+	case BFT_REPAIR:
 		m->ncands = 1;
 		rnd_bytes(&m->cands[0], offsetof(struct bft_cand, vec) +
 		    n * BFT_MAC_LEN);
@@ -122,6 +134,8 @@ assert_msg_equal(const struct bft_msg *a, const struct bft_msg *b)
 	assert_int_equal(a->block_size, b->block_size);
 	assert_int_equal(a->server_index, b->server_index);
 	assert_true(a->nblocks == b->nblocks);
+	assert_int_equal(a->want_frag, b->want_frag);
+	assert_int_equal(a->has_cc, b->has_cc);
 	assert_int_equal(a->frag_len, b->frag_len);
 	if (a->frag_len)
 		assert_memory_equal(a->frag, b->frag, a->frag_len);
@@ -343,7 +357,8 @@ texpect(struct tree *t, const char *want)
 	msgpack_sbuffer_destroy(&sb);
 }
 
-enum role { R_PLAIN, R_STATUS, R_CANDS, R_FRAG };
+/* R_OPTCC: COLLECT_ACK's cc, which may also be empty. */
+enum role { R_PLAIN, R_STATUS, R_CANDS, R_FRAG, R_OPTCC };
 
 static const msgpack_object substitutes[] = {
 	{ .type = MSGPACK_OBJECT_NIL },
@@ -384,14 +399,17 @@ mutate(struct tree *t, msgpack_object *o, enum role role, unsigned *tries)
 		++*tries;
 	}
 	*o = save;
-	if (save.type == MSGPACK_OBJECT_BIN && role != R_FRAG) {
+	if (save.type == MSGPACK_OBJECT_BIN && role != R_FRAG &&
+	    (role != R_OPTCC || save.via.bin.size > 0)) {
 		o->via.bin.ptr = (const char *)zeros;
 		o->via.bin.size = save.via.bin.size + 1;
 		texpect(t, ANY);
 		o->via.bin.size = save.via.bin.size - 1;
 		texpect(t, ANY);
 		o->via.bin.size = 0;
-		texpect(t, ANY);
+		/* An empty cc is "no cc", refused only with a fragment. */
+		if (role != R_OPTCC || t->a[6].via.bin.size > 0)
+			texpect(t, ANY);
 		*tries += 3;
 	}
 	*o = save;
@@ -420,6 +438,12 @@ mutate(struct tree *t, msgpack_object *o, enum role role, unsigned *tries)
 		else if (o == &t->u.data && i == 7 && (type == BFT_STORE ||
 		    type == (BFT_FILTER | BFT_ACK)))
 			role = R_FRAG;
+		else if (o == &t->u.data && type == (BFT_COLLECT | BFT_ACK) &&
+		    i == 6)
+			role = R_FRAG;
+		else if (o == &t->u.data && type == (BFT_COLLECT | BFT_ACK) &&
+		    i == 5)
+			role = R_OPTCC;
 		mutate(t, &save.via.array.ptr[i], role, tries);
 	}
 }
@@ -506,6 +530,32 @@ test_reject_values(void **state)
 	assert_int_equal(dec.ncands, BFT_MAX_N);
 	t.a[3].via.array.size = BFT_MAX_N + 1;
 	texpect(&t, ANY);
+	tree_free(&t);
+
+	/* COLLECT's want is a flag; COLLECT_ACK's cc all or nothing. */
+	tree_make(&t, BFT_COLLECT, 0, 4, 0);
+	t.a[3].via.u64 = 1;
+	texpect(&t, NULL);
+	assert_true(dec.want_frag);
+	t.a[3].via.u64 = 2;
+	texpect(&t, "COLLECT: want is not 0 or 1");
+	tree_free(&t);
+	for (;;) {
+		tree_make(&t, BFT_COLLECT | BFT_ACK, 0, 4, 64);
+		if (t.a[5].via.bin.size > 0 && t.a[6].via.bin.size > 0)
+			break;
+		tree_free(&t);
+	}
+	texpect(&t, NULL);
+	assert_true(dec.has_cc && dec.frag_len == t.a[6].via.bin.size);
+	t.a[5].via.bin.size = 4 * 32 - 1;
+	texpect(&t, "COLLECT_ACK: cc length != n*32");
+	t.a[5].via.bin.size = 0;
+	texpect(&t, "COLLECT_ACK: frag without cc");
+	t.a[6].via.bin.size = 0;
+	texpect(&t, NULL);
+	assert_false(dec.has_cc);
+	assert_int_equal(dec.frag_len, 0);
 	tree_free(&t);
 
 	tree_make(&t, BFT_STORE, 0, 4, 0);

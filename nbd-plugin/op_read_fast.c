@@ -1,0 +1,149 @@
+/*
+ * The 1-round READ: when n-t COLLECT replies carry the same completed
+ * candidate, t+1 of them the same cross-checksum, and t+1 fragments of
+ * it hash to that cross-checksum, the read returns it without FILTER.
+ * Why that is linearizable is in common/predicates.c (bft_fast_read())
+ * and the README; this file only feeds the predicate and acts on it.
+ *
+ * COLLECT asks k = t+1 servers for their fragment of lc, the data
+ * fragments 0..k-1 when it can (decoding them is a copy), so a read
+ * moves about one block.  The others send lc and cc only.  A server
+ * asked for a fragment that then fails to give a good one in time is
+ * passed over for FRAG_AVOID_MS, so one bad or dead data server costs
+ * one fallback, not one per read.  Any disagreement falls back to the
+ * FILTER round with the candidates COLLECT gathered.
+ */
+#include <string.h>
+
+#include <nbdkit-plugin.h>
+
+#include "conn.h"
+#include "crypto.h"
+
+/*
+ * After n-t replies, how long to wait for asked-for fragments still on
+ * their way (the servers that send them answer last: their replies are
+ * the long ones).  The loop's tick checks it, so the wait is between
+ * FRAG_WAIT_MS and FRAG_WAIT_MS + TICK_MS; only a dead or slow server
+ * makes it run out, and then FRAG_AVOID_MS keeps it from happening again
+ * at once.
+ */
+#define FRAG_WAIT_MS	20
+#define FRAG_AVOID_MS	2000
+
+void
+fast_read_start(struct op *op)
+{
+	struct bft_client *cl = op->cl;
+	struct client_loop *lp = cl->lp;
+	uint64_t now = uv_now(&lp->loop);
+	unsigned k = cl->t + 1;
+
+	memset(op->A, 0, cl->n * sizeof op->A[0]);
+	op->fast_on = true;
+	op->fast_wait = op->fast_done = false;
+	op->fast_have = 0;
+	/*
+	 * The first k connected servers not passed over; failing that, any
+	 * k, as a server that comes back is sent its COLLECT then.
+	 */
+	op->want = 0;
+	for (int pass = 0; pass < 3; pass++)
+		for (unsigned i = 0; i < cl->n && popcount32(op->want) < k;
+		    i++) {
+			if (pass < 2 && lp->conns[i].state != C_READY)
+				continue;
+			if (pass < 1 && cl->frag_avoid_until[i] > now)
+				continue;
+			op->want |= 1u << i;
+		}
+}
+
+void
+fast_read_note(struct op *op, unsigned i, const struct bft_msg *m)
+{
+	struct bft_collect_reply *a = &op->A[i];
+	uint32_t flen = bft_ec_frag_len(op->cl->p.ec);
+
+	a->present = true;
+	if (m->ncands == 1)
+		a->lc = m->cands[0];
+	a->has_cc = m->has_cc;
+	if (m->has_cc)
+		memcpy(a->cc, m->cc, op->cl->n * sizeof a->cc[0]);
+	a->has_frag = false;
+	if (!op->fast_on || !m->has_cc || !(op->want & (1u << i)) ||
+	    m->frag_len != flen)
+		return;
+	/* Needed for decoding anyway, and the reply buffer is reused. */
+	memcpy(op->frags[i], m->frag, flen);
+	bft_hash(op->frags[i], flen, a->fh);
+	a->has_frag = true;
+}
+
+/* Servers in bad are passed over for fragments for a while. */
+static void
+avoid(struct op *op, uint32_t bad)
+{
+	struct bft_client *cl = op->cl;
+	uint64_t until = uv_now(&cl->lp->loop) + FRAG_AVOID_MS;
+
+	for (unsigned i = 0; i < cl->n; i++)
+		if (bad & (1u << i))
+			cl->frag_avoid_until[i] = until;
+}
+
+static void
+give_up(struct op *op)
+{
+	atomic_fetch_add(&op->cl->stats.fast_read_fallbacks, 1);
+	op->fast_on = op->fast_wait = false;
+}
+
+bool
+fast_read_try(struct op *op)
+{
+	struct bft_client *cl = op->cl;
+	uint32_t all = (1u << cl->n) - 1, pending = all & ~op->replied;
+	uint32_t have;
+	int pick;
+
+	if (!op->fast_on)
+		return false;
+	switch (bft_fast_read(op->A, cl->n, cl->t, pending, op->want,
+	    cl->p.key->kw, &pick, &have)) {
+	case BFT_FAST_YES:
+		atomic_fetch_add(&cl->stats.fast_reads, 1);
+		op->fast_wait = false;
+		op->fast_done = true;
+		op->fast_have = have;
+		op->chosen = op->A[pick].lc;
+		tscache_note(cl, op->block, op->chosen.ts.num);
+		op_done(op, 0, NULL);
+		return true;
+	case BFT_FAST_WAIT:
+		if (!op->fast_wait) {
+			op->fast_wait = true;
+			op->deadline_ms = uv_now(&cl->lp->loop) + FRAG_WAIT_MS;
+		}
+		return true;
+	case BFT_FAST_NO:
+	default:
+		/*
+		 * With the candidate and its cc agreed, an asked server that
+		 * answered without a good fragment of it is suspect.
+		 */
+		if (pick >= 0)
+			avoid(op, op->want & ~pending & ~have);
+		give_up(op);
+		return false;
+	}
+}
+
+void
+fast_read_expired(struct op *op)
+{
+	avoid(op, op->want & ~op->replied);
+	give_up(op);
+	round_start(op, PH_FILTER);
+}
