@@ -69,11 +69,42 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 		bft_net_conn_fail(c, "out of memory");
 		return -1;
 	}
+	/*
+	 * The key is public, so nothing is counted against it until the
+	 * finish proves the sender holds its secret: unproven hellos must
+	 * not fill a real client's connection slots.
+	 */
+	memcpy(c->client_pk, h.client_pk, sizeof c->client_pk);
+	c->hs = HS_FINISH;
+	return 0;
+}
+
+/* The finish verified: the connection now counts for its client. */
+static int
+admit(struct conn *c)
+{
+	struct bft_net *net = c->net;
+	struct bft_client_state *cl;
+	char detail[96];
+	bool oom;
+
+	/* A SIGHUP between hello and finish may have revoked the key. */
+	cl = bft_clients_get(&net->clients, c->client_pk, &oom);
+	if (cl == NULL) {
+		bft_net_conn_fail(c, oom ? "out of memory" :
+		    "client revoked during the handshake");
+		return -1;
+	}
+	if (cl->nconns >= net->clients.max_conns) {
+		snprintf(detail, sizeof detail, "client %s has %u connections "
+		    "(--max-client-conns)", cl->name, cl->nconns);
+		bft_net_conn_fail(c, detail);
+		return -1;
+	}
 	c->client = cl;
 	cl->nconns++;
 	snprintf(c->peer + strlen(c->peer), sizeof c->peer - strlen(c->peer),
 	    "/%s", cl->name);
-	c->hs = HS_FINISH;
 	return 0;
 }
 
@@ -99,6 +130,8 @@ bft_handshake_step(struct conn *c)
 		bft_net_conn_fail(c, "client failed to prove its key");
 		return -1;
 	}
+	if (admit(c) < 0)
+		return -1;
 	c->hs = HS_DONE;
 	bft_debug("conn %s: %s client authenticated (%s%s)", c->peer,
 	    bft_role_str(c->client->role),

@@ -54,7 +54,8 @@ usage(FILE *f)
 	    "[--max-conns N] [--pidfile FILE] [-v]\n"
 	    "                     [--max-client-conns N] [--max-inflight N] "
 	    "[--max-client-stores N]\n"
-	    "                     [--handshake-timeout MS]\n"
+	    "                     [--handshake-timeout MS] "
+	    "[--client-store-window MS]\n"
 	    "                     [--byzantine MODE[,MODE...] "
 	    "[--byzantine-seed N]]  (tests only)\n"
 	    "                     [--record-frames DIR]  (tests only)\n");
@@ -124,6 +125,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "max-client-conns", required_argument, NULL, 'M' },
 		{ "max-inflight", required_argument, NULL, 'I' },
 		{ "max-client-stores", required_argument, NULL, 'T' },
+		{ "client-store-window", required_argument, NULL, 'W' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -160,6 +162,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'M':
 		case 'I':
 		case 'T':
+		case 'W':
 		case 'H': {
 			unsigned v, *dst = ch == 'C' ? &o->lim.max_conns :
 			    ch == 'M' ? &o->lim.max_client_conns :
@@ -173,6 +176,8 @@ parse_args(int argc, char **argv, struct opts *o)
 			}
 			if (ch == 'H')
 				o->lim.handshake_ms = v;
+			if (ch == 'W')
+				o->lim.store_window_ms = v;
 			break;
 		}
 		case 'B':

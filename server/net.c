@@ -232,7 +232,13 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 			 * A client may shut down its side right after its last
 			 * request; it still gets the replies already due.
 			 */
-			bft_debug("conn %s: closed by peer", c->peer);
+			if (c->rend > c->rstart)
+				bft_log("conn %s: closed by peer in the middle "
+				    "of a %s (%zu bytes unread)", c->peer,
+				    c->hs == HS_DONE ? "frame" : "handshake",
+				    c->rend - c->rstart);
+			else
+				bft_debug("conn %s: closed by peer", c->peer);
 			c->close_after_write = true;
 			stop_reading(c);
 			flush(c);

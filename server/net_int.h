@@ -49,7 +49,8 @@ struct conn {
 	bool writing, reading, paused, hello_ok, closing, close_after_write;
 	enum { HS_HELLO, HS_FINISH, HS_DONE } hs;
 	struct bft_chan chan;
-	struct bft_client_state *client;	/* set by the client hello */
+	struct bft_client_state *client;	/* set once the finish verified */
+	uint8_t client_pk[32];			/* what the hello claimed */
 	uint64_t accepted_ms;
 	unsigned nout, nw;	/* replies in out and in wbuf */
 };
