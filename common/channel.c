@@ -66,14 +66,19 @@ bft_chan_fingerprint(const uint8_t *pk, char out[17])
 	out[16] = '\0';
 }
 
+/* Every secret of one handshake, so one wipe clears them all. */
+struct hs_keys {
+	uint8_t dh[4][32];
+	uint8_t c2s[32], s2c[32], confirm[32], finish[32];
+};
+
 /*
- * Hashes the four shared secrets and the transcript into a root key and
- * derives the direction keys and the confirmation key from it.  The
- * caller orders the secrets the same way on both sides.
+ * Hashes the four shared secrets in k->dh and the transcript into a root
+ * key and derives the direction keys and the confirmation keys from it.
+ * The caller orders the secrets the same way on both sides.
  */
-static int
-derive(const uint8_t dh[4][32], const uint8_t *chello, const uint8_t *shello,
-    uint8_t c2s[32], uint8_t s2c[32], uint8_t confirm[32], uint8_t finish[32])
+static void
+derive(struct hs_keys *k, const uint8_t *chello, const uint8_t *shello)
 {
 	crypto_generichash_state st;
 	uint8_t root[crypto_kdf_KEYBYTES];
@@ -82,19 +87,18 @@ derive(const uint8_t dh[4][32], const uint8_t *chello, const uint8_t *shello,
 	crypto_generichash_update(&st, (const uint8_t *)"bftblk channel v1",
 	    17);
 	for (int i = 0; i < 4; i++)
-		crypto_generichash_update(&st, dh[i], 32);
+		crypto_generichash_update(&st, k->dh[i], 32);
 	crypto_generichash_update(&st, chello, BFT_CHAN_CHELLO_LEN);
 	/* The server hello without its tag, which is derived from this. */
 	crypto_generichash_update(&st, shello, BFT_CHAN_SHELLO_LEN - 16);
 	crypto_generichash_final(&st, root, sizeof root);
-	crypto_kdf_derive_from_key(c2s, 32, SUBKEY_C2S, KDF_CONTEXT, root);
-	crypto_kdf_derive_from_key(s2c, 32, SUBKEY_S2C, KDF_CONTEXT, root);
-	crypto_kdf_derive_from_key(confirm, 32, SUBKEY_CONFIRM, KDF_CONTEXT,
-	    root);
-	crypto_kdf_derive_from_key(finish, 32, SUBKEY_FINISH, KDF_CONTEXT,
+	crypto_kdf_derive_from_key(k->c2s, 32, SUBKEY_C2S, KDF_CONTEXT, root);
+	crypto_kdf_derive_from_key(k->s2c, 32, SUBKEY_S2C, KDF_CONTEXT, root);
+	crypto_kdf_derive_from_key(k->confirm, 32, SUBKEY_CONFIRM,
+	    KDF_CONTEXT, root);
+	crypto_kdf_derive_from_key(k->finish, 32, SUBKEY_FINISH, KDF_CONTEXT,
 	    root);
 	sodium_memzero(root, sizeof root);
-	return 0;
 }
 
 /* The server's tag covers its hello; the client's covers all of it. */
@@ -197,7 +201,7 @@ bft_chan_server_accept(const struct bft_chan_keypair *id,
     struct bft_chan *ch, uint8_t *out)
 {
 	struct bft_chan_keypair eph;
-	uint8_t dh[4][32], c2s[32], s2c[32], confirm[32], finish[32];
+	struct hs_keys k;
 	enum bft_chan_cipher cipher;
 	int rc = -1;
 
@@ -211,25 +215,22 @@ bft_chan_server_accept(const struct bft_chan_keypair *id,
 	out[6] = (uint8_t)cipher;
 	memcpy(out + 8, eph.pk, 32);
 	/* Same order as the client: ss, es, se, ee (client side first). */
-	if (crypto_scalarmult(dh[0], id->sk, h->client_pk) != 0 ||
-	    crypto_scalarmult(dh[1], id->sk, h->client_eph) != 0 ||
-	    crypto_scalarmult(dh[2], eph.sk, h->client_pk) != 0 ||
-	    crypto_scalarmult(dh[3], eph.sk, h->client_eph) != 0)
+	if (crypto_scalarmult(k.dh[0], id->sk, h->client_pk) != 0 ||
+	    crypto_scalarmult(k.dh[1], id->sk, h->client_eph) != 0 ||
+	    crypto_scalarmult(k.dh[2], eph.sk, h->client_pk) != 0 ||
+	    crypto_scalarmult(k.dh[3], eph.sk, h->client_eph) != 0)
 		goto out;
-	derive((const uint8_t (*)[32])dh, chello, out, c2s, s2c, confirm,
-	    finish);
-	confirm_tag(confirm, out, BFT_CHAN_SHELLO_LEN - 16,
+	derive(&k, chello, out);
+	confirm_tag(k.confirm, out, BFT_CHAN_SHELLO_LEN - 16,
 	    out + BFT_CHAN_SHELLO_LEN - 16);
-	rc = chan_setup(ch, (enum bft_chan_mode)h->mode, cipher, s2c, c2s);
+	rc = chan_setup(ch, (enum bft_chan_mode)h->mode, cipher, k.s2c,
+	    k.c2s);
 	if (rc == 0)
-		confirm_tag(finish, out, BFT_CHAN_SHELLO_LEN, ch->peer_finish);
+		confirm_tag(k.finish, out, BFT_CHAN_SHELLO_LEN,
+		    ch->peer_finish);
 out:
 	sodium_memzero(&eph, sizeof eph);
-	sodium_memzero(dh, sizeof dh);
-	sodium_memzero(c2s, sizeof c2s);
-	sodium_memzero(s2c, sizeof s2c);
-	sodium_memzero(confirm, sizeof confirm);
-	sodium_memzero(finish, sizeof finish);
+	sodium_memzero(&k, sizeof k);
 	return rc;
 }
 
@@ -244,7 +245,8 @@ int
 bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
     struct bft_chan *ch, uint8_t *finish_out, const char **why)
 {
-	uint8_t dh[4][32], c2s[32], s2c[32], confirm[32], finish[32], tag[16];
+	struct hs_keys k;
+	uint8_t tag[16];
 	const uint8_t *server_eph = shello + 8;
 	unsigned cipher = shello[6];
 	int rc = -1;
@@ -262,32 +264,27 @@ bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
 	    !(cipher & bft_chan_ciphers()))
 		goto out;
 	*why = "key exchange failed (bad server key)";
-	if (crypto_scalarmult(dh[0], hs->id->sk, hs->server_pk) != 0 ||
-	    crypto_scalarmult(dh[1], hs->eph.sk, hs->server_pk) != 0 ||
-	    crypto_scalarmult(dh[2], hs->id->sk, server_eph) != 0 ||
-	    crypto_scalarmult(dh[3], hs->eph.sk, server_eph) != 0)
+	if (crypto_scalarmult(k.dh[0], hs->id->sk, hs->server_pk) != 0 ||
+	    crypto_scalarmult(k.dh[1], hs->eph.sk, hs->server_pk) != 0 ||
+	    crypto_scalarmult(k.dh[2], hs->id->sk, server_eph) != 0 ||
+	    crypto_scalarmult(k.dh[3], hs->eph.sk, server_eph) != 0)
 		goto out;
-	derive((const uint8_t (*)[32])dh, hs->chello, shello, c2s, s2c,
-	    confirm, finish);
-	confirm_tag(confirm, shello, BFT_CHAN_SHELLO_LEN - 16, tag);
+	derive(&k, hs->chello, shello);
+	confirm_tag(k.confirm, shello, BFT_CHAN_SHELLO_LEN - 16, tag);
 	*why = "server failed to prove its key (wrong server.I.pk in "
 	    "bftblk.conf, or someone in between)";
 	if (sodium_memcmp(tag, shello + BFT_CHAN_SHELLO_LEN - 16, 16) != 0)
 		goto out;
 	*why = "out of memory";
-	if (chan_setup(ch, hs->mode, (enum bft_chan_cipher)cipher, c2s,
-	    s2c) != 0)
+	if (chan_setup(ch, hs->mode, (enum bft_chan_cipher)cipher, k.c2s,
+	    k.s2c) != 0)
 		goto out;
-	confirm_tag(finish, shello, BFT_CHAN_SHELLO_LEN, finish_out);
+	confirm_tag(k.finish, shello, BFT_CHAN_SHELLO_LEN, finish_out);
 	*why = NULL;
 	rc = 0;
 out:
 	sodium_memzero(&hs->eph, sizeof hs->eph);
-	sodium_memzero(dh, sizeof dh);
-	sodium_memzero(c2s, sizeof c2s);
-	sodium_memzero(s2c, sizeof s2c);
-	sodium_memzero(confirm, sizeof confirm);
-	sodium_memzero(finish, sizeof finish);
+	sodium_memzero(&k, sizeof k);
 	return rc;
 }
 
