@@ -2,7 +2,7 @@
 # The server's resource limits (t=1): each refuses with a clear log line
 # while the server keeps serving everyone else.  Server 0 runs with
 #   --max-conns 6 --max-client-conns 3 --max-client-stores 8
-#   --max-inflight 32 --max-pending 64 -v
+#   --client-store-window 5000 --max-inflight 32 --max-pending 64 -v
 # (-v for the debug line of a paused connection; --max-pending, the cap
 # per block, well above the cap per client tested here).
 #
@@ -10,15 +10,27 @@
 #    under client.key (tests/tools/bftchan.py) are accepted and a third
 #    gets server hello status 5 (too many connections), logged with the
 #    client's name; another identity still gets in.
-# 2. --max-conns: five raw connections fill server 0 up to 6 with
+# 2. No lock-out by a public key: only a connection whose finish
+#    verified counts against --max-client-conns.  Four connections (one
+#    more than the limit) each send a client hello carrying client's
+#    public key as bftblk.conf lists it, and never the finish; each must
+#    get a server hello with status 0.  While all four are held open,
+#    bftblk-testclient probe under client.key must get a channel (no
+#    "channel refused", the old failure being status 5) and CLOCK and
+#    COLLECT answered ok; server 0 logs no "too many connections for
+#    this client" meanwhile.  (4 hellos + nbdkit + probe = --max-conns.)
+# 3. --max-conns: five raw connections fill server 0 up to 6 with
 #    nbdkit's; two more are closed at once, logged, while the first five
 #    stay open.
-# 3. --max-client-stores: a writer "stutterer" (its own identity)
+# 4. --max-client-stores: a writer "stutterer" (its own identity)
 #    STOREs 8 new versions of block 50 at server 0 and completes the
 #    last, which retires all 8; then STOREs 12 more without completing:
-#    8 are taken and 4 refused with EBUSY, logged naming the client.
+#    8 are taken and 4 refused with EBUSY, logged naming the client, and
+#    one more right after is refused too.  Once --client-store-window
+#    (5 s) has passed since those, the 8 left above lc stop counting:
+#    the stutterer's next STORE is taken, with no refusal logged.
 #    nbdkit's writes (identity "client") are never refused meanwhile.
-# 4. --max-inflight: bftblk-testclient pipeline sends 3000 FILTERs of
+# 5. --max-inflight: bftblk-testclient pipeline sends 3000 FILTERs of
 #    block 0 (each answered with a 32 KiB fragment: ~100 MB of replies)
 #    without reading any reply.  Server 0 must pause reading with at
 #    most 32 replies queued (its debug line says how many), its VmRSS
@@ -35,12 +47,13 @@ VICTIM=0
 MAX_CONNS=6
 MAX_CLIENT_CONNS=3
 MAX_STORES=8
+STORE_WINDOW_MS=5000
 MAX_INFLIGHT=32
 RSS_MAX_KB=$((48 * 1024))
 
 export SERVER_ARGS_0="-v --max-conns $MAX_CONNS --max-client-conns
-    $MAX_CLIENT_CONNS --max-client-stores $MAX_STORES --max-inflight
-    $MAX_INFLIGHT --max-pending 64"
+    $MAX_CLIENT_CONNS --max-client-stores $MAX_STORES --client-store-window
+    $STORE_WINDOW_MS --max-inflight $MAX_INFLIGHT --max-pending 64"
 cluster_start 1
 CONF=$CLUSTER_DIR/bftblk.conf
 nbdkit_start nbd
@@ -95,7 +108,7 @@ client_add stutterer rw
 conns=$TESTDIR/conns.py
 cat >"$conns" <<'EOF'
 # conns.py TOOLS CONF INDEX CASE ARGS...: connections to one server.
-import socket, sys, time
+import os, socket, subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
 import bftchan
 
@@ -155,12 +168,67 @@ elif case == 'conns':
         if not still_open(s, wait=0.1):
             sys.exit('connection %d within the limit was closed' % (k + 1))
     print('%d connections within the limit still open' % allowed)
+elif case == 'hellos':
+    # hellos NAME COUNT OUT CMD...: COUNT connections each send a client
+    # hello with NAME's public key from bftblk.conf (what anyone can
+    # know) and never the finish; while they are held, CMD runs with its
+    # output in OUT.  Fails when a hello was refused, CMD failed or did
+    # not end within 60 s, or a held connection closed meanwhile.
+    name, count, out = sys.argv[5], int(sys.argv[6]), sys.argv[7]
+    pk = bytes.fromhex(
+        bftchan.read_kv(sys.argv[2])['client.' + name].split()[1])
+    bad, held = [], []
+    for k in range(count):
+        s = bftchan.connect(cl, index)
+        _, eph_pk = bftchan.keypair()
+        s.sendall(b'BFTC' + bytes([bftchan.VERSION, cl.mode,
+                                   bftchan.CIPHERS, index]) +
+                  cl.cluster_id + pk + eph_pk)
+        sh = bftchan.recv_exact(s, bftchan.SHELLO_LEN)
+        st = sh[5]
+        print('hello %d with the public key of %s, no finish: status %d '
+              '(%s)' % (k + 1, name, st, bftchan.STATUS.get(st, '?')))
+        if st != 0:
+            bad.append('hello %d refused with status %d' % (k + 1, st))
+        else:
+            held.append((k, s))
+    t0 = time.monotonic()
+    with open(out, 'w') as f:
+        try:
+            rc = subprocess.run(sys.argv[8:], stdout=f,
+                                stderr=subprocess.STDOUT,
+                                timeout=60).returncode
+        except subprocess.TimeoutExpired:
+            rc = 'timed out'
+    print('%s while %d hellos were held: exit %s after %.2f s'
+          % (os.path.basename(sys.argv[8]), count, rc,
+             time.monotonic() - t0))
+    if rc != 0:
+        bad.append('%s: exit %s' % (sys.argv[8], rc))
+    for k, s in held:
+        if not still_open(s, wait=0.1):
+            bad.append('held hello %d was closed before the end' % (k + 1))
+    if bad:
+        sys.exit('; '.join(bad))
+    print('%d unfinished hellos held open throughout' % count)
 else:
     sys.exit('unknown case ' + case)
 EOF
 conns()
 {
 	python3 "$conns" "$SRCDIR/tests/tools" "$CONF" "$VICTIM" "$@"
+}
+# drained WHAT: server 0 has seen the test's connections close; only
+# nbdkit's is left.
+drained()
+{
+	local deadline=$((SECONDS + 10))
+	until [ "$(ss -Htn state established "( sport = :$((CLUSTER_BASE_PORT +
+	    VICTIM)) )" | wc -l)" -le 1 ]; do
+		[ "$SECONDS" -lt "$deadline" ] ||
+		    fail "$1: server-$VICTIM kept the closed connections"
+		sleep 0.2
+	done
 }
 
 log "1. --max-client-conns $MAX_CLIENT_CONNS (nbdkit holds one)"
@@ -170,23 +238,40 @@ conns client-conns "$CLUSTER_DIR/client.key" $((MAX_CLIENT_CONNS - 1)) \
 wait_vlog "$offset" "refused: too many connections for this client: client client has $MAX_CLIENT_CONNS (--max-client-conns)" \
     "max-client-conns"
 io_check max-client-conns
+drained max-client-conns
 
-log "2. --max-conns $MAX_CONNS (nbdkit holds one)"
+log "2. $((MAX_CLIENT_CONNS + 1)) hellos with client's public key, never finished"
+offset=$(stat -c %s "$vlog")
+out=$TESTDIR/log/probe-hellos.log
+rc=0
+conns hellos client $((MAX_CLIENT_CONNS + 1)) "$out" \
+    "$TC" probe --config "$CONF" --keys "$CLUSTER_DIR/client.key" \
+    --servers "$VICTIM" --block 0 || rc=$?
+sed 's/^/  probe: /' "$out" >&2
+grep -q "channel refused" "$out" &&
+    fail "hellos never finished locked client.key out:" \
+    "$(grep -m1 "channel refused" "$out")"
+for op in CLOCK COLLECT; do
+	grep -q "^server $VICTIM: $op status 0 " "$out" ||
+	    fail "client.key's probe got no ok $op while the hellos were held"
+done
+[ "$rc" -eq 0 ] || fail "the unfinished hellos were not all held (see above)"
+tail -c "+$((offset + 1))" "$vlog" | grep "too many connections" &&
+    fail "server-$VICTIM counted hellos without a finish against client"
+log "client.key got in past $((MAX_CLIENT_CONNS + 1)) unfinished hellos"
+drained "unfinished hellos"
+io_check "unfinished hellos"
+
+log "3. --max-conns $MAX_CONNS (nbdkit holds one)"
 offset=$(stat -c %s "$vlog")
 conns conns $((MAX_CONNS - 1)) 2 || fail "--max-conns not enforced"
 wait_vlog "$offset" "refused: $MAX_CONNS connections open (--max-conns)" \
     max-conns
 # The held connections are gone once the server has seen them close.
-deadline=$((SECONDS + 10))
-until [ "$(ss -Htn state established "( sport = :$((CLUSTER_BASE_PORT +
-    VICTIM)) )" | wc -l)" -le 1 ]; do
-	[ "$SECONDS" -lt "$deadline" ] ||
-	    fail "server-$VICTIM kept the closed connections"
-	sleep 0.2
-done
+drained max-conns
 io_check max-conns
 
-log "3. --max-client-stores $MAX_STORES"
+log "4. --max-client-stores $MAX_STORES, --client-store-window $STORE_WINDOW_MS"
 stutter()
 {
 	local name=$1 rc=0
@@ -197,6 +282,10 @@ stutter()
 	sed "s/^/  $name: /" "$TESTDIR/log/stutter-$name.log" >&2
 	STUTTER_RC=$rc
 }
+ms()
+{
+	echo $(($(date +%s%N) / 1000000))
+}
 offset=$(stat -c %s "$vlog")
 stutter fill --count "$MAX_STORES" --complete-last
 [ "$STUTTER_RC" -eq 2 ] && grep -q "server $VICTIM: accepted $MAX_STORES ebusy 0 other 0" \
@@ -204,12 +293,31 @@ stutter fill --count "$MAX_STORES" --complete-last
     grep -q "server $VICTIM: COMPLETE of the last write: ok" \
     "$TESTDIR/log/stutter-fill.log" ||
     fail "the first $MAX_STORES STOREs and the COMPLETE were not all taken"
+t0=$(ms)
 stutter over --count $((MAX_STORES + 4))
+took=$(($(ms) - t0))
 [ "$STUTTER_RC" -eq 0 ] && grep -q "server $VICTIM: accepted $MAX_STORES ebusy 4 other 0" \
     "$TESTDIR/log/stutter-over.log" ||
-    fail "wanted $MAX_STORES STOREs taken (the completed ones retired) and 4 refused with EBUSY"
+    fail "wanted $MAX_STORES STOREs taken (the completed ones retired) and 4 refused with EBUSY (in $took ms; the window is $STORE_WINDOW_MS ms)"
 wait_vlog "$offset" "client stutterer has $MAX_STORES STOREs waiting above lc (--max-client-stores): refused" \
     max-client-stores
+stutter still --count 1
+took=$(($(ms) - t0))
+[ "$STUTTER_RC" -eq 0 ] && grep -q "server $VICTIM: accepted 0 ebusy 1 other 0" \
+    "$TESTDIR/log/stutter-still.log" ||
+    fail "a STORE $took ms after the first of the $MAX_STORES was not refused with EBUSY (the window is $STORE_WINDOW_MS ms)"
+# Every STORE the stutterer left above lc is now older than the window.
+t1=$(ms)
+log "waiting out --client-store-window $STORE_WINDOW_MS ms"
+sleep $((STORE_WINDOW_MS / 1000 + 1))
+offset=$(stat -c %s "$vlog")
+stutter after --count 1
+[ "$STUTTER_RC" -eq 2 ] && grep -q "server $VICTIM: accepted 1 ebusy 0 other 0" \
+    "$TESTDIR/log/stutter-after.log" ||
+    fail "the stutterer's STORE $(($(ms) - t1)) ms after its last was refused: the $MAX_STORES left above lc still count past --client-store-window $STORE_WINDOW_MS"
+tail -c "+$((offset + 1))" "$vlog" | grep "STOREs waiting above lc" &&
+    fail "server-$VICTIM logged a refusal after the window"
+log "past the window the stutterer's next STORE was taken"
 io_check max-client-stores
 nbdsh_run nbd "$py
 h.pwrite(pattern(50), 50 * BS)
@@ -220,7 +328,7 @@ print('nbdkit wrote block 50 over the stutterer')
 grep -q "client client has .* STOREs waiting" "$vlog" &&
     fail "server-$VICTIM refused nbdkit's STOREs for the stutterer's"
 
-log "4. --max-inflight $MAX_INFLIGHT"
+log "5. --max-inflight $MAX_INFLIGHT"
 rss()
 {
 	awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status"
