@@ -24,7 +24,7 @@ OPT = -O2 -g
 endif
 
 CC ?= cc
-PKGS = libsodium libuv msgpack
+PKGS = libsodium libuv msgpack libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) nbdkit)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS)) -lerasurecode -lpthread
 CFLAGS ?= $(OPT)

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "channel.h"
 
 #define KDF_CONTEXT	"bftchan1"	/* crypto_kdf wants 8 bytes */
@@ -109,34 +111,36 @@ confirm_tag(const uint8_t key[32], const uint8_t *shello, size_t len,
 	crypto_generichash(tag, 16, shello, len, key, 32);
 }
 
+/*
+ * Keys one context per direction.  The key schedule is done here once;
+ * each frame then only sets its IV.  EVP_CIPHER_CTX_free wipes a context.
+ */
 static int
 chan_setup(struct bft_chan *ch, enum bft_chan_mode mode,
     enum bft_chan_cipher cipher, const uint8_t tx[32], const uint8_t rx[32])
 {
+	const EVP_CIPHER *c = cipher == BFT_CIPHER_AESGCM ?
+	    EVP_aes_256_gcm() : EVP_chacha20_poly1305();
+
 	memset(ch, 0, sizeof *ch);
 	ch->mode = mode;
 	ch->cipher = cipher;
-	memcpy(ch->tx_key, tx, 32);
-	memcpy(ch->rx_key, rx, 32);
-	if (cipher != BFT_CIPHER_AESGCM)
-		return 0;
-	/* The state wants 16-byte alignment; malloc gives that on x86-64. */
-	ch->tx_aes = aligned_alloc(16, sizeof *ch->tx_aes);
-	ch->rx_aes = aligned_alloc(16, sizeof *ch->rx_aes);
-	if (ch->tx_aes == NULL || ch->rx_aes == NULL) {
+	ch->tx = EVP_CIPHER_CTX_new();
+	ch->rx = EVP_CIPHER_CTX_new();
+	if (ch->tx == NULL || ch->rx == NULL ||
+	    EVP_EncryptInit_ex(ch->tx, c, NULL, tx, NULL) != 1 ||
+	    EVP_DecryptInit_ex(ch->rx, c, NULL, rx, NULL) != 1) {
 		bft_chan_clear(ch);
 		return -1;
 	}
-	crypto_aead_aes256gcm_beforenm(ch->tx_aes, tx);
-	crypto_aead_aes256gcm_beforenm(ch->rx_aes, rx);
 	return 0;
 }
 
 void
 bft_chan_clear(struct bft_chan *ch)
 {
-	free(ch->tx_aes);
-	free(ch->rx_aes);
+	EVP_CIPHER_CTX_free(ch->tx);
+	EVP_CIPHER_CTX_free(ch->rx);
 	sodium_memzero(ch, sizeof *ch);
 }
 
@@ -312,7 +316,7 @@ bft_chan_seal(struct bft_chan *ch, struct bft_buf *out, size_t off)
 	static const uint8_t zero_tag[BFT_CHAN_TAG_LEN];
 	uint8_t nonce[12], *frame, *body;
 	size_t blen = out->len - off - 4;
-	unsigned long long maclen;
+	int len, fin;
 
 	if (ch->mode == BFT_CHAN_PLAIN)
 		return 0;
@@ -324,14 +328,14 @@ bft_chan_seal(struct bft_chan *ch, struct bft_buf *out, size_t off)
 	body = frame + 4;
 	put_be32(frame, (uint32_t)(blen + BFT_CHAN_TAG_LEN));
 	seq_nonce(ch->tx_seq++, nonce);
-	if (ch->cipher == BFT_CIPHER_AESGCM)
-		crypto_aead_aes256gcm_encrypt_detached_afternm(body,
-		    body + blen, &maclen, body, blen, frame, 4, NULL, nonce,
-		    ch->tx_aes);
-	else
-		crypto_aead_chacha20poly1305_ietf_encrypt_detached(body,
-		    body + blen, &maclen, body, blen, frame, 4, NULL, nonce,
-		    ch->tx_key);
+	/* In place: OpenSSL allows out == in for these AEADs. */
+	if (EVP_EncryptInit_ex(ch->tx, NULL, NULL, NULL, nonce) != 1 ||
+	    EVP_EncryptUpdate(ch->tx, NULL, &len, frame, 4) != 1 ||
+	    EVP_EncryptUpdate(ch->tx, body, &len, body, (int)blen) != 1 ||
+	    EVP_EncryptFinal_ex(ch->tx, body + len, &fin) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(ch->tx, EVP_CTRL_AEAD_GET_TAG,
+	    BFT_CHAN_TAG_LEN, body + blen) != 1)
+		return -1;
 	return 0;
 }
 
@@ -341,7 +345,7 @@ bft_chan_open(struct bft_chan *ch, const uint8_t *prefix, uint8_t *body,
 {
 	uint8_t nonce[12];
 	uint32_t clen;
-	int r;
+	int olen, fin;
 
 	if (ch->mode == BFT_CHAN_PLAIN)
 		return 0;
@@ -349,14 +353,16 @@ bft_chan_open(struct bft_chan *ch, const uint8_t *prefix, uint8_t *body,
 		return -1;
 	clen = *len - BFT_CHAN_TAG_LEN;
 	seq_nonce(ch->rx_seq, nonce);
-	if (ch->cipher == BFT_CIPHER_AESGCM)
-		r = crypto_aead_aes256gcm_decrypt_detached_afternm(body, NULL,
-		    body, clen, body + clen, prefix, 4, nonce, ch->rx_aes);
-	else
-		r = crypto_aead_chacha20poly1305_ietf_decrypt_detached(body,
-		    NULL, body, clen, body + clen, prefix, 4, nonce,
-		    ch->rx_key);
-	if (r != 0)
+	/*
+	 * Decrypting in place before the tag is checked is fine: on failure
+	 * the connection is closed and the buffer never decoded.
+	 */
+	if (EVP_DecryptInit_ex(ch->rx, NULL, NULL, NULL, nonce) != 1 ||
+	    EVP_DecryptUpdate(ch->rx, NULL, &olen, prefix, 4) != 1 ||
+	    EVP_DecryptUpdate(ch->rx, body, &olen, body, (int)clen) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(ch->rx, EVP_CTRL_AEAD_SET_TAG,
+	    BFT_CHAN_TAG_LEN, body + clen) != 1 ||
+	    EVP_DecryptFinal_ex(ch->rx, body + olen, &fin) != 1)
 		return -1;
 	ch->rx_seq++;
 	*len = clen;
