@@ -38,6 +38,7 @@ PLUGIN_SRC = $(wildcard nbd-plugin/*.c)
 ADMIN_SRC  = $(wildcard admin/*.c)
 UNIT_SRC   = $(wildcard tests/unit/test_*.c)
 TOOL_SRC   = $(wildcard tests/tools/*.c)
+TESTCLIENT_SRC = $(wildcard tests/tools/testclient/*.c)
 FUZZ_NAMES = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
@@ -48,13 +49,15 @@ PLUGIN    = $(BUILD)/nbdkit-bftblk-plugin.so
 ADMIN     = $(BUILD)/bftblk
 UNIT_BINS = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TOOL_BINS = $(patsubst tests/tools/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
+TESTCLIENT = $(BUILD)/tests/bftblk-testclient
 # Each fuzz harness also builds with $(CC) as a unit test that runs its
 # regressions and seeds once (tests/fuzz/standalone.c): test_fuzz_frame...
 FUZZ_UNIT_BINS = $(patsubst %,$(BUILD)/tests/test_%,$(FUZZ_NAMES))
 # Unit tests of server internals link the server's objects except main.
 SERVER_LIB_OBJ = $(call obj,$(filter-out server/main.c,$(SERVER_SRC)))
 
-all: $(SERVER) $(PLUGIN) $(ADMIN) $(UNIT_BINS) $(TOOL_BINS) $(FUZZ_UNIT_BINS)
+all: $(SERVER) $(PLUGIN) $(ADMIN) $(UNIT_BINS) $(TOOL_BINS) $(TESTCLIENT) \
+	$(FUZZ_UNIT_BINS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -82,6 +85,10 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBCOMMON)
 # Benchmark tools; bench-hash also measures OpenSSL's SHA-256 against ours.
 $(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs libcrypto)
+
+# The misbehaving client of tests/faults/ and the channel tests, in parts.
+$(TESTCLIENT): $(call obj,$(TESTCLIENT_SRC)) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # util.o comes first: its log sink keeps log.o out of the archive.
 $(FUZZ_UNIT_BINS): $(BUILD)/tests/test_%: $(BUILD)/tests/fuzz/%.o \
