@@ -395,6 +395,13 @@ bft_client_stats(struct bft_client *cl)
 }
 
 void
+bft_client_note_cache(struct bft_client *cl, unsigned hits, unsigned misses)
+{
+	atomic_fetch_add(&cl->stats.cache_hits, hits);
+	atomic_fetch_add(&cl->stats.cache_misses, misses);
+}
+
+void
 bft_client_submit(struct bft_client *cl, struct op **ops, unsigned nops)
 {
 	struct client_loop *lp = cl->lp;

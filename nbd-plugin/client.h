@@ -72,6 +72,18 @@ struct op {
 	uint8_t *value;
 	bool parked, resume;
 
+	/*
+	 * Write whose value the submitter built from the block cache
+	 * (blockcache.h) instead of a read: data is the cached value at
+	 * base, patched.  It may only commit if base is still the block's
+	 * newest completed timestamp; when the servers show a newer one,
+	 * it finishes early with stale set and nothing committed, and the
+	 * submitter reads the block and writes it again.
+	 */
+	bool based, stale;
+	struct bft_ts base;
+	bool committed;			/* COMPLETE reached n-t servers */
+
 	/* Write: prepared by the submitter, ts and vec by CLOCK. */
 	bool fast;			/* CLOCK skipped on a cached timestamp */
 	struct bft_ts ts;
@@ -105,6 +117,8 @@ struct bft_client_stats {
 	atomic_ullong timeouts, reconnects;
 	atomic_ullong fast_writes, fast_fallbacks;
 	atomic_ullong fast_reads, fast_read_fallbacks;
+	/* Partial writes: value from the block cache, a read, or stale. */
+	atomic_ullong cache_hits, cache_misses, cache_stale;
 };
 
 struct bft_client_params {
@@ -120,6 +134,9 @@ struct bft_client_params {
 struct bft_client *bft_client_start(const struct bft_client_params *p);
 void bft_client_stop(struct bft_client *cl);
 const struct bft_client_stats *bft_client_stats(struct bft_client *cl);
+/* Counts partial writes that found their block in the cache, or not. */
+void bft_client_note_cache(struct bft_client *cl, unsigned hits,
+    unsigned misses);
 
 /* Allocates an op's fragment buffers; NULL on ENOMEM. */
 struct op *bft_op_new(struct bft_client *cl, enum op_kind kind);
@@ -137,6 +154,11 @@ int bft_op_prepare_write(struct op *op);
  * when submitted again.  0 or -1.
  */
 int bft_op_seal_write(struct op *op);
+/*
+ * The timestamp of the value a finished read returned (zero for a
+ * never-written block).
+ */
+void bft_op_read_ts(const struct op *op, struct bft_ts *ts);
 /*
  * After a read finished: decodes the chosen value into op->data, and
  * with encryption opens it.  0, or -1 with the reason in op->why (then

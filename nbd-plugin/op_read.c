@@ -280,6 +280,15 @@ read_timeout(struct op *op)
 	op_done(op, EIO, "too few servers answered in time");
 }
 
+void
+bft_op_read_ts(const struct op *op, struct bft_ts *ts)
+{
+	if (op->zero)
+		memset(ts, 0, sizeof *ts);
+	else
+		*ts = op->chosen.ts;
+}
+
 int
 bft_op_finish_read(struct op *op)
 {

@@ -26,6 +26,19 @@
  * round.  A fast-path fallback chooses a new timestamp, and so parks
  * again and is sealed anew: no ciphertext is ever sent under a
  * timestamp other than its own.
+ *
+ * A write built from the block cache (op->based) must, besides, not
+ * commit over a write newer than the cached value it patched: that
+ * write's bytes outside the patch would be lost.  So it validates
+ * op->base: after CLOCK, the highest genuine timestamp of n-t servers
+ * must be base itself; on the fast path, no acknowledgement it
+ * proceeds on may report a genuine lc.ts above base.  Either test sees
+ * any write that completed before this one began (the argument above),
+ * so passing it means the cached value was the register's value then,
+ * just as a read would have returned it.  Failing it does not fall back
+ * to CLOCK with the same data, which would commit the stale value under
+ * a newer timestamp: the write finishes with op->stale and the
+ * submitter reads the block and builds the value again (write.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -93,6 +106,7 @@ int
 bft_op_prepare_write(struct op *op)
 {
 	op->parked = op->resume = false;
+	op->stale = op->committed = false;
 	/* The nonce stays secret until COMPLETE: it is the proof of writing. */
 	bft_random(op->nonce, BFT_NONCE_LEN);
 	bft_hash(op->nonce, BFT_NONCE_LEN, op->nh);
@@ -134,6 +148,28 @@ tscache_note(struct bft_client *cl, uint64_t block, uint64_t num)
 
 static void clock_done(struct op *op);
 
+/*
+ * A write built from a cached value at op->base met a newer timestamp.
+ * It finishes uncommitted (see the top of this file).  Once STOREs went
+ * out, (num, wid) may name this value at some servers: a fresh writer
+ * id keeps it from ever naming another, and the nonce, which
+ * bft_op_prepare_write replaces, is never revealed, so those STOREs
+ * never become a proof of writing.
+ */
+static void
+write_stale(struct op *op, bool stored)
+{
+	struct bft_client *cl = op->cl;
+
+	atomic_fetch_add(&cl->stats.cache_stale, 1);
+	if (stored) {
+		cl->tscache[op->block % TSCACHE_SIZE].valid = false;
+		rotate_writer_id(cl);
+	}
+	op->stale = true;
+	op_done(op, 0, NULL);
+}
+
 void
 write_start(struct op *op)
 {
@@ -147,12 +183,18 @@ write_start(struct op *op)
 	}
 	memset(&op->ts, 0, sizeof op->ts);
 	op->fast = e->valid && e->block == op->block;
+	/* A write newer than the cached value is known already. */
+	if (op->based && op->fast && e->num > op->base.num) {
+		write_stale(op, false);
+		return;
+	}
 	if (!op->fast) {
 		round_start(op, PH_CLOCK);
 		return;
 	}
 	atomic_fetch_add(&cl->stats.fast_writes, 1);
-	op->ts.num = e->num;
+	/* Above base even if tscache lost track: ordered after it. */
+	op->ts.num = op->based ? op->base.num : e->num;
 	clock_done(op);
 }
 
@@ -241,10 +283,18 @@ write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 		round_note_error(op, i, m->status);
 		return;
 	}
+	/*
+	 * A cache-built write must not pass a write newer than base, even
+	 * one below its own timestamp: (base.num, a higher wid), say.
+	 */
 	if (op->fast && op->phase == PH_STORE &&
-	    bft_ts_cmp(&m->ts, &op->ts) >= 0 &&
+	    (bft_ts_cmp(&m->ts, &op->ts) >= 0 ||
+	    (op->based && bft_ts_cmp(&m->ts, &op->base) > 0)) &&
 	    bft_ts_verify(&m->ts, cl->p.key->kw)) {
-		fast_fallback(op);
+		if (op->based)
+			write_stale(op, true);
+		else
+			fast_fallback(op);
 		return;
 	}
 	op->ok |= 1u << i;
@@ -259,12 +309,18 @@ write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 		return;
 	switch (op->phase) {
 	case PH_CLOCK:
+		/* Below base cannot happen with t liars; refuse it too. */
+		if (op->based && bft_ts_cmp(&op->ts, &op->base) != 0) {
+			write_stale(op, false);
+			break;
+		}
 		clock_done(op);
 		break;
 	case PH_STORE:
 		round_start(op, PH_COMPLETE);
 		break;
 	case PH_COMPLETE:
+		op->committed = true;
 		tscache_note(cl, op->block, op->ts.num);
 		op_done(op, 0, NULL);
 		break;

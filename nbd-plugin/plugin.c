@@ -3,8 +3,10 @@
  * M-PoWerStore registers on n = 3t+1 bftblk servers.
  *
  * I/O is split into blocks; blocks of one request run concurrently, in
- * chunks to bound memory.  Writes that cover a block partly read it
- * first (read-modify-write) under a range lock.  With encrypt=on every
+ * chunks to bound memory (chunk.c).  Writes that cover a block partly
+ * need its value first (read-modify-write, write.c): from a bounded
+ * cache of block contents validated by the write's timestamp
+ * (blockcache.h), or a read.  With encrypt=on every
  * block is sealed before erasure coding and opened after decoding
  * (common/volcrypt.h); servers see ciphertext only.
  */
@@ -17,21 +19,23 @@
 
 #include <nbdkit-plugin.h>
 
-#include "blocklock.h"
+#include "blockcache.h"
+#include "chunk.h"
 #include "client.h"
 #include "config.h"
 #include "crypto.h"
 #include "ec.h"
 #include "keys.h"
 #include "volcrypt.h"
+#include "write.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 /*
- * Blocks in flight per request: 32 * (64 KiB + n fragments, + a sealed
- * value with encrypt=on) of memory.
+ * The block cache's default size: 2048 blocks.  Random small writes
+ * over a working set this large skip their reads; it costs at most
+ * this much memory, allocated as blocks are written.
  */
-#define CHUNK 32
-_Static_assert(CHUNK <= BFT_RUN_MAX, "a chunk must fit bft_client_run");
+#define CACHE_DEFAULT (128ull << 20)
 
 static char *config_path, *keys_path, *ec_backend, *volume_key_path;
 static bool encrypt;
@@ -39,13 +43,14 @@ static uint64_t export_size;		/* 0: the whole cluster disk */
 static unsigned timeout_s = 10;
 static uint64_t writer_id;
 static unsigned want_t;
+static uint64_t cache_bytes = CACHE_DEFAULT;
 
 static struct bft_config cfg;
 static struct bft_client_key key;
 static struct bft_ec *ec;
 static struct bft_volcrypt vc;
 static struct bft_client *client;
-static const uint8_t zero_block[BFT_BLOCK_SIZE];
+static struct bft_blockcache *cache;	/* NULL with cache=0 */
 
 static void
 bftblk_unload(void)
@@ -107,6 +112,17 @@ bftblk_config(const char *k, const char *value)
 		free(volume_key_path);
 		if ((volume_key_path = nbdkit_absolute_path(value)) == NULL)
 			return -1;
+	} else if (strcmp(k, "cache") == 0) {
+		int64_t s = nbdkit_parse_size(value);
+
+		if (s < 0)
+			return -1;
+		if (s > 0 && s < BFT_BLOCK_SIZE) {
+			nbdkit_error("cache must be 0 (off) or at least %u",
+			    BFT_BLOCK_SIZE);
+			return -1;
+		}
+		cache_bytes = (uint64_t)s;
 	} else if (strcmp(k, "ec-backend") == 0) {
 		free(ec_backend);
 		if ((ec_backend = strdup(value)) == NULL)
@@ -229,6 +245,10 @@ bftblk_after_fork(void)
 		.timeout_ms = timeout_s * 1000, .writer_id = writer_id,
 	};
 
+	if (cache_bytes > 0 && (cache = bft_bc_new(cache_bytes)) == NULL) {
+		nbdkit_error("cannot allocate the block cache");
+		return -1;
+	}
 	client = bft_client_start(&p);
 	if (client == NULL) {
 		nbdkit_error("cannot start the client event loop");
@@ -248,7 +268,9 @@ bftblk_cleanup(void)
 	nbdkit_debug("bftblk: %llu reads (%llu in one round, %llu fell back, "
 	    "%llu restarts, %llu repairs), "
 	    "%llu writes (%llu without CLOCK, %llu fell back), %llu flushes, "
-	    "%llu forged timestamps, %llu timeouts, %llu reconnects",
+	    "%llu forged timestamps, %llu timeouts, %llu reconnects; "
+	    "partial writes: %llu cache hits (%llu stale, read again), "
+	    "%llu misses; %u of %u blocks cached",
 	    (unsigned long long)s->reads, (unsigned long long)s->fast_reads,
 	    (unsigned long long)s->fast_read_fallbacks,
 	    (unsigned long long)s->read_restarts,
@@ -256,9 +278,15 @@ bftblk_cleanup(void)
 	    (unsigned long long)s->fast_writes,
 	    (unsigned long long)s->fast_fallbacks,
 	    (unsigned long long)s->flushes, (unsigned long long)s->forged_ts,
-	    (unsigned long long)s->timeouts, (unsigned long long)s->reconnects);
+	    (unsigned long long)s->timeouts, (unsigned long long)s->reconnects,
+	    (unsigned long long)s->cache_hits,
+	    (unsigned long long)s->cache_stale,
+	    (unsigned long long)s->cache_misses, bft_bc_count(cache),
+	    bft_bc_capacity(cache));
 	bft_client_stop(client);
 	client = NULL;
+	bft_bc_free(cache);
+	cache = NULL;
 }
 
 /* All connections share one cluster client, so a handle is just a token. */
@@ -306,104 +334,6 @@ bftblk_can_fua(void *h)
 	return NBDKIT_FUA_NATIVE;
 }
 
-/* Runs ops to completion; the first failure becomes the request's error. */
-static int
-run_ops(struct op **ops, unsigned nops)
-{
-	int err;
-
-	if ((err = bft_client_run(client, ops, nops)) != 0)
-		nbdkit_set_error(err);
-	return err ? -1 : 0;
-}
-
-static int
-read_blocks(struct op **ops, unsigned nops)
-{
-	if (nops == 0)
-		return 0;
-	for (unsigned i = 0; i < nops; i++)
-		ops[i]->kind = OP_READ;
-	if (run_ops(ops, nops) != 0)
-		return -1;
-	for (unsigned i = 0; i < nops; i++)
-		if (bft_op_finish_read(ops[i]) != 0) {
-			nbdkit_error("block %" PRIu64 ": read failed: %s",
-			    ops[i]->block, ops[i]->why);
-			nbdkit_set_error(EIO);
-			return -1;
-		}
-	return 0;
-}
-
-struct chunk {
-	struct op *ops[CHUNK];
-	uint8_t *tmp[CHUNK];		/* block buffers for partial blocks */
-	unsigned nops;
-};
-
-static void
-chunk_free(struct chunk *c)
-{
-	for (unsigned i = 0; i < c->nops; i++) {
-		bft_op_free(c->ops[i]);
-		free(c->tmp[i]);
-	}
-	c->nops = 0;
-}
-
-/*
- * Sets up ops for blocks [b, b+nb).  A block fully inside [off, off+len)
- * uses the caller's buffer directly (or the shared zero block); others
- * get a bounce buffer.
- */
-static int
-chunk_init(struct chunk *c, uint64_t b, unsigned nb, uint64_t off,
-    uint64_t len, const uint8_t *src, enum op_kind kind)
-{
-	memset(c, 0, sizeof *c);
-	for (unsigned i = 0; i < nb; i++) {
-		uint64_t bstart = (b + i) * BFT_BLOCK_SIZE;
-		bool whole = bstart >= off &&
-		    bstart + BFT_BLOCK_SIZE <= off + len;
-		struct op *op = bft_op_new(client, kind);
-
-		if (op == NULL)
-			goto out_nomem;
-		c->ops[c->nops++] = op;
-		op->block = b + i;
-		if (whole && src != NULL) {
-			op->data = (uint8_t *)(src + (bstart - off));
-		} else if (whole && kind == OP_WRITE) {
-			op->data = (uint8_t *)zero_block;
-		} else {
-			if ((c->tmp[i] = malloc(BFT_BLOCK_SIZE)) == NULL)
-				goto out_nomem;
-			op->data = c->tmp[i];
-		}
-	}
-	return 0;
-out_nomem:
-	chunk_free(c);
-	nbdkit_set_error(ENOMEM);
-	return -1;
-}
-
-/* The overlap of block b with [off, off+len), as offsets. */
-static void
-overlap(uint64_t b, uint64_t off, uint64_t len, uint64_t *in_block,
-    uint64_t *in_buf, uint64_t *n)
-{
-	uint64_t bstart = b * BFT_BLOCK_SIZE;
-	uint64_t s = off > bstart ? off : bstart;
-	uint64_t e = off + len < bstart + BFT_BLOCK_SIZE ?
-	    off + len : bstart + BFT_BLOCK_SIZE;
-
-	*in_block = s - bstart;
-	*in_buf = s - off;
-	*n = e - s;
-}
-
 static int
 bftblk_pread(void *h, void *buf, uint32_t count, uint64_t offset,
     uint32_t flags)
@@ -419,9 +349,10 @@ bftblk_pread(void *h, void *buf, uint32_t count, uint64_t offset,
 		struct chunk c;
 		int r;
 
-		if (chunk_init(&c, b, nb, offset, count, buf, OP_READ) != 0)
+		if (chunk_init(&c, client, b, nb, offset, count, buf,
+		    OP_READ) != 0)
 			return -1;
-		r = read_blocks(c.ops, c.nops);
+		r = read_blocks(client, cache, c.ops, c.nops);
 		for (unsigned i = 0; r == 0 && i < nb; i++) {
 			uint64_t ib, io, n;
 
@@ -438,83 +369,13 @@ bftblk_pread(void *h, void *buf, uint32_t count, uint64_t offset,
 }
 
 static int
-do_flush(void)
-{
-	struct op *op = bft_op_new(client, OP_FLUSH);
-	int r;
-
-	if (op == NULL) {
-		nbdkit_set_error(ENOMEM);
-		return -1;
-	}
-	r = run_ops(&op, 1);
-	bft_op_free(op);
-	return r;
-}
-
-/*
- * Writes src (or zeros when src is NULL) to [offset, offset+count):
- * partial blocks are read first, then every block is written.
- */
-static int
-write_range(const uint8_t *src, uint32_t count, uint64_t offset, bool fua)
-{
-	uint64_t first = offset / BFT_BLOCK_SIZE;
-	uint64_t last = (offset + count - 1) / BFT_BLOCK_SIZE;
-	struct block_range range;
-	int r = 0;
-
-	block_lock(&range, first, last);
-	for (uint64_t b = first; r == 0 && b <= last; b += CHUNK) {
-		unsigned nb = (unsigned)(last - b + 1 < CHUNK ?
-		    last - b + 1 : CHUNK);
-		struct op *partial[CHUNK];
-		unsigned np = 0;
-		struct chunk c;
-
-		if (chunk_init(&c, b, nb, offset, count, src, OP_WRITE) != 0) {
-			r = -1;
-			break;
-		}
-		for (unsigned i = 0; i < nb; i++)
-			if (c.tmp[i] != NULL)
-				partial[np++] = c.ops[i];
-		r = read_blocks(partial, np);
-		for (unsigned i = 0; r == 0 && i < nb; i++) {
-			uint64_t ib, io, n;
-
-			c.ops[i]->kind = OP_WRITE;
-			if (c.tmp[i] != NULL) {
-				overlap(b + i, offset, count, &ib, &io, &n);
-				if (src)
-					memcpy(c.tmp[i] + ib, src + io, n);
-				else
-					memset(c.tmp[i] + ib, 0, n);
-			}
-			/* With encryption: sealed and coded in run_ops. */
-			if (bft_op_prepare_write(c.ops[i]) != 0) {
-				nbdkit_error("erasure coding failed");
-				nbdkit_set_error(EIO);
-				r = -1;
-			}
-		}
-		if (r == 0)
-			r = run_ops(c.ops, c.nops);
-		chunk_free(&c);
-	}
-	block_unlock(&range);
-	if (r == 0 && fua)
-		r = do_flush();
-	return r;
-}
-
-static int
 bftblk_pwrite(void *h, const void *buf, uint32_t count, uint64_t offset,
     uint32_t flags)
 {
 	(void)h;
 	assert(!(flags & ~NBDKIT_FLAG_FUA));
-	return write_range(buf, count, offset, flags & NBDKIT_FLAG_FUA);
+	return write_range(client, cache, buf, count, offset,
+	    flags & NBDKIT_FLAG_FUA);
 }
 
 /* Zeroing writes zero blocks: a register has no cheaper "absent" state. */
@@ -528,7 +389,8 @@ bftblk_zero(void *h, uint32_t count, uint64_t offset, uint32_t flags)
 		nbdkit_set_error(ENOTSUP);
 		return -1;
 	}
-	return write_range(NULL, count, offset, flags & NBDKIT_FLAG_FUA);
+	return write_range(client, cache, NULL, count, offset,
+	    flags & NBDKIT_FLAG_FUA);
 }
 
 /* Trimmed blocks read back as zeros, which filesystems are happy with. */
@@ -537,7 +399,8 @@ bftblk_trim(void *h, uint32_t count, uint64_t offset, uint32_t flags)
 {
 	(void)h;
 	assert(!(flags & ~NBDKIT_FLAG_FUA));
-	return write_range(NULL, count, offset, flags & NBDKIT_FLAG_FUA);
+	return write_range(client, cache, NULL, count, offset,
+	    flags & NBDKIT_FLAG_FUA);
 }
 
 static int
@@ -545,7 +408,7 @@ bftblk_flush(void *h, uint32_t flags)
 {
 	(void)h;
 	assert(flags == 0);
-	return do_flush();
+	return do_flush(client);
 }
 
 static struct nbdkit_plugin plugin = {
@@ -565,6 +428,7 @@ static struct nbdkit_plugin plugin = {
 	    "writer-id=N     this writer's id (default random)\n"
 	    "t=T             check that the cluster tolerates T faults\n"
 	    "ec-backend=NAME liberasurecode backend (default isa_l_rs_cauchy)\n"
+	    "cache=SIZE      block cache for small writes (default 128M, 0 off)\n"
 	    "encrypt=on|off  seal every block with the volume key (default off)\n"
 	    "volume-key=FILE volume key from bftblk volume-key (for encrypt=on)",
 	.after_fork		= bftblk_after_fork,

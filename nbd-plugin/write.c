@@ -1,0 +1,175 @@
+/*
+ * The write path: pwrite, zero and trim.  Whole blocks are written as
+ * they are.  A block the request covers only in part needs its current
+ * value first (read-modify-write): from the block cache when it holds
+ * the block, else from a read.  A write built from the cache carries
+ * the cached timestamp and commits only if the servers show that no
+ * newer write completed before it (op_write.c); otherwise it comes back
+ * stale, and the block is read and written again here.  Range locks
+ * keep this process's writes of the same block apart, so within the
+ * process the cache is exact; other writers are what the validation is
+ * for.
+ */
+#include <errno.h>
+#include <string.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include "blocklock.h"
+#include "chunk.h"
+#include "write.h"
+
+/* The request's bytes (or zeros) for block b into its bounce buffer. */
+static void
+patch(uint8_t *tmp, uint64_t b, const uint8_t *src, uint32_t count,
+    uint64_t offset)
+{
+	uint64_t ib, io, n;
+
+	overlap(b, offset, count, &ib, &io, &n);
+	if (src)
+		memcpy(tmp + ib, src + io, n);
+	else
+		memset(tmp + ib, 0, n);
+}
+
+/*
+ * Prepares and runs the writes, then caches what committed and forgets
+ * every other block: a write that failed may or may not have landed,
+ * and a stale one showed that the cached value is old.
+ */
+static int
+write_ops(struct bft_client *cl, struct bft_blockcache *bc,
+    struct op **ops, unsigned nops)
+{
+	int r = 0;
+
+	for (unsigned i = 0; i < nops; i++) {
+		ops[i]->kind = OP_WRITE;
+		/* With encryption: sealed and coded in run_ops. */
+		if (bft_op_prepare_write(ops[i]) != 0) {
+			nbdkit_error("erasure coding failed");
+			nbdkit_set_error(EIO);
+			return -1;
+		}
+	}
+	r = run_ops(cl, ops, nops);
+	for (unsigned i = 0; i < nops; i++) {
+		if (ops[i]->committed)
+			bft_bc_put(bc, ops[i]->block, &ops[i]->ts,
+			    ops[i]->data);
+		else
+			bft_bc_drop(bc, ops[i]->block);
+	}
+	return r;
+}
+
+/*
+ * Reads the blocks idx[0..n) of c, patches them and writes them.  Used
+ * for cache misses and for cache-built writes that came back stale.
+ */
+static int
+rmw(struct bft_client *cl, struct bft_blockcache *bc, struct chunk *c,
+    const unsigned *idx, unsigned n, const uint8_t *src, uint32_t count,
+    uint64_t offset)
+{
+	struct op *ops[CHUNK];
+
+	for (unsigned j = 0; j < n; j++) {
+		ops[j] = c->ops[idx[j]];
+		ops[j]->based = false;
+	}
+	if (read_blocks(cl, bc, ops, n) != 0)
+		return -1;
+	for (unsigned j = 0; j < n; j++)
+		patch(c->tmp[idx[j]], ops[j]->block, src, count, offset);
+	return write_ops(cl, bc, ops, n);
+}
+
+/*
+ * One chunk: partial blocks found in the cache are patched there and
+ * written with the whole ones, the rest read first and written in the
+ * same batch.  The batch of misses runs first so that both sets of
+ * writes go out together: one read round-trip, then one write batch.
+ */
+static int
+write_chunk(struct bft_client *cl, struct bft_blockcache *bc,
+    struct chunk *c, const uint8_t *src, uint32_t count, uint64_t offset)
+{
+	unsigned stale[CHUNK], nstale = 0, hits = 0, nmiss = 0;
+	struct op *miss[CHUNK];
+
+	for (unsigned i = 0; i < c->nops; i++) {
+		struct op *op = c->ops[i];
+
+		op->based = false;
+		if (c->tmp[i] == NULL)
+			continue;
+		if (bft_bc_get(bc, op->block, c->tmp[i], &op->base)) {
+			op->based = true;
+			hits++;
+		} else {
+			miss[nmiss++] = op;
+		}
+	}
+	if (bc != NULL)
+		bft_client_note_cache(cl, hits, nmiss);
+	if (read_blocks(cl, bc, miss, nmiss) != 0)
+		return -1;
+	for (unsigned i = 0; i < c->nops; i++)
+		if (c->tmp[i] != NULL)
+			patch(c->tmp[i], c->ops[i]->block, src, count, offset);
+	if (write_ops(cl, bc, c->ops, c->nops) != 0)
+		return -1;
+	for (unsigned i = 0; i < c->nops; i++)
+		if (c->ops[i]->stale)
+			stale[nstale++] = i;
+	if (nstale == 0)
+		return 0;
+	return rmw(cl, bc, c, stale, nstale, src, count, offset);
+}
+
+int
+write_range(struct bft_client *cl, struct bft_blockcache *bc,
+    const uint8_t *src, uint32_t count, uint64_t offset, bool fua)
+{
+	uint64_t first = offset / BFT_BLOCK_SIZE;
+	uint64_t last = (offset + count - 1) / BFT_BLOCK_SIZE;
+	struct block_range range;
+	int r = 0;
+
+	block_lock(&range, first, last);
+	for (uint64_t b = first; r == 0 && b <= last; b += CHUNK) {
+		unsigned nb = (unsigned)(last - b + 1 < CHUNK ?
+		    last - b + 1 : CHUNK);
+		struct chunk c;
+
+		if (chunk_init(&c, cl, b, nb, offset, count, src,
+		    OP_WRITE) != 0) {
+			r = -1;
+			break;
+		}
+		r = write_chunk(cl, bc, &c, src, count, offset);
+		chunk_free(&c);
+	}
+	block_unlock(&range);
+	if (r == 0 && fua)
+		r = do_flush(cl);
+	return r;
+}
+
+int
+do_flush(struct bft_client *cl)
+{
+	struct op *op = bft_op_new(cl, OP_FLUSH);
+	int r;
+
+	if (op == NULL) {
+		nbdkit_set_error(ENOMEM);
+		return -1;
+	}
+	r = run_ops(cl, &op, 1);
+	bft_op_free(op);
+	return r;
+}
