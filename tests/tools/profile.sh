@@ -15,6 +15,7 @@ OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SECS=${PROFILE_SECONDS:-8}
 SIZE=${FIO_SIZE:-256M}
+# shellcheck disable=SC2034 # read by lib.sh
 CLUSTER_SIZE=1G
 unset TESTDIR
 # shellcheck source=tests/integration/lib.sh
