@@ -11,8 +11,20 @@
 #   make run / make stop bring up a 4-server demo cluster and nbdkit
 #   make bench           fio jobs against bftblk and nbdkit's memory plugin
 #   make fuzz            libFuzzer harnesses (clang), FUZZ_TIME s each
+#   make BENCH_NOVERIFY=1  benchmark-only build into build-noverify/ with
+#                        fragment hashing and MACs off (no BFT; refuses
+#                        to run without BFTBLK_BENCH_NOVERIFY=1)
+#   make bench-overhead  bftblk with and without hashing/MACs, alternated
 
 SAN ?=
+# Benchmark-only: common/crypto.c then computes no hash or MAC (see
+# there).  Its own build directory keeps it from ever mixing with a
+# normal build's objects.
+BENCH_NOVERIFY ?=
+ifeq ($(BENCH_NOVERIFY),1)
+BUILD ?= build-noverify
+NOVERIFY_FLAGS = -DBFTBLK_BENCH_NOVERIFY
+endif
 ifeq ($(SAN),1)
 BUILD ?= build-asan
 SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
@@ -30,7 +42,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) nbdkit)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS)) -lerasurecode -lpthread
 CFLAGS ?= $(OPT)
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
-	-fPIC -Icommon $(PKG_CFLAGS) $(SANFLAGS)
+	-fPIC -Icommon $(PKG_CFLAGS) $(SANFLAGS) $(NOVERIFY_FLAGS)
 override LDFLAGS += $(SANFLAGS)
 
 COMMON_SRC = $(wildcard common/*.c)
@@ -147,6 +159,11 @@ stop:
 bench: all
 	BUILD=$(BUILD) fio-jobs/bench
 
+# The BFT overhead: the same code with hashing and MACs compiled out,
+# alternated with the normal build (fio-jobs/bench-overhead).
+bench-overhead:
+	fio-jobs/bench-overhead
+
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang into their
 # own directory: every object gets coverage instrumentation and ASan +
 # UBSan; common/log.c is left out for the harnesses' quiet log sink.
@@ -179,14 +196,14 @@ fuzz: fuzz-build
 		$(FUZZ_NAMES)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-noverify
 
 # Test objects come from a chain of pattern rules; keep them between runs.
 .SECONDARY:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system \
-	run stop bench fuzz fuzz-build clean
+	run stop bench bench-overhead fuzz fuzz-build clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \
 	-type f 2>/dev/null)

@@ -313,26 +313,46 @@ put_be32(uint8_t *p, uint32_t v)
 int
 bft_chan_seal(struct bft_chan *ch, struct bft_buf *out, size_t off)
 {
-	static const uint8_t zero_tag[BFT_CHAN_TAG_LEN];
-	uint8_t nonce[12], *frame, *body;
-	size_t blen = out->len - off - 4;
-	int len, fin;
+	return bft_chan_seal_tail(ch, out, off, NULL, 0);
+}
 
-	if (ch->mode == BFT_CHAN_PLAIN)
+int
+bft_chan_seal_tail(struct bft_chan *ch, struct bft_buf *out, size_t off,
+    const uint8_t *tail, size_t tail_len)
+{
+	uint8_t nonce[12], *frame, *body, *dst;
+	size_t hlen = out->len - off - 4, blen = hlen + tail_len;
+	int len, tlen = 0, fin;
+
+	if (ch->mode == BFT_CHAN_PLAIN) {
+		if (tail_len == 0)
+			return 0;
+		if ((dst = bft_buf_extend(out, tail_len)) == NULL)
+			return -1;
+		memcpy(dst, tail, tail_len);
 		return 0;
+	}
 	if (blen + BFT_CHAN_TAG_LEN > BFT_MAX_FRAME ||
-	    bft_buf_append(out, zero_tag, sizeof zero_tag) != 0 ||
-	    ch->tx_seq == UINT64_MAX)
+	    bft_buf_extend(out, tail_len + BFT_CHAN_TAG_LEN) == NULL ||
+	    ch->tx_seq == UINT64_MAX) {
+		out->len = off + 4 + hlen;
 		return -1;
+	}
 	frame = out->data + off;
 	body = frame + 4;
 	put_be32(frame, (uint32_t)(blen + BFT_CHAN_TAG_LEN));
 	seq_nonce(ch->tx_seq++, nonce);
-	/* In place: OpenSSL allows out == in for these AEADs. */
+	/*
+	 * The head in place (OpenSSL allows out == in for these AEADs), the
+	 * tail from where it lies straight into the frame: the same stream,
+	 * so the same ciphertext and tag as sealing one contiguous body.
+	 */
 	if (EVP_EncryptInit_ex(ch->tx, NULL, NULL, NULL, nonce) != 1 ||
 	    EVP_EncryptUpdate(ch->tx, NULL, &len, frame, 4) != 1 ||
-	    EVP_EncryptUpdate(ch->tx, body, &len, body, (int)blen) != 1 ||
-	    EVP_EncryptFinal_ex(ch->tx, body + len, &fin) != 1 ||
+	    EVP_EncryptUpdate(ch->tx, body, &len, body, (int)hlen) != 1 ||
+	    (tail_len > 0 && EVP_EncryptUpdate(ch->tx, body + len, &tlen,
+	    tail, (int)tail_len) != 1) ||
+	    EVP_EncryptFinal_ex(ch->tx, body + len + tlen, &fin) != 1 ||
 	    EVP_CIPHER_CTX_ctrl(ch->tx, EVP_CTRL_AEAD_GET_TAG,
 	    BFT_CHAN_TAG_LEN, body + blen) != 1)
 		return -1;

@@ -171,6 +171,15 @@ void bft_chan_server_refuse(enum bft_chan_status st, uint8_t *out);
 int bft_chan_seal(struct bft_chan *ch, struct bft_buf *out, size_t off);
 
 /*
+ * The same for a frame whose last tail_len bytes are not in out yet
+ * (bft_wire_encode_head): they are encrypted from tail straight into
+ * out, or copied there on a plain channel.  The result is the frame
+ * bft_chan_seal makes of the whole body, without a separate copy.
+ */
+int bft_chan_seal_tail(struct bft_chan *ch, struct bft_buf *out, size_t off,
+    const uint8_t *tail, size_t tail_len);
+
+/*
  * Opens a received frame body of *len bytes in place (prefix is the
  * frame's 4-byte length prefix, authenticated with it).  On success
  * *len is the plaintext length.  Returns 0, or -1 when it does not

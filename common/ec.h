@@ -7,6 +7,7 @@
 #ifndef BFTBLK_EC_H
 #define BFTBLK_EC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,12 @@ const char *bft_ec_backend(const struct bft_ec *ec);
 uint32_t bft_ec_frag_len(const struct bft_ec *ec);
 /* The value size this coder was made for (BFT_BLOCK_SIZE by default). */
 uint32_t bft_ec_value_len(const struct bft_ec *ec);
+/*
+ * Whether this coder encodes straight into the caller's fragments and
+ * decodes data fragments straight into the block (see ec.c), which it
+ * does only where that makes exactly liberasurecode's bytes.
+ */
+bool bft_ec_direct(const struct bft_ec *ec);
 
 /*
  * Encodes one value (bft_ec_value_len() bytes) into n fragments written to frags[i], each

@@ -111,6 +111,11 @@ struct bft_buf {
 void bft_buf_free(struct bft_buf *b);
 /* Appends len bytes, growing b.  Returns 0, or -1 when out of memory. */
 int bft_buf_append(struct bft_buf *b, const void *p, size_t len);
+/*
+ * Grows b by len bytes, left for the caller to fill.  Returns where they
+ * start (valid until b next grows), or NULL when out of memory.
+ */
+uint8_t *bft_buf_extend(struct bft_buf *b, size_t len);
 
 /*
  * Appends one whole frame (length prefix + body) for m to out.  n is the
@@ -118,6 +123,16 @@ int bft_buf_append(struct bft_buf *b, const void *p, size_t len);
  * when m cannot be encoded (bad type, too many candidates, frame too big).
  */
 int bft_wire_encode(const struct bft_msg *m, unsigned n, struct bft_buf *out);
+
+/*
+ * bft_wire_encode without the fragment's bytes: appends the frame up to
+ * them (its length prefix already counting them) and sets *tail and
+ * *tail_len to what the caller must append to finish it (NULL and 0 for
+ * a message without a fragment).  bft_chan_seal_tail encrypts the tail
+ * straight into the frame; copying it first would cost a pass over it.
+ */
+int bft_wire_encode_head(const struct bft_msg *m, unsigned n,
+    struct bft_buf *out, const uint8_t **tail, size_t *tail_len);
 
 /*
  * Decodes one frame body (without the length prefix) of len bytes.

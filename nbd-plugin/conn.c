@@ -22,10 +22,12 @@
 void
 conn_send(struct conn *c, const struct bft_msg *m)
 {
-	size_t off = c->out.len;
+	size_t off = c->out.len, tail_len;
+	const uint8_t *tail;
 
-	if (bft_wire_encode(m, c->cl->n, &c->out) != 0 ||
-	    bft_chan_seal(&c->chan, &c->out, off) != 0) {
+	/* A STORE's fragment is sealed from op->frags, never copied first. */
+	if (bft_wire_encode_head(m, c->cl->n, &c->out, &tail, &tail_len) != 0 ||
+	    bft_chan_seal_tail(&c->chan, &c->out, off, tail, tail_len) != 0) {
 		/* Only ENOMEM gets here: the round times out or others answer. */
 		c->out.len = off;
 		nbdkit_error("cannot encode %s", bft_msg_type_str(m->type));

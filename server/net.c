@@ -273,13 +273,17 @@ refuse(struct conn *c, int status)
 	rep->status = status;
 }
 
-/* Appends a sealed frame to c->out; false (and c closed) on failure. */
+/*
+ * Seals the frame at off in c->out, whose last tail_len bytes are still
+ * at tail (bft_wire_encode_head); false (and c closed) on failure.
+ */
 static bool
-queue_frame(struct conn *c, size_t off, const char *what)
+queue_frame(struct conn *c, size_t off, const uint8_t *tail, size_t tail_len,
+    const char *what)
 {
 	char why[128];
 
-	if (bft_chan_seal(&c->chan, &c->out, off) < 0) {
+	if (bft_chan_seal_tail(&c->chan, &c->out, off, tail, tail_len) < 0) {
 		c->out.len = off;
 		snprintf(why, sizeof why, "cannot seal %s", what);
 		conn_fail(c, why);
@@ -294,16 +298,20 @@ static bool
 send_reply(struct conn *c)
 {
 	struct bft_net *net = c->net;
-	size_t off = c->out.len;
+	size_t off = c->out.len, tail_len;
+	const uint8_t *tail;
 	char why[128];
 
-	if (bft_wire_encode(&net->rep, net->n, &c->out) < 0) {
+	/* A fragment goes from the store's buffer straight into the frame. */
+	if (bft_wire_encode_head(&net->rep, net->n, &c->out, &tail,
+	    &tail_len) < 0) {
 		snprintf(why, sizeof why, "cannot encode %s reply",
 		    bft_msg_type_str(net->rep.type));
 		conn_fail(c, why);
 		return false;
 	}
-	return queue_frame(c, off, bft_msg_type_str(net->rep.type));
+	return queue_frame(c, off, tail, tail_len,
+	    bft_msg_type_str(net->rep.type));
 }
 
 /*
@@ -322,7 +330,7 @@ send_held(void *ctx, const uint8_t *frame, size_t len)
 		conn_fail(c, "out of memory");
 		return;
 	}
-	if (queue_frame(c, off, "a held reply"))
+	if (queue_frame(c, off, NULL, 0, "a held reply"))
 		flush(c);
 }
 

@@ -19,6 +19,8 @@
 
 static struct bft_chan_keypair server_id, client_id, other_id;
 static const uint8_t cluster[BFT_CLUSTER_ID_LEN] = { 1, 2, 3 };
+/* Ciphers the server offers in handshake(); 0: all this CPU has. */
+static unsigned offer_ciphers;
 
 static int
 setup(void **state)
@@ -60,7 +62,8 @@ handshake(struct pair *p, const struct bft_chan_keypair *cid,
 	assert_int_equal(h.mode, mode);
 	assert_memory_equal(h.cluster_id, cluster, sizeof cluster);
 	assert_int_equal(bft_chan_server_accept(&server_id, p->ch, &h,
-	    bft_chan_ciphers(), &p->srv, p->sh), 0);
+	    offer_ciphers ? offer_ciphers : bft_chan_ciphers(), &p->srv,
+	    p->sh), 0);
 	return bft_chan_client_finish(&p->hs, p->sh, &p->cli, p->fin, &why);
 }
 
@@ -288,6 +291,80 @@ test_refusal_and_hello_parsing(void **state)
 	assert_string_equal(bft_chan_status_str(99), "unknown refusal");
 }
 
+/*
+ * bft_wire_encode_head + bft_chan_seal_tail (the fragment sealed from
+ * where it lies) make exactly the frame bft_wire_encode + bft_chan_seal
+ * make, in both modes, and it opens to the same fragment.
+ */
+static void
+seal_tail_case(enum bft_chan_mode mode, uint8_t type, uint32_t flen)
+{
+	static uint8_t frag[BFT_MAX_FRAG];
+	struct bft_buf a = { 0 }, b = { 0 };
+	struct bft_msg m, d;
+	const uint8_t *tail;
+	const char *why;
+	size_t tlen;
+	uint32_t len;
+	struct pair p;
+
+	assert_int_equal(handshake(&p, &client_id, server_id.pk, mode), 0);
+	for (uint32_t i = 0; i < flen; i++)
+		frag[i] = (uint8_t)(i * 7 + 1);
+	memset(&m, 0, sizeof m);
+	m.type = type;
+	m.id = 42;
+	m.block = 9;
+	m.ts.num = 3;
+	m.has_cc = true;
+	m.frag = frag;
+	m.frag_len = flen;
+	bft_buf_append(&a, "xy", 2);	/* frames need not start at 0 */
+	bft_buf_append(&b, "xy", 2);
+	assert_int_equal(bft_wire_encode(&m, 4, &a), 0);
+	assert_int_equal(bft_chan_seal(&p.cli, &a, 2), 0);
+	p.cli.tx_seq = 0;		/* the same nonce, for the same bytes */
+	assert_int_equal(bft_wire_encode_head(&m, 4, &b, &tail, &tlen), 0);
+	assert_true(tlen == flen && tail == (flen ? frag : NULL));
+	assert_int_equal(bft_chan_seal_tail(&p.cli, &b, 2, tail, tlen), 0);
+	assert_int_equal(a.len, b.len);
+	assert_memory_equal(a.data, b.data, a.len);
+	len = prefix(b.data + 2);
+	assert_int_equal(len + 6, b.len);
+	assert_int_equal(bft_chan_open(&p.srv, b.data + 2, b.data + 6, &len),
+	    0);
+	assert_int_equal(bft_wire_decode(b.data + 6, len, 4, &d, &why), 0);
+	assert_int_equal(d.frag_len, flen);
+	assert_memory_equal(d.frag, frag, flen);
+	bft_buf_free(&a);
+	bft_buf_free(&b);
+	free_pair(&p);
+}
+
+static void
+test_seal_tail(void **state)
+{
+	static const uint32_t lens[] = { 0, 1, 15, 16, 17, 1001, 32848,
+	    BFT_MAX_FRAG };
+
+	(void)state;
+	/* Both AEADs: each must stream across the head/tail boundary. */
+	for (offer_ciphers = 0; offer_ciphers <= BFT_CIPHER_CHACHA;
+	    offer_ciphers += BFT_CIPHER_CHACHA) {
+		if ((offer_ciphers & bft_chan_ciphers()) != offer_ciphers)
+			continue;
+		for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+			seal_tail_case(BFT_CHAN_AEAD, BFT_STORE, lens[i]);
+			seal_tail_case(BFT_CHAN_PLAIN, BFT_STORE, lens[i]);
+			seal_tail_case(BFT_CHAN_AEAD, BFT_COLLECT | BFT_ACK,
+			    lens[i]);
+			seal_tail_case(BFT_CHAN_AEAD, BFT_FILTER | BFT_ACK,
+			    lens[i]);
+		}
+	}
+	offer_ciphers = 0;
+}
+
 static void
 test_plain_mode(void **state)
 {
@@ -385,6 +462,7 @@ main(void)
 		cmocka_unit_test(test_wrong_keys),
 		cmocka_unit_test(test_refusal_and_hello_parsing),
 		cmocka_unit_test(test_plain_mode),
+		cmocka_unit_test(test_seal_tail),
 		cmocka_unit_test(test_ciphers_both),
 		cmocka_unit_test(test_roles),
 	};

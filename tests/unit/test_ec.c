@@ -462,6 +462,61 @@ setup(void **state)
 	return bft_crypto_init();
 }
 
+/*
+ * The direct path (ec.c) is in use with ISA-L and writes exactly the
+ * fragments liberasurecode_encode makes, for a block and for the sealed
+ * block's odd length: what goes on the wire and disk never changes.
+ */
+static void
+test_direct_matches_library(void **state)
+{
+	static const char *const names[] = { "isa_l_rs_cauchy",
+	    "isa_l_rs_vand" };
+	static const uint32_t lens[] = { BFT_BLOCK_SIZE, BFT_BLOCK_SIZE + 16 };
+
+	(void)state;
+	for (size_t b = 0; b < 2; b++)
+	for (unsigned t = 1; t <= 2; t++)
+	for (size_t l = 0; l < 2; l++) {
+		struct ec_args args = { .k = (int)t + 1, .m = 2 * (int)t,
+		    .w = 8, .hd = 2 * (int)t + 1, .ct = CHKSUM_NONE };
+		ec_backend_id_t id = b == 0 ? EC_BACKEND_ISA_L_RS_CAUCHY :
+		    EC_BACKEND_ISA_L_RS_VAND;
+		char err[256], **data = NULL, **parity = NULL;
+		uint8_t *block = malloc(lens[l]), *frags[BFT_MAX_N];
+		struct bft_ec *ec;
+		uint64_t flen = 0;
+		int desc;
+
+		if (!liberasurecode_backend_available(id)) {
+			free(block);
+			continue;
+		}
+		ec = bft_ec_new_len(t, names[b], lens[l], err, sizeof err);
+		assert_non_null(ec);
+		assert_true(bft_ec_direct(ec));
+		desc = liberasurecode_instance_create(id, &args);
+		assert_true(desc > 0);
+		bft_random(block, lens[l]);
+		for (unsigned i = 0; i < 3 * t + 1; i++)
+			frags[i] = malloc(bft_ec_frag_len(ec));
+		assert_int_equal(bft_ec_encode(ec, block, frags), 0);
+		assert_int_equal(liberasurecode_encode(desc, (char *)block,
+		    lens[l], &data, &parity, &flen), 0);
+		assert_int_equal(flen, bft_ec_frag_len(ec));
+		for (unsigned i = 0; i < t + 1; i++)
+			assert_memory_equal(frags[i], data[i], flen);
+		for (unsigned i = 0; i < 2 * t; i++)
+			assert_memory_equal(frags[t + 1 + i], parity[i], flen);
+		liberasurecode_encode_cleanup(desc, data, parity);
+		liberasurecode_instance_destroy(desc);
+		for (unsigned i = 0; i < 3 * t + 1; i++)
+			free(frags[i]);
+		free(block);
+		bft_ec_free(ec);
+	}
+}
+
 int
 main(void)
 {
@@ -478,6 +533,7 @@ main(void)
 		cmocka_unit_test(test_bad_args),
 		cmocka_unit_test(test_corruption_contract),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_direct_matches_library),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -362,6 +362,26 @@ test_crc32c(void **state)
 				    sw);
 		}
 	}
+	/* Lengths across the three-way strides (3 x 256, 3 x 8192). */
+	if (bft_crc32c_hw_available()) {
+		size_t big = 3 * 3 * 8192 + 3 * 256 * 2 + 13;
+		uint8_t *b = malloc(big + 8);
+
+		assert_non_null(b);
+		for (size_t i = 0; i < big + 8; i++)
+			b[i] = (uint8_t)rnd();
+		for (size_t len = 700; len <= big; len += 1 + len / 5)
+			for (size_t a = 0; a < 8; a += 3)
+				assert_int_equal(bft_crc32c_hw(7, b + a, len),
+				    bft_crc32c_sw(7, b + a, len));
+		assert_int_equal(bft_crc32c_hw(0, b, big),
+		    bft_crc32c_sw(0, b, big));
+		assert_int_equal(bft_crc32c_hw(0, b, 3 * 8192),
+		    bft_crc32c_sw(0, b, 3 * 8192));
+		assert_int_equal(bft_crc32c_hw(0, b, 3 * 256),
+		    bft_crc32c_sw(0, b, 3 * 256));
+		free(b);
+	}
 	/* Chaining: one buffer in two pieces gives the same sum. */
 	whole = bft_crc32c_sw(0, buf, 4096);
 	assert_int_equal(bft_crc32c(bft_crc32c(0, buf, 1000), buf + 1000,
