@@ -89,8 +89,8 @@ $(PLUGIN): $(call obj,$(PLUGIN_SRC)) $(LIBCOMMON)
 $(ADMIN): $(call obj,$(ADMIN_SRC)) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/tests/test_store $(BUILD)/tests/test_handler $(BUILD)/tests/test_clients: \
-	$(SERVER_LIB_OBJ)
+$(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
+	$(BUILD)/tests/test_handler $(BUILD)/tests/test_clients: $(SERVER_LIB_OBJ)
 # The block cache is the plugin's, but stands alone: it needs no nbdkit.
 $(BUILD)/tests/test_blockcache: $(BUILD)/nbd-plugin/blockcache.o
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBCOMMON)

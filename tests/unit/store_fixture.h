@@ -1,0 +1,273 @@
+/*
+ * Shared by the store's unit tests (test_store.c: records and replay;
+ * test_store_compact.c: compaction and full disks): a store in a fresh
+ * temporary directory per test, recognizable records, and snapshots of
+ * the whole visible state to compare across a reopen.
+ */
+#ifndef BFTBLK_TEST_STORE_FIXTURE_H
+#define BFTBLK_TEST_STORE_FIXTURE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "../../server/store.h"
+#include "../../server/store_log.h"
+
+#define FRAGLEN	32848u
+#define KIB	1024u
+
+static char tmp[64], dir[96];
+static struct bft_store_identity ident;
+static uint8_t frag[BFT_MAX_FRAG], got[BFT_MAX_FRAG];
+
+static inline int
+rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb, (void)flag, (void)f;
+	return remove(p);
+}
+
+static inline int
+setup(void **state)
+{
+	(void)state;
+	snprintf(tmp, sizeof tmp, "/tmp/test_store.XXXXXX");
+	assert_non_null(mkdtemp(tmp));
+	snprintf(dir, sizeof dir, "%s/data", tmp);
+	memset(&ident, 0, sizeof ident);
+	for (unsigned i = 0; i < BFT_CLUSTER_ID_LEN; i++)
+		ident.cluster_id[i] = (uint8_t)(0xc0 + i);
+	ident.server_index = 2;
+	ident.n = 4;
+	ident.t = 1;
+	ident.block_size = BFT_BLOCK_SIZE;
+	ident.nblocks = 64;
+	return 0;
+}
+
+static inline int
+teardown(void **state)
+{
+	(void)state;
+	umount2(dir, MNT_DETACH);
+	nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+static inline void
+geometry(unsigned n, uint64_t nblocks)
+{
+	ident.n = n;
+	ident.t = (n - 1) / 3;
+	ident.nblocks = nblocks;
+}
+
+static inline struct bft_store *
+sopen(uint64_t seg_size)
+{
+	struct bft_store_opts o = { .segment_size = seg_size };
+	char err[512] = "";
+	struct bft_store *st;
+
+	st = bft_store_open_opts(dir, &ident, &o, err, sizeof err);
+	if (st == NULL)
+		fail_msg("bft_store_open: %s", err);
+	return st;
+}
+
+/* Recognizable bytes: a fragment names its block and timestamp. */
+static inline void
+fill(uint8_t *buf, uint32_t len, uint64_t block, uint64_t num, uint64_t wid,
+    unsigned salt)
+{
+	for (uint32_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(block * 131 + num * 31 + wid * 7 + salt +
+		    i * 13 + (i >> 8));
+}
+
+static inline void
+make_ts(struct bft_ts *ts, uint64_t num, uint64_t wid)
+{
+	ts->num = num;
+	ts->wid = wid;
+	fill(ts->mac, BFT_MAC_LEN, 0, num, wid, 1);
+}
+
+static inline int
+put(struct bft_store *st, uint64_t block, uint64_t num, uint64_t wid,
+    unsigned salt)
+{
+	struct bft_hist_meta m;
+
+	memset(&m, 0, sizeof m);
+	make_ts(&m.ts, num, wid);
+	fill(m.nh, BFT_HASH_LEN, block, num, wid, 2 + salt);
+	for (unsigned i = 0; i < ident.n; i++) {
+		fill(m.vec[i], BFT_MAC_LEN, block, num, wid, 3 + i);
+		fill(m.cc[i], BFT_HASH_LEN, block, num, wid, 40 + i);
+	}
+	m.frag_len = FRAGLEN;
+	fill(frag, FRAGLEN, block, num, wid, salt);
+	return bft_store_put_hist(st, block, &m, frag);
+}
+
+static inline int
+set_lc(struct bft_store *st, uint64_t block, uint64_t num, uint64_t wid)
+{
+	struct bft_cand c;
+
+	memset(&c, 0, sizeof c);
+	make_ts(&c.ts, num, wid);
+	fill(c.nonce, BFT_NONCE_LEN, block, num, wid, 5);
+	for (unsigned i = 0; i < ident.n; i++)
+		fill(c.vec[i], BFT_MAC_LEN, block, num, wid, 6 + i);
+	return bft_store_set_lc(st, block, &c);
+}
+
+/* Checks that Hist[(num, wid)] of block holds what put() stored. */
+static inline void
+check_entry(struct bft_store *st, uint64_t block, uint64_t num, uint64_t wid,
+    unsigned salt)
+{
+	const struct bft_hist_entry *e;
+	uint8_t want[BFT_HASH_LEN];
+	struct bft_ts ts;
+
+	make_ts(&ts, num, wid);
+	e = bft_store_hist(st, block, &ts);
+	assert_non_null(e);
+	assert_int_equal(e->meta.frag_len, FRAGLEN);
+	fill(want, BFT_HASH_LEN, block, num, wid, 2 + salt);
+	assert_memory_equal(e->meta.nh, want, BFT_HASH_LEN);
+	assert_memory_equal(e->meta.ts.mac, ts.mac, BFT_MAC_LEN);
+	fill(want, BFT_HASH_LEN, block, num, wid, 40 + ident.n - 1);
+	assert_memory_equal(e->meta.cc[ident.n - 1], want, BFT_HASH_LEN);
+	assert_int_equal(bft_store_read_frag(st, e, got), 0);
+	fill(frag, FRAGLEN, block, num, wid, salt);
+	assert_memory_equal(got, frag, FRAGLEN);
+}
+
+/* A copy of the whole visible state, fragments included. */
+struct snap_ent {
+	struct bft_hist_meta m;
+	uint8_t *frag;
+};
+struct snap {
+	struct bft_cand lc;
+	unsigned nhist;
+	struct snap_ent *e;
+};
+
+static inline int
+ent_cmp(const void *a, const void *b)
+{
+	return bft_ts_cmp(&((const struct snap_ent *)a)->m.ts,
+	    &((const struct snap_ent *)b)->m.ts);
+}
+
+static inline struct snap *
+snap_take(struct bft_store *st)
+{
+	struct snap *s = calloc(ident.nblocks, sizeof *s);
+
+	assert_non_null(s);
+	for (uint64_t b = 0; b < ident.nblocks; b++) {
+		const struct bft_block_state *bs = bft_store_block(st, b);
+
+		assert_non_null(bs);
+		s[b].lc = bs->lc;
+		s[b].nhist = bs->nhist;
+		s[b].e = calloc(bs->nhist + 1, sizeof *s[b].e);
+		assert_non_null(s[b].e);
+		for (unsigned i = 0; i < bs->nhist; i++) {
+			s[b].e[i].m = bs->hist[i].meta;
+			s[b].e[i].frag = malloc(bs->hist[i].meta.frag_len + 1);
+			assert_int_equal(bft_store_read_frag(st, &bs->hist[i],
+			    s[b].e[i].frag), 0);
+		}
+		qsort(s[b].e, bs->nhist, sizeof *s[b].e, ent_cmp);
+	}
+	return s;
+}
+
+static inline void
+snap_free(struct snap *s)
+{
+	for (uint64_t b = 0; b < ident.nblocks; b++) {
+		for (unsigned i = 0; i < s[b].nhist; i++)
+			free(s[b].e[i].frag);
+		free(s[b].e);
+	}
+	free(s);
+}
+
+static inline void
+snap_check(const struct snap *a, const struct snap *b)
+{
+	for (uint64_t k = 0; k < ident.nblocks; k++) {
+		assert_memory_equal(&a[k].lc, &b[k].lc, sizeof a[k].lc);
+		assert_int_equal(a[k].nhist, b[k].nhist);
+		for (unsigned i = 0; i < a[k].nhist; i++) {
+			const struct bft_hist_meta *x = &a[k].e[i].m;
+			const struct bft_hist_meta *y = &b[k].e[i].m;
+
+			assert_memory_equal(&x->ts, &y->ts, sizeof x->ts);
+			assert_memory_equal(x->nh, y->nh, sizeof x->nh);
+			assert_memory_equal(x->vec, y->vec, sizeof x->vec);
+			assert_memory_equal(x->cc, y->cc, sizeof x->cc);
+			assert_int_equal(x->frag_len, y->frag_len);
+			assert_memory_equal(a[k].e[i].frag, b[k].e[i].frag,
+			    x->frag_len);
+		}
+	}
+}
+
+/* Closes st, reopens, and checks that replay restores the same state. */
+static inline struct bft_store *
+reopen_same(struct bft_store *st, uint64_t seg_size)
+{
+	struct snap *a = snap_take(st), *b;
+
+	bft_store_close(st);
+	st = sopen(seg_size);
+	b = snap_take(st);
+	snap_check(a, b);
+	snap_free(a);
+	snap_free(b);
+	return st;
+}
+
+static inline char *
+seg_path(uint32_t no)
+{
+	static char p[160];
+	char name[BFT_SEG_NAME_MAX];
+
+	bft_seg_name(name, no);
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	return p;
+}
+
+static inline off_t
+file_size(const char *p)
+{
+	struct stat sb;
+
+	return stat(p, &sb) == 0 ? sb.st_size : -1;
+}
+
+#endif
