@@ -1,0 +1,409 @@
+/*
+ * Wire format: rejection of every malformed field, of bad values, counts
+ * and raw bytes, and the pre-scan's sizing of every msgpack format.  Round
+ * trips are in test_wire.c; the fixture is wire_fixture.h.
+ */
+#include "wire_fixture.h"
+
+/*
+ * Malformed bodies are made by decoding a valid body into a msgpack-c
+ * object tree, changing nodes, and packing the tree again.
+ */
+struct tree {
+	struct bft_buf enc;
+	msgpack_unpacked u;
+	msgpack_object *a;	/* the body's elements */
+	unsigned n;
+};
+
+static void
+tree_make(struct tree *t, uint8_t type, int32_t status, unsigned n,
+	  uint32_t max_frag)
+{
+	static struct bft_msg m;
+	size_t off = 0;
+	uint32_t bl;
+
+	memset(t, 0, sizeof(*t));
+	t->n = n;
+	make_msg(&m, type, status, n, max_frag);
+	bl = encode_one(&m, n, &t->enc);
+	msgpack_unpacked_init(&t->u);
+	assert_int_equal(msgpack_unpack_next(&t->u,
+	    (const char *)t->enc.data + 4, bl, &off), MSGPACK_UNPACK_SUCCESS);
+	t->a = t->u.data.via.array.ptr;
+}
+
+static void
+tree_free(struct tree *t)
+{
+	msgpack_unpacked_destroy(&t->u);
+	bft_buf_free(&t->enc);
+}
+
+static void
+texpect(struct tree *t, const char *want)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	assert_int_equal(msgpack_pack_object(&pk, t->u.data), 0);
+	expect(sb.data, sb.size, t->n, want);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+/* R_OPTCC: COLLECT_ACK's cc, which may also be empty. */
+enum role { R_PLAIN, R_STATUS, R_CANDS, R_FRAG, R_OPTCC };
+
+static const msgpack_object substitutes[] = {
+	{ .type = MSGPACK_OBJECT_NIL },
+	{ .type = MSGPACK_OBJECT_BOOLEAN, .via.boolean = true },
+	{ .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 3 },
+	{ .type = MSGPACK_OBJECT_NEGATIVE_INTEGER, .via.i64 = -1 },
+	{ .type = MSGPACK_OBJECT_FLOAT64, .via.f64 = 1.5 },
+	{ .type = MSGPACK_OBJECT_STR, .via.str = { 16, (const char *)zeros } },
+	{ .type = MSGPACK_OBJECT_BIN, .via.bin = { 16, (const char *)zeros } },
+	{ .type = MSGPACK_OBJECT_ARRAY, .via.array = { 0, NULL } },
+	{ .type = MSGPACK_OBJECT_MAP, .via.map = { 0, NULL } },
+	{ .type = MSGPACK_OBJECT_EXT,
+	    .via.ext = { 1, 3, (const char *)zeros } },
+};
+
+/*
+ * Tries every wrong type at node o, every wrong length if o is a bin or
+ * an array, then does the same below o.  The status may be either sign,
+ * frag any length up to the limit, and FILTER's list 1..16 long; those
+ * are tested in test_reject_values.
+ */
+static void
+mutate(struct tree *t, msgpack_object *o, enum role role, unsigned *tries)
+{
+	const msgpack_object save = *o;
+	unsigned type = (unsigned)t->a[0].via.u64;
+	uint32_t i, sz = save.via.array.size;
+	msgpack_object *grown;
+	size_t k;
+
+	for (k = 0; k < sizeof(substitutes) / sizeof(substitutes[0]); k++) {
+		if (substitutes[k].type == save.type || (role == R_STATUS &&
+		    (substitutes[k].type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    substitutes[k].type == MSGPACK_OBJECT_NEGATIVE_INTEGER)))
+			continue;
+		*o = substitutes[k];
+		texpect(t, ANY);
+		++*tries;
+	}
+	*o = save;
+	if (save.type == MSGPACK_OBJECT_BIN && role != R_FRAG &&
+	    (role != R_OPTCC || save.via.bin.size > 0)) {
+		o->via.bin.ptr = (const char *)zeros;
+		o->via.bin.size = save.via.bin.size + 1;
+		texpect(t, ANY);
+		o->via.bin.size = save.via.bin.size - 1;
+		texpect(t, ANY);
+		o->via.bin.size = 0;
+		/* An empty cc is "no cc", refused only with a fragment. */
+		if (role != R_OPTCC || t->a[6].via.bin.size > 0)
+			texpect(t, ANY);
+		*tries += 3;
+	}
+	*o = save;
+	if (save.type != MSGPACK_OBJECT_ARRAY)
+		return;
+	if (role != R_CANDS) {
+		o->via.array.size = sz - 1;
+		texpect(t, ANY);
+		grown = malloc((sz + 1) * sizeof(*grown));
+		assert_non_null(grown);
+		memcpy(grown, save.via.array.ptr, sz * sizeof(*grown));
+		grown[sz] = grown[sz - 1];
+		o->via.array.ptr = grown;
+		o->via.array.size = sz + 1;
+		texpect(t, ANY);
+		free(grown);
+		*tries += 2;
+		*o = save;
+	}
+	for (i = 0; i < sz; i++) {
+		role = R_PLAIN;
+		if (o == &t->u.data && i == 3 && (type & BFT_ACK))
+			role = R_STATUS;
+		else if (o == &t->u.data && i == 3 && type == BFT_FILTER)
+			role = R_CANDS;
+		else if (o == &t->u.data && i == 7 && (type == BFT_STORE ||
+		    type == (BFT_FILTER | BFT_ACK)))
+			role = R_FRAG;
+		else if (o == &t->u.data && type == (BFT_COLLECT | BFT_ACK) &&
+		    i == 6)
+			role = R_FRAG;
+		else if (o == &t->u.data && type == (BFT_COLLECT | BFT_ACK) &&
+		    i == 5)
+			role = R_OPTCC;
+		mutate(t, &save.via.array.ptr[i], role, tries);
+	}
+}
+
+static void
+test_reject_every_field(void **state)
+{
+	unsigned ti, n, tries;
+	struct tree t;
+	int32_t st;
+
+	(void)state;
+	for (n = 4; n <= 7; n += 3) {
+		for (ti = 0; ti < 16; ti++) {
+			for (st = 0; st <= 3; st += 3) {
+				tree_make(&t, all_types[ti], st, n, 64);
+				tries = 0;
+				mutate(&t, &t.u.data, R_PLAIN, &tries);
+				/* The body and its three header fields. */
+				assert_true(tries >= 4 * 9);
+				tree_free(&t);
+			}
+		}
+	}
+}
+
+/* Value ranges, counts and shapes that the type-by-type walk skips. */
+static void
+test_reject_values(void **state)
+{
+	static const uint64_t bad_types[] = { 0, 9, 0x7f, 0x80, 0x89, 0xff,
+	    0x100, 0x183, 0x100000003 };
+	msgpack_object big[BFT_MAX_N + 1];
+	struct tree t;
+	unsigned i;
+
+	(void)state;
+	tree_make(&t, BFT_HELLO, 0, 4, 0);
+	t.a[4].via.u64 = UINT32_MAX;
+	texpect(&t, NULL);
+	t.a[4].via.u64 = (uint64_t)UINT32_MAX + 1;
+	texpect(&t, "HELLO: n is not a uint32");
+	t.a[4].via.u64 = 4;
+	t.a[2].via.u64 = 1;
+	texpect(&t, "HELLO: block != 0");
+	for (i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++) {
+		t.a[0].via.u64 = bad_types[i];
+		texpect(&t, "unknown message type");
+	}
+	t.a[0].type = MSGPACK_OBJECT_NIL;
+	texpect(&t, "type is not a uint");
+	tree_free(&t);
+
+	tree_make(&t, BFT_STORE | BFT_ACK, 5, 4, 0);
+	t.a[3].via.u64 = INT32_MAX;
+	texpect(&t, NULL);
+	t.a[3].via.u64 = (uint64_t)INT32_MAX + 1;
+	texpect(&t, "STORE_ACK: status is not an int32");
+	t.a[3].type = MSGPACK_OBJECT_NEGATIVE_INTEGER;
+	t.a[3].via.i64 = INT32_MIN;
+	texpect(&t, NULL);
+	t.a[3].via.i64 = (int64_t)INT32_MIN - 1;
+	texpect(&t, "STORE_ACK: status is not an int32");
+	t.u.data.via.array.size = 3;
+	texpect(&t, "STORE_ACK: wrong number of elements");
+	t.u.data.via.array.size = 2;
+	texpect(&t, "body has fewer than 3 elements");
+	tree_free(&t);
+
+	/* A nonzero status ends the reply; anything after it is refused. */
+	tree_make(&t, BFT_CLOCK | BFT_ACK, 0, 4, 0);
+	t.a[3].via.u64 = 2;
+	texpect(&t, "CLOCK_ACK: wrong number of elements");
+	tree_free(&t);
+
+	tree_make(&t, BFT_FILTER, 0, 4, 0);
+	t.a[3].via.array.size = 0;
+	texpect(&t, "FILTER: candidate count not in 1..BFT_MAX_N");
+	for (i = 0; i <= BFT_MAX_N; i++)
+		big[i] = t.a[3].via.array.ptr[0];
+	t.a[3].via.array.ptr = big;
+	t.a[3].via.array.size = BFT_MAX_N;
+	texpect(&t, NULL);
+	assert_int_equal(dec.ncands, BFT_MAX_N);
+	t.a[3].via.array.size = BFT_MAX_N + 1;
+	texpect(&t, ANY);
+	tree_free(&t);
+
+	/* COLLECT's want is a flag; COLLECT_ACK's cc all or nothing. */
+	tree_make(&t, BFT_COLLECT, 0, 4, 0);
+	t.a[3].via.u64 = 1;
+	texpect(&t, NULL);
+	assert_true(dec.want_frag);
+	t.a[3].via.u64 = 2;
+	texpect(&t, "COLLECT: want is not 0 or 1");
+	tree_free(&t);
+	for (;;) {
+		tree_make(&t, BFT_COLLECT | BFT_ACK, 0, 4, 64);
+		if (t.a[5].via.bin.size > 0 && t.a[6].via.bin.size > 0)
+			break;
+		tree_free(&t);
+	}
+	texpect(&t, NULL);
+	assert_true(dec.has_cc && dec.frag_len == t.a[6].via.bin.size);
+	t.a[5].via.bin.size = 4 * 32 - 1;
+	texpect(&t, "COLLECT_ACK: cc length != n*32");
+	t.a[5].via.bin.size = 0;
+	texpect(&t, "COLLECT_ACK: frag without cc");
+	t.a[6].via.bin.size = 0;
+	texpect(&t, NULL);
+	assert_false(dec.has_cc);
+	assert_int_equal(dec.frag_len, 0);
+	tree_free(&t);
+
+	tree_make(&t, BFT_STORE, 0, 4, 0);
+	t.a[7].via.bin.ptr = (const char *)zeros;
+	t.a[7].via.bin.size = BFT_MAX_FRAG;
+	texpect(&t, NULL);
+	t.a[7].via.bin.size = BFT_MAX_FRAG + 1;
+	texpect(&t, "STORE: frag longer than BFT_MAX_FRAG");
+	t.a[7].via.bin.size = 0;
+	t.a[5].via.bin.size = 4 * 16 - 1;
+	texpect(&t, "STORE: vec length != n*16");
+	tree_free(&t);
+}
+
+static void
+test_reject_raw(void **state)
+{
+	static const struct {
+		uint8_t b[6];
+		size_t len;
+		const char *why;
+	} bad[] = {
+		{ { 0xdd, 0xff, 0xff, 0xff, 0xff }, 5,
+		    "array or map longer than any message needs" },
+		{ { 0xdf, 0x00, 0x00, 0x00, 0x09 }, 5,
+		    "array or map longer than any message needs" },
+		{ { 0xc6, 0xff, 0xff, 0xff, 0xff }, 5, "truncated body" },
+		{ { 0xdb, 0xff, 0xff, 0xff, 0xff }, 5, "truncated body" },
+		{ { 0x93, 0x03, 0x01, 0xc1 }, 4, "invalid msgpack byte" },
+		{ { 0x93, 0x03, 0x01 }, 3, "truncated body" },
+		{ { 0x93, 0x03, 0x01, 0x01, 0x00 }, 5,
+		    "trailing bytes after message" },
+		{ { 0x92, 0x02, 0x01 }, 2, "truncated body" },
+		{ { 0x92, 0x02, 0x01 }, 3, "body has fewer than 3 elements" },
+		{ { 0 }, 0, "truncated body" },
+	};
+	static struct bft_msg m;
+	struct bft_buf b = { 0 };
+	uint8_t deep[64], *huge;
+	uint32_t bl;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect(bad[i].b, bad[i].len, 4, bad[i].why);
+	memset(deep, 0x91, sizeof(deep));
+	deep[sizeof(deep) - 1] = 0x00;
+	expect(deep, sizeof(deep), 4, "nesting deeper than any message needs");
+
+	/* Every prefix of a valid STORE is refused, never overread. */
+	make_msg(&m, BFT_STORE, 0, 4, 0);
+	m.frag = fragbuf;
+	m.frag_len = 100;
+	bl = encode_one(&m, 4, &b);
+	for (i = 0; i < bl; i++)
+		expect(b.data + 4, i, 4, ANY);
+	expect(b.data + 4, bl, 4, NULL);
+	expect(b.data + 4, bl, 7, "STORE: vec length != n*16");
+	/* The next frame's prefix is trailing garbage to this one. */
+	assert_int_equal(bft_wire_encode(&m, 4, &b), 0);
+	expect(b.data + 4, bl + 1, 4, "trailing bytes after message");
+
+	/* n is checked even where no field depends on it. */
+	make_msg(&m, BFT_CLOCK, 0, 4, 0);
+	bl = encode_one(&m, 4, &b);
+	expect(b.data + 4, bl, 4, NULL);
+	expect(b.data + 4, bl, 3, "cluster size n out of range");
+	expect(b.data + 4, bl, BFT_MAX_N + 1, "cluster size n out of range");
+	bft_buf_free(&b);
+
+	huge = calloc(1, BFT_MAX_FRAME + 1);
+	assert_non_null(huge);
+	huge[0] = 0x90;
+	expect(huge, BFT_MAX_FRAME + 1, 4, "body longer than BFT_MAX_FRAME");
+	/* A complete array of 65535 elements never reaches msgpack-c. */
+	huge[0] = 0xdc;
+	huge[1] = huge[2] = 0xff;
+	expect(huge, 3 + 0xffff, 4,
+	    "array or map longer than any message needs");
+	free(huge);
+}
+
+/*
+ * The pre-scan must size every msgpack format exactly as msgpack-c does:
+ * each body below is one complete object, so the only complaint left is
+ * that it is not an array.  Non-minimal encodings of a message are fine.
+ */
+static void
+test_every_format(void **state)
+{
+	static const int64_t ints[] = { 5, 200, 300, 70000, 1ll << 40, -5,
+	    -32, -100, -300, -70000, -(1ll << 40) };
+	/* fixstr, str8/16/32, bin8/16/32; fixext1..16, ext8/16/32. */
+	static const size_t strs[] = { 3, 31, 40, 300, 66000 };
+	static const size_t exts[] = { 1, 2, 4, 8, 16, 3, 300, 66000 };
+	static const uint8_t maps[][7] = {
+		{ 0xde, 0, 1, 1, 1 }, { 0xdf, 0, 0, 0, 1, 1, 1 },
+	};
+	static const uint8_t clock16[] = {
+		0xdc, 0, 3, 0x02, 0xd0, 1, 0xcf, 0, 0, 0, 0, 0, 0, 0, 9,
+	};
+	static const uint8_t clock32[] = { 0xdd, 0, 0, 0, 3, 0x02, 1, 1 };
+	const char *not_array = "body is not an array";
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < 4 + 11 + 5 + 3 + 8 + 1; k++) {
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		if (k == 0)
+			msgpack_pack_nil(&pk);
+		else if (k == 1)
+			msgpack_pack_true(&pk);
+		else if (k == 2)
+			msgpack_pack_float(&pk, 1.5f);
+		else if (k == 3)
+			msgpack_pack_double(&pk, 1.5);
+		else if (k < 15)
+			msgpack_pack_int64(&pk, ints[k - 4]);
+		else if (k < 20)
+			msgpack_pack_str_with_body(&pk, zeros, strs[k - 15]);
+		else if (k < 23)
+			msgpack_pack_bin_with_body(&pk, zeros, strs[k - 18]);
+		else if (k < 31)
+			msgpack_pack_ext_with_body(&pk, zeros, exts[k - 23], 7);
+		else
+			assert_false(msgpack_pack_map(&pk, 1) ||
+			    msgpack_pack_int(&pk, 1) ||
+			    msgpack_pack_int(&pk, 1));
+		expect(sb.data, sb.size, 4, not_array);
+		msgpack_sbuffer_destroy(&sb);
+	}
+	expect(maps[0], 5, 4, not_array);
+	expect(maps[1], 7, 4, not_array);
+	expect(clock16, sizeof(clock16), 4, NULL);
+	assert_true(dec.type == BFT_CLOCK && dec.id == 1 && dec.block == 9);
+	expect(clock32, sizeof(clock32), 4, NULL);
+	assert_true(dec.type == BFT_CLOCK && dec.id == 1 && dec.block == 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_reject_every_field, setup),
+		cmocka_unit_test_setup(test_reject_values, setup),
+		cmocka_unit_test_setup(test_reject_raw, setup),
+		cmocka_unit_test(test_every_format),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

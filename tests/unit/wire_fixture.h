@@ -1,0 +1,199 @@
+/*
+ * Shared by the wire format tests (test_wire.c: round trips and frames;
+ * test_wire_reject.c: malformed input): a seeded generator, messages with
+ * random contents in every field their type carries, and expect(), which
+ * decodes an exactly sized copy so that ASan sees any overread.
+ */
+#ifndef BFTBLK_TEST_WIRE_FIXTURE_H
+#define BFTBLK_TEST_WIRE_FIXTURE_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <msgpack.h>
+
+#include "wire.h"
+
+static const uint8_t all_types[16] = {
+	1, 2, 3, 4, 5, 6, 7, 8, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88,
+};
+
+static uint64_t rng_state;
+static uint8_t fragbuf[BFT_MAX_FRAG + 2];
+static const uint8_t zeros[BFT_MAX_FRAG + 2];
+/* The last message that expect() decoded. */
+static struct bft_msg dec;
+/* For expect(): refused, for whatever reason. */
+static const char ANY[] = "any reason";
+
+static inline uint64_t
+rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static inline void
+rnd_bytes(void *p, size_t len)
+{
+	uint8_t *b = p;
+
+	while (len--)
+		*b++ = (uint8_t)rnd();
+}
+
+/* Fills exactly the fields that type (with status) carries on the wire. */
+static inline void
+make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
+	 uint32_t max_frag)
+{
+	unsigned i;
+
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->id = rnd();
+	m->block = (type == BFT_HELLO || type == BFT_FLUSH) ? 0 : rnd();
+	m->status = (type & BFT_ACK) ? status : 0;
+	if (m->status != 0)
+		return;
+	switch (type) {
+	case BFT_HELLO:
+		rnd_bytes(m->cluster_id, sizeof(m->cluster_id));
+		rnd_bytes(&m->hello_n, sizeof(m->hello_n));
+		rnd_bytes(&m->hello_t, sizeof(m->hello_t));
+		rnd_bytes(&m->block_size, sizeof(m->block_size));
+		rnd_bytes(&m->nblocks, sizeof(m->nblocks));
+		rnd_bytes(&m->server_index, sizeof(m->server_index));
+		break;
+	case BFT_STORE:
+	case BFT_FILTER | BFT_ACK:
+		rnd_bytes(&m->ts, sizeof(m->ts));
+		if (type == BFT_STORE)
+			rnd_bytes(m->nh, sizeof(m->nh));
+		rnd_bytes(m->vec, n * BFT_MAC_LEN);
+		rnd_bytes(m->cc, n * BFT_HASH_LEN);
+		/* Both limits, and anything between. */
+		m->frag_len = (uint32_t[]){ 0, max_frag,
+		    (uint32_t)(rnd() % (max_frag + 1)) }[rnd() % 3];
+		m->frag = fragbuf + rnd() % 2;
+		break;
+	case BFT_COMPLETE:
+		rnd_bytes(&m->ts, sizeof(m->ts));
+		rnd_bytes(m->nonce, sizeof(m->nonce));
+		rnd_bytes(m->vec, n * BFT_MAC_LEN);
+		break;
+	case BFT_FILTER:
+		m->ncands = 1 + (uint32_t)(rnd() % BFT_MAX_N);
+		for (i = 0; i < m->ncands; i++)
+			rnd_bytes(&m->cands[i], offsetof(struct bft_cand, vec) +
+			    n * BFT_MAC_LEN);
+		break;
+	case BFT_COLLECT:
+		m->want_frag = rnd() & 1;
+		break;
+	case BFT_COLLECT | BFT_ACK:
+		/* Mostly with cc (and a fragment of any allowed length). */
+		m->has_cc = rnd() % 4 != 0;
+		if (m->has_cc) {
+			rnd_bytes(m->cc, n * BFT_HASH_LEN);
+			m->frag_len = (uint32_t[]){ 0, max_frag,
+			    (uint32_t)(rnd() % (max_frag + 1)) }[rnd() % 3];
+			m->frag = fragbuf + rnd() % 2;
+		}
+		/* FALLTHROUGH */
+	case BFT_REPAIR:
+		m->ncands = 1;
+		rnd_bytes(&m->cands[0], offsetof(struct bft_cand, vec) +
+		    n * BFT_MAC_LEN);
+		break;
+	case BFT_CLOCK | BFT_ACK:
+		rnd_bytes(&m->ts, sizeof(m->ts));
+		break;
+	}
+}
+
+static inline void
+assert_msg_equal(const struct bft_msg *a, const struct bft_msg *b)
+{
+	assert_int_equal(a->type, b->type);
+	assert_true(a->id == b->id && a->block == b->block);
+	assert_int_equal(a->status, b->status);
+	assert_memory_equal(&a->ts, &b->ts, sizeof(a->ts));
+	assert_memory_equal(a->nonce, b->nonce, sizeof(a->nonce));
+	assert_memory_equal(a->nh, b->nh, sizeof(a->nh));
+	assert_memory_equal(a->vec, b->vec, sizeof(a->vec));
+	assert_memory_equal(a->cc, b->cc, sizeof(a->cc));
+	assert_int_equal(a->ncands, b->ncands);
+	assert_memory_equal(a->cands, b->cands, sizeof(a->cands));
+	assert_memory_equal(a->cluster_id, b->cluster_id, BFT_CLUSTER_ID_LEN);
+	assert_int_equal(a->hello_n, b->hello_n);
+	assert_int_equal(a->hello_t, b->hello_t);
+	assert_int_equal(a->block_size, b->block_size);
+	assert_int_equal(a->server_index, b->server_index);
+	assert_true(a->nblocks == b->nblocks);
+	assert_int_equal(a->want_frag, b->want_frag);
+	assert_int_equal(a->has_cc, b->has_cc);
+	assert_int_equal(a->frag_len, b->frag_len);
+	if (a->frag_len)
+		assert_memory_equal(a->frag, b->frag, a->frag_len);
+}
+
+/* Encodes m alone into b (emptied first) and returns the body length. */
+static inline uint32_t
+encode_one(const struct bft_msg *m, unsigned n, struct bft_buf *b)
+{
+	uint32_t bl = 0;
+
+	b->len = 0;
+	assert_int_equal(bft_wire_encode(m, n, b), 0);
+	assert_int_equal(bft_wire_frame(b->data, b->len, &bl), 0);
+	assert_int_equal((size_t)bl + 4, b->len);
+	return bl;
+}
+
+/*
+ * Decodes a private, exactly sized copy of body, so that ASan sees any
+ * overread, into dec.  want is NULL for success, ANY for any refusal, or
+ * the exact reason expected.
+ */
+static inline void
+expect(const void *body, size_t len, unsigned n, const char *want)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+	const char *why = NULL;
+	int rc;
+
+	assert_non_null(copy);
+	if (len)
+		memcpy(copy, body, len);
+	rc = bft_wire_decode(copy, len, n, &dec, &why);
+	if (want == NULL) {
+		assert_int_equal(rc, 0);
+		assert_true(dec.frag_len == 0 || (dec.frag >= copy &&
+		    dec.frag + dec.frag_len <= copy + len));
+	} else {
+		assert_int_equal(rc, -1);
+		assert_true(why != NULL && *why != '\0');
+		if (want != ANY)
+			assert_string_equal(why, want);
+	}
+	free(copy);
+}
+
+static inline int
+setup(void **state)
+{
+	(void)state;
+	rng_state = 0x2545f4914f6cdd1dull;
+	rnd_bytes(fragbuf, sizeof(fragbuf));
+	return 0;
+}
+
+#endif
