@@ -301,15 +301,6 @@ seq_nonce(uint64_t seq, uint8_t nonce[12])
 		nonce[i] = (uint8_t)(seq >> (8 * i));
 }
 
-static void
-put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 int
 bft_chan_seal(struct bft_chan *ch, struct bft_buf *out, size_t off)
 {
@@ -340,7 +331,7 @@ bft_chan_seal_tail(struct bft_chan *ch, struct bft_buf *out, size_t off,
 	}
 	frame = out->data + off;
 	body = frame + 4;
-	put_be32(frame, (uint32_t)(blen + BFT_CHAN_TAG_LEN));
+	bft_wire_put_len(frame, (uint32_t)(blen + BFT_CHAN_TAG_LEN));
 	seq_nonce(ch->tx_seq++, nonce);
 	/*
 	 * The head in place (OpenSSL allows out == in for these AEADs), the

@@ -6,10 +6,26 @@
 #ifndef BFTBLK_LOG_H
 #define BFTBLK_LOG_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <stdarg.h>
 
 void bft_log_init(const char *progname, int verbose);
 void bft_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bft_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Whether the count-th event of a kind should be logged: the first ten,
+ * then every thousandth.  Refusals and authentication failures can come
+ * in floods from a broken or hostile client; the first few say what is
+ * going on, the rest would only fill the disk.  Inline, so the fuzz
+ * harnesses' replacement logger needs no copy of it.
+ */
+static inline bool
+bft_log_sampled(uint64_t count)
+{
+	return count <= 10 || count % 1000 == 0;
+}
 
 #endif

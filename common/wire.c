@@ -233,7 +233,6 @@ bft_wire_encode_head(const struct bft_msg *m, unsigned n,
 	size_t start = out->len, body, flen;
 	unsigned base = m->type & ~BFT_ACK;
 	int reply = (m->type & BFT_ACK) != 0, bad;
-	uint8_t *p;
 
 	if (encode_check(m, n) < 0)
 		return -1;
@@ -262,11 +261,7 @@ bft_wire_encode_head(const struct bft_msg *m, unsigned n,
 	body = out->len - start - 4 + flen;
 	if (body > BFT_MAX_FRAME)
 		goto out_fail;
-	p = out->data + start;
-	p[0] = (uint8_t)(body >> 24);
-	p[1] = (uint8_t)(body >> 16);
-	p[2] = (uint8_t)(body >> 8);
-	p[3] = (uint8_t)body;
+	bft_wire_put_len(out->data + start, (uint32_t)body);
 	return 0;
 
 out_fail:

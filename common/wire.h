@@ -102,6 +102,16 @@ struct bft_msg {
 	uint64_t nblocks;
 };
 
+/* Writes a frame's 4-byte big-endian length prefix. */
+static inline void
+bft_wire_put_len(uint8_t *p, uint32_t len)
+{
+	p[0] = (uint8_t)(len >> 24);
+	p[1] = (uint8_t)(len >> 16);
+	p[2] = (uint8_t)(len >> 8);
+	p[3] = (uint8_t)len;
+}
+
 /* A growable output buffer; the frame's length prefix is included. */
 struct bft_buf {
 	uint8_t *data;

@@ -34,17 +34,6 @@ bft_handler_fini(struct bft_handler *h)
 	h->fragbuf = NULL;
 }
 
-/*
- * Authentication failures and refusals can come in floods from a broken
- * or hostile client; the first few say what is going on, the rest would
- * only fill the disk.
- */
-static bool
-log_this(uint64_t count)
-{
-	return count <= 10 || count % 1000 == 0;
-}
-
 static int
 store_status(struct bft_handler *h, const char *peer, const char *what,
     uint64_t block, int err)
@@ -148,7 +137,7 @@ handle_store(struct bft_handler *h, const char *peer,
 	 * keeps anyone without the writer's keys from filling Hist.
 	 */
 	if (!bft_vec_verify(&req->ts, req->nh, h->key->k, req->vec[i])) {
-		if (log_this(++h->stats.eauth))
+		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: STORE block %" PRIu64 " ts %" PRIu64
 			    "/%" PRIu64 ": bad MAC (%" PRIu64 " so far)", peer,
 			    req->block, req->ts.num, req->ts.wid,
@@ -197,7 +186,7 @@ handle_store(struct bft_handler *h, const char *peer,
 	 */
 	if (e == NULL && cmp > 0 &&
 	    pending_count(bs, req->ts.wid) >= h->max_pending) {
-		if (log_this(++h->stats.ebusy))
+		if (bft_log_sampled(++h->stats.ebusy))
 			bft_log("conn %s: STORE block %" PRIu64 ": writer %"
 			    PRIu64 " has %u pending (%" PRIu64 " refused)",
 			    peer, req->block, req->ts.wid, h->max_pending,
@@ -251,7 +240,7 @@ handle_complete(struct bft_handler *h, const char *peer,
 	bft_hash(req->nonce, BFT_NONCE_LEN, nh);
 	if (!bft_vec_verify(&req->ts, nh, h->key->k,
 	    req->vec[h->key->index])) {
-		if (log_this(++h->stats.eauth))
+		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: COMPLETE block %" PRIu64 " ts %"
 			    PRIu64 "/%" PRIu64 ": bad MAC (%" PRIu64
 			    " so far)", peer, req->block, req->ts.num,

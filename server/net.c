@@ -253,13 +253,6 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	process(c);
 }
 
-/* The first ten of a kind, then every thousandth: logs stay readable. */
-static bool
-log_this(uint64_t count)
-{
-	return count <= 10 || count % 1000 == 0;
-}
-
 /* A refusal of net->req without asking the handler. */
 static void
 refuse(struct conn *c, int status)
@@ -354,7 +347,7 @@ dispatch(struct conn *c)
 	}
 	if (!bft_role_permits(c->client->role, net->req.type)) {
 		refuse(c, BFT_EPERM);
-		if (log_this(++net->eperm))
+		if (bft_log_sampled(++net->eperm))
 			bft_log("conn %s: %s client %s sent %s: refused (%llu "
 			    "so far)", c->peer, bft_role_str(c->client->role),
 			    c->client->name, bft_msg_type_str(net->req.type),
@@ -364,7 +357,7 @@ dispatch(struct conn *c)
 	if (net->req.type == BFT_STORE && !bft_clients_admit_store(
 	    &net->clients, c->client, net->h->st, uv_now(net->loop))) {
 		refuse(c, BFT_EBUSY);
-		if (log_this(++net->elimit))
+		if (bft_log_sampled(++net->elimit))
 			bft_log("conn %s: client %s has %u STOREs waiting above "
 			    "lc (--max-client-stores): refused (%llu so far)",
 			    c->peer, c->client->name, net->clients.max_stores,

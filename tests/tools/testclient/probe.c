@@ -137,15 +137,6 @@ expect_closed(unsigned i)
 	return 1;
 }
 
-static void
-put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 int
 tc_cmd_tamper(void)
 {
@@ -194,7 +185,7 @@ tc_cmd_tamper(void)
 		    PRIu64 " sent\n", req.id - 1, req.id);
 		tc_send_raw(i, out.data + b, out.len - b);
 	} else if (strcmp(m, "truncate") == 0) {
-		put_be32(out.data + a, (uint32_t)(blen - 8));
+		bft_wire_put_len(out.data + a, (uint32_t)(blen - 8));
 		printf("tamper: a COLLECT cut from %zu to %zu bytes, length "
 		    "prefix to match\n", blen, blen - 8);
 		tc_send_raw(i, out.data + a, 4 + blen - 8);
