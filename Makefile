@@ -38,11 +38,29 @@ endif
 
 CC ?= cc
 PKGS = libsodium libuv msgpack libcrypto
+# H is BLAKE3 (common/crypto.h says why), built from the reference C
+# implementation that Debian ships in librust-blake3-dev: Debian 12 has no
+# C library package for it.  Its own flags, since it is not our code;
+# the x86-64 assembly is picked at run time by the CPU's features.
+BLAKE3_DIR ?= $(lastword $(sort $(wildcard /usr/share/cargo/registry/blake3-*/c)))
+ifeq ($(BLAKE3_DIR)$(filter clean,$(MAKECMDGOALS)),)
+$(error BLAKE3 sources not found: install librust-blake3-dev (scripts/install-deps))
+endif
+BLAKE3_SRC = blake3.c blake3_dispatch.c blake3_portable.c
+ifeq ($(shell uname -m),x86_64)
+BLAKE3_SRC += blake3_sse2_x86-64_unix.S blake3_sse41_x86-64_unix.S \
+	blake3_avx2_x86-64_unix.S blake3_avx512_x86-64_unix.S
+BLAKE3_DEFS =
+else
+BLAKE3_DEFS = -DBLAKE3_NO_SSE2 -DBLAKE3_NO_SSE41 -DBLAKE3_NO_AVX2 \
+	-DBLAKE3_NO_AVX512 -DBLAKE3_USE_NEON=0
+endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) nbdkit)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS)) -lerasurecode -lpthread
 CFLAGS ?= $(OPT)
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
-	-fPIC -Icommon $(PKG_CFLAGS) $(SANFLAGS) $(NOVERIFY_FLAGS)
+	-fPIC -Icommon -isystem $(BLAKE3_DIR) $(PKG_CFLAGS) $(SANFLAGS) \
+	$(NOVERIFY_FLAGS)
 override LDFLAGS += $(SANFLAGS)
 
 COMMON_SRC = $(wildcard common/*.c)
@@ -76,7 +94,12 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(LIBCOMMON): $(call obj,$(COMMON_SRC))
+$(BUILD)/blake3/%.o: $(BLAKE3_DIR)/%
+	@mkdir -p $(dir $@)
+	$(CC) -O3 -fPIC $(BLAKE3_DEFS) $(SANFLAGS) -c $< -o $@
+
+$(LIBCOMMON): $(call obj,$(COMMON_SRC)) \
+		$(patsubst %,$(BUILD)/blake3/%.o,$(BLAKE3_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
@@ -173,11 +196,17 @@ FUZZ_TIME ?= 60
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS = -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
-	-Icommon -Itests/fuzz $(shell pkg-config --cflags $(PKGS)) $(FUZZ_SAN)
+	-Icommon -Itests/fuzz -isystem $(BLAKE3_DIR) \
+	$(shell pkg-config --cflags $(PKGS)) $(FUZZ_SAN)
 FUZZ_LIB_OBJ = $(patsubst %.c,$(FUZZ_BUILD)/%.o,tests/fuzz/util.c \
 	$(filter-out common/log.c,$(COMMON_SRC)) \
-	$(filter-out server/main.c,$(SERVER_SRC)))
+	$(filter-out server/main.c,$(SERVER_SRC))) \
+	$(patsubst %,$(FUZZ_BUILD)/blake3/%.o,$(BLAKE3_SRC))
 FUZZ_BINS = $(addprefix $(FUZZ_BUILD)/,$(FUZZ_NAMES))
+
+$(FUZZ_BUILD)/blake3/%.o: $(BLAKE3_DIR)/%
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -O2 -fPIC $(BLAKE3_DEFS) $(FUZZ_SAN) -c $< -o $@
 
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -256,8 +256,13 @@ bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
 	int rc = -1;
 
 	*why = "malformed server hello";
-	if (memcmp(shello, "BFTS", 4) != 0 || shello[4] != BFT_CHAN_VERSION)
+	if (memcmp(shello, "BFTS", 4) != 0)
 		goto out;
+	if (shello[4] != BFT_CHAN_VERSION) {
+		*why = "server runs another bftblk version (channel and H "
+		    "differ): upgrade every node together";
+		goto out;
+	}
 	if (shello[5] != BFT_CHAN_OK) {
 		rc = shello[5];
 		*why = bft_chan_status_str(rc);

@@ -61,7 +61,11 @@
 #define BFT_CHAN_CHELLO_LEN	(4 + 4 + BFT_CLUSTER_ID_LEN + 2 * 32)
 #define BFT_CHAN_SHELLO_LEN	(4 + 4 + 32 + 16)
 #define BFT_CHAN_FINISH_LEN	16
-#define BFT_CHAN_VERSION	1
+/*
+ * 2: H became BLAKE3.  A version-1 peer hashes with BLAKE2b and would
+ * find every fragment corrupt, so the versions must not talk.
+ */
+#define BFT_CHAN_VERSION	2
 
 enum bft_chan_mode {
 	BFT_CHAN_AEAD = 0,

@@ -16,7 +16,7 @@
 #define BFT_BLOCK_SIZE   65536u
 #define BFT_MAX_T        5
 #define BFT_MAX_N        (3 * BFT_MAX_T + 1)
-#define BFT_HASH_LEN     32	/* BLAKE2b-256: fragments, nonces */
+#define BFT_HASH_LEN     32	/* BLAKE3-256: fragments, nonces */
 #define BFT_MAC_LEN      16	/* keyed BLAKE2b-128: metadata only */
 #define BFT_NONCE_LEN    32
 #define BFT_KEY_LEN      32

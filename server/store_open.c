@@ -20,6 +20,13 @@
 #include "config.h"
 #include "store_log.h"
 
+/*
+ * The data directory's format.  2: H is BLAKE3.  The records themselves
+ * did not change, but every cross-checksum in them was computed with
+ * BLAKE2b under format 1, so such a directory would serve only
+ * "corrupt" fragments; it is refused instead.
+ */
+#define BFT_STORE_FORMAT	2
 #define IDENTITY_FILE	"identity"
 #define IDENTITY_TMP	"identity.tmp"
 #define MAX_NBLOCKS	(1ull << 32)
@@ -34,9 +41,9 @@ identity_write(int dirfd, const struct bft_store_identity *id)
 	bft_format_hex(id->cluster_id, BFT_CLUSTER_ID_LEN, hex);
 	len = snprintf(text, sizeof text,
 	    "# What this bftblk data directory belongs to; never edit.\n"
-	    "format = 1\ncluster_id = %s\nserver_index = %" PRIu32 "\n"
+	    "format = %d\ncluster_id = %s\nserver_index = %" PRIu32 "\n"
 	    "n = %" PRIu32 "\nt = %" PRIu32 "\nblock_size = %" PRIu32 "\n"
-	    "nblocks = %" PRIu64 "\n", hex, id->server_index, id->n, id->t,
+	    "nblocks = %" PRIu64 "\n", BFT_STORE_FORMAT, hex, id->server_index, id->n, id->t,
 	    id->block_size, id->nblocks);
 	fd = openat(dirfd, IDENTITY_TMP, O_WRONLY | O_CREAT | O_TRUNC |
 	    O_CLOEXEC, 0644);
@@ -121,9 +128,17 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 		goto out_bad;
 	switch (k) {
 	case 0:
-		if (v != 1) {
+		if (v == 1) {
+			snprintf(err, errlen, "format 1 was written by an "
+			    "older bftblk whose H was BLAKE2b; this one hashes "
+			    "with BLAKE3 (format %d): copy the disk out with "
+			    "the old version (nbdcopy) into a new cluster",
+			    BFT_STORE_FORMAT);
+			return -1;
+		}
+		if (v != BFT_STORE_FORMAT) {
 			snprintf(err, errlen, "format %" PRIu64 " is not "
-			    "supported (only 1)", v);
+			    "supported (only %d)", v, BFT_STORE_FORMAT);
 			return -1;
 		}
 		break;

@@ -75,9 +75,9 @@ log "a writer that stops after STORE, one whose COMPLETE reaches server 0"
     >>"$TESTDIR/log/tc.log" 2>&1 || fail "partial-write 11"
 log "forged write-backs"
 for b in 0 11; do
-	"$TC" forge-filter --config "$CONF" --block "$b" \
+	"$TC" forge-filter --config "$CONF" --keys "$KEYS" --block "$b" \
 	    >>"$TESTDIR/log/tc.log" 2>&1 || fail "forge-filter $b"
-	"$TC" forge-repair --config "$CONF" --block "$b" \
+	"$TC" forge-repair --config "$CONF" --keys "$KEYS" --block "$b" \
 	    >>"$TESTDIR/log/tc.log" 2>&1 || fail "forge-repair $b"
 done
 nbdsh_run nbd "

@@ -268,11 +268,23 @@ test_refusal_and_hello_parsing(void **state)
 	assert_int_equal(bft_chan_client_finish(&hs, sh, &ch, fin, &why),
 	    BFT_CHAN_UNKNOWN_CLIENT);
 	assert_non_null(strstr(why, "unknown client key"));
+	/* A server of the old version is named as such, not as garbage. */
+	bft_chan_client_hello(&hs, &client_id, server_id.pk, cluster, 1,
+	    BFT_CHAN_AEAD, chello);
+	bft_chan_server_refuse(BFT_CHAN_UNKNOWN_CLIENT, sh);
+	sh[4] = 1;
+	assert_true(bft_chan_client_finish(&hs, sh, &ch, fin, &why) < 0);
+	assert_non_null(strstr(why, "another bftblk version"));
+	bft_chan_client_hello(&hs, &client_id, server_id.pk, cluster, 1,
+	    BFT_CHAN_AEAD, chello);
 	/* Bad magic, version and mode are refused by the parser. */
 	chello[0] = 'X';
 	assert_int_equal(bft_chan_parse_hello(chello, &h), -1);
 	chello[0] = 'B';
-	chello[4] = 2;
+	chello[4] = BFT_CHAN_VERSION + 1;
+	assert_int_equal(bft_chan_parse_hello(chello, &h), -1);
+	/* Version 1 hashed with BLAKE2b: it must not pass for this one. */
+	chello[4] = 1;
 	assert_int_equal(bft_chan_parse_hello(chello, &h), -1);
 	chello[4] = BFT_CHAN_VERSION;
 	chello[5] = 7;

@@ -442,6 +442,26 @@ refused(const char *what)
 		fail_msg("error \"%s\" does not mention \"%s\"", err, what);
 }
 
+/* Rewrites the identity file's "format = 2" line as "format = <to>". */
+static void
+set_format(const char *path, char to)
+{
+	char text[512], *f;
+	ssize_t len;
+	int fd;
+
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	len = pread(fd, text, sizeof text - 1, 0);
+	assert_true(len > 0);
+	text[len] = '\0';
+	f = strstr(text, "format = ");
+	assert_non_null(f);
+	f[9] = to;
+	assert_int_equal(pwrite(fd, text, (size_t)len, 0), len);
+	close(fd);
+}
+
 static void
 test_identity(void **state)
 {
@@ -478,6 +498,17 @@ test_identity(void **state)
 	refused("bad geometry");
 	ident = good;
 	snprintf(p, sizeof p, "%s/identity", dir);
+	/*
+	 * Format 1 hashed with BLAKE2b: its cross-checksums would make every
+	 * fragment look corrupt, so it is refused with the reason.
+	 */
+	set_format(p, '1');
+	refused("whose H was BLAKE2b");
+	set_format(p, '3');
+	refused("format 3 is not supported");
+	set_format(p, '2');
+	st = sopen(0);
+	bft_store_close(st);
 	fd = open(p, O_WRONLY | O_APPEND);
 	assert_int_equal(write(fd, "colour = blue\n", 14), 14);
 	close(fd);
