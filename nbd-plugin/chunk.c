@@ -10,6 +10,21 @@
 #include "chunk.h"
 
 static const uint8_t zero_block[BFT_BLOCK_SIZE];
+static _Thread_local int last_error;
+
+int
+chunk_fail(int err)
+{
+	nbdkit_set_error(err);
+	last_error = err;
+	return -1;
+}
+
+int
+chunk_last_error(void)
+{
+	return last_error ? last_error : EIO;
+}
 
 void
 chunk_free(struct chunk *c)
@@ -49,8 +64,7 @@ chunk_init(struct chunk *c, struct bft_client *cl, uint64_t b, unsigned nb,
 	return 0;
 out_nomem:
 	chunk_free(c);
-	nbdkit_set_error(ENOMEM);
-	return -1;
+	return chunk_fail(ENOMEM);
 }
 
 void
@@ -73,8 +87,8 @@ run_ops(struct bft_client *cl, struct op **ops, unsigned nops)
 	int err;
 
 	if ((err = bft_client_run(cl, ops, nops)) != 0)
-		nbdkit_set_error(err);
-	return err ? -1 : 0;
+		return chunk_fail(err);
+	return 0;
 }
 
 int
@@ -93,8 +107,7 @@ read_blocks(struct bft_client *cl, struct bft_blockcache *bc,
 		if (bft_op_finish_read(ops[i]) != 0) {
 			nbdkit_error("block %" PRIu64 ": read failed: %s",
 			    ops[i]->block, ops[i]->why);
-			nbdkit_set_error(EIO);
-			return -1;
+			return chunk_fail(EIO);
 		}
 		/* A genuine pair: the value the register had at ts. */
 		bft_op_read_ts(ops[i], &ts);

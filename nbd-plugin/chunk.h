@@ -39,6 +39,14 @@ void chunk_free(struct chunk *c);
 void overlap(uint64_t b, uint64_t off, uint64_t len, uint64_t *in_block,
     uint64_t *in_buf, uint64_t *n);
 
+/*
+ * Sets the nbdkit error of this thread's request and remembers it, for
+ * a request that fails on behalf of others (coalesce.h).  Returns -1.
+ */
+int chunk_fail(int err);
+/* The errno of this thread's last chunk_fail (EIO if none). */
+int chunk_last_error(void);
+
 /* Runs ops to completion; the first failure becomes the request's error. */
 int run_ops(struct bft_client *cl, struct op **ops, unsigned nops);
 

@@ -402,6 +402,12 @@ bft_client_note_cache(struct bft_client *cl, unsigned hits, unsigned misses)
 }
 
 void
+bft_client_note_coalesced(struct bft_client *cl, unsigned n)
+{
+	atomic_fetch_add(&cl->stats.coalesced, n);
+}
+
+void
 bft_client_submit(struct bft_client *cl, struct op **ops, unsigned nops)
 {
 	struct client_loop *lp = cl->lp;

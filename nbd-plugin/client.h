@@ -119,6 +119,8 @@ struct bft_client_stats {
 	atomic_ullong fast_reads, fast_read_fallbacks;
 	/* Partial writes: value from the block cache, a read, or stale. */
 	atomic_ullong cache_hits, cache_misses, cache_stale;
+	/* Small writes that went out in another request's block write. */
+	atomic_ullong coalesced;
 };
 
 struct bft_client_params {
@@ -137,6 +139,7 @@ const struct bft_client_stats *bft_client_stats(struct bft_client *cl);
 /* Counts partial writes that found their block in the cache, or not. */
 void bft_client_note_cache(struct bft_client *cl, unsigned hits,
     unsigned misses);
+void bft_client_note_coalesced(struct bft_client *cl, unsigned n);
 
 /* Allocates an op's fragment buffers; NULL on ENOMEM. */
 struct op *bft_op_new(struct bft_client *cl, enum op_kind kind);

@@ -270,7 +270,8 @@ bftblk_cleanup(void)
 	    "%llu writes (%llu without CLOCK, %llu fell back), %llu flushes, "
 	    "%llu forged timestamps, %llu timeouts, %llu reconnects; "
 	    "partial writes: %llu cache hits (%llu stale, read again), "
-	    "%llu misses; %u of %u blocks cached",
+	    "%llu misses; %u of %u blocks cached; "
+	    "%llu small writes coalesced into others",
 	    (unsigned long long)s->reads, (unsigned long long)s->fast_reads,
 	    (unsigned long long)s->fast_read_fallbacks,
 	    (unsigned long long)s->read_restarts,
@@ -282,7 +283,7 @@ bftblk_cleanup(void)
 	    (unsigned long long)s->cache_hits,
 	    (unsigned long long)s->cache_stale,
 	    (unsigned long long)s->cache_misses, bft_bc_count(cache),
-	    bft_bc_capacity(cache));
+	    bft_bc_capacity(cache), (unsigned long long)s->coalesced);
 	bft_client_stop(client);
 	client = NULL;
 	bft_bc_free(cache);

@@ -8,7 +8,8 @@
  * stale, and the block is read and written again here.  Range locks
  * keep this process's writes of the same block apart, so within the
  * process the cache is exact; other writers are what the validation is
- * for.
+ * for.  Small writes to one block in flight together are written as
+ * one (coalesce.h).
  */
 #include <errno.h>
 #include <string.h>
@@ -18,20 +19,22 @@
 
 #include "blocklock.h"
 #include "chunk.h"
+#include "coalesce.h"
 #include "write.h"
 
-/* The request's bytes (or zeros) for block b into its bounce buffer. */
+/* The requests' bytes (or zeros) for block b into its bounce buffer. */
 static void
-patch(uint8_t *tmp, uint64_t b, const uint8_t *src, uint32_t count,
-    uint64_t offset)
+patch(uint8_t *tmp, uint64_t b, const struct wpatch *list)
 {
-	uint64_t ib, io, n;
+	for (const struct wpatch *p = list; p != NULL; p = p->next) {
+		uint64_t ib, io, n;
 
-	overlap(b, offset, count, &ib, &io, &n);
-	if (src)
-		memcpy(tmp + ib, src + io, n);
-	else
-		memset(tmp + ib, 0, n);
+		overlap(b, p->offset, p->count, &ib, &io, &n);
+		if (p->src)
+			memcpy(tmp + ib, p->src + io, n);
+		else
+			memset(tmp + ib, 0, n);
+	}
 }
 
 /*
@@ -50,8 +53,7 @@ write_ops(struct bft_client *cl, struct bft_blockcache *bc,
 		/* With encryption: sealed and coded in run_ops. */
 		if (bft_op_prepare_write(ops[i]) != 0) {
 			nbdkit_error("erasure coding failed");
-			nbdkit_set_error(EIO);
-			return -1;
+			return chunk_fail(EIO);
 		}
 	}
 	r = run_ops(cl, ops, nops);
@@ -71,8 +73,7 @@ write_ops(struct bft_client *cl, struct bft_blockcache *bc,
  */
 static int
 rmw(struct bft_client *cl, struct bft_blockcache *bc, struct chunk *c,
-    const unsigned *idx, unsigned n, const uint8_t *src, uint32_t count,
-    uint64_t offset)
+    const unsigned *idx, unsigned n, const struct wpatch *list)
 {
 	struct op *ops[CHUNK];
 
@@ -83,7 +84,7 @@ rmw(struct bft_client *cl, struct bft_blockcache *bc, struct chunk *c,
 	if (read_blocks(cl, bc, ops, n) != 0)
 		return -1;
 	for (unsigned j = 0; j < n; j++)
-		patch(c->tmp[idx[j]], ops[j]->block, src, count, offset);
+		patch(c->tmp[idx[j]], ops[j]->block, list);
 	return write_ops(cl, bc, ops, n);
 }
 
@@ -95,7 +96,7 @@ rmw(struct bft_client *cl, struct bft_blockcache *bc, struct chunk *c,
  */
 static int
 write_chunk(struct bft_client *cl, struct bft_blockcache *bc,
-    struct chunk *c, const uint8_t *src, uint32_t count, uint64_t offset)
+    struct chunk *c, const struct wpatch *list)
 {
 	unsigned stale[CHUNK], nstale = 0, hits = 0, nmiss = 0;
 	struct op *miss[CHUNK];
@@ -119,7 +120,7 @@ write_chunk(struct bft_client *cl, struct bft_blockcache *bc,
 		return -1;
 	for (unsigned i = 0; i < c->nops; i++)
 		if (c->tmp[i] != NULL)
-			patch(c->tmp[i], c->ops[i]->block, src, count, offset);
+			patch(c->tmp[i], c->ops[i]->block, list);
 	if (write_ops(cl, bc, c->ops, c->nops) != 0)
 		return -1;
 	for (unsigned i = 0; i < c->nops; i++)
@@ -127,7 +128,32 @@ write_chunk(struct bft_client *cl, struct bft_blockcache *bc,
 			stale[nstale++] = i;
 	if (nstale == 0)
 		return 0;
-	return rmw(cl, bc, c, stale, nstale, src, count, offset);
+	return rmw(cl, bc, c, stale, nstale, list);
+}
+
+struct write_ctx {
+	struct bft_client *cl;
+	struct bft_blockcache *bc;
+};
+
+/* One block built from a batch of small writes (coalesce.h). */
+static int
+write_batch(void *ctx, uint64_t b, const struct wpatch *list)
+{
+	struct write_ctx *x = ctx;
+	struct block_range range;
+	struct chunk c;
+	int r;
+
+	block_lock(&range, b, b);
+	r = chunk_init(&c, x->cl, b, 1, list->offset, list->count, list->src,
+	    OP_WRITE);
+	if (r == 0) {
+		r = write_chunk(x->cl, x->bc, &c, list);
+		chunk_free(&c);
+	}
+	block_unlock(&range);
+	return r == 0 ? 0 : chunk_last_error();
 }
 
 int
@@ -136,9 +162,20 @@ write_range(struct bft_client *cl, struct bft_blockcache *bc,
 {
 	uint64_t first = offset / BFT_BLOCK_SIZE;
 	uint64_t last = (offset + count - 1) / BFT_BLOCK_SIZE;
+	struct wpatch req = { .src = src, .count = count, .offset = offset };
 	struct block_range range;
 	int r = 0;
 
+	if (first == last && count < BFT_BLOCK_SIZE) {
+		struct write_ctx x = { .cl = cl, .bc = bc };
+		unsigned merged = 0;
+		int err = coalesce_write(first, &req, write_batch, &x, &merged);
+
+		bft_client_note_coalesced(cl, merged);
+		if (err != 0)
+			return chunk_fail(err);
+		return fua ? do_flush(cl) : 0;
+	}
 	block_lock(&range, first, last);
 	for (uint64_t b = first; r == 0 && b <= last; b += CHUNK) {
 		unsigned nb = (unsigned)(last - b + 1 < CHUNK ?
@@ -150,7 +187,7 @@ write_range(struct bft_client *cl, struct bft_blockcache *bc,
 			r = -1;
 			break;
 		}
-		r = write_chunk(cl, bc, &c, src, count, offset);
+		r = write_chunk(cl, bc, &c, &req);
 		chunk_free(&c);
 	}
 	block_unlock(&range);
@@ -165,10 +202,8 @@ do_flush(struct bft_client *cl)
 	struct op *op = bft_op_new(cl, OP_FLUSH);
 	int r;
 
-	if (op == NULL) {
-		nbdkit_set_error(ENOMEM);
-		return -1;
-	}
+	if (op == NULL)
+		return chunk_fail(ENOMEM);
 	r = run_ops(cl, &op, 1);
 	bft_op_free(op);
 	return r;
