@@ -167,9 +167,9 @@ bft_bc_get(struct bft_blockcache *bc, uint64_t block, uint8_t *out,
 	return i != NIL;
 }
 
-void
-bft_bc_put(struct bft_blockcache *bc, uint64_t block,
-    const struct bft_ts *ts, const uint8_t *data)
+static void
+store(struct bft_blockcache *bc, uint64_t block, const struct bft_ts *ts,
+    const uint8_t *data, bool insert)
 {
 	uint32_t i, h;
 
@@ -186,7 +186,7 @@ bft_bc_put(struct bft_blockcache *bc, uint64_t block,
 		bc->s[i].ref = true;
 		goto out;
 	}
-	if ((i = victim(bc)) == NIL)
+	if (!insert || (i = victim(bc)) == NIL)
 		goto out;
 	h = hash(bc, block);
 	bc->s[i].block = block;
@@ -204,6 +204,20 @@ bft_bc_put(struct bft_blockcache *bc, uint64_t block,
 	bc->nused++;
 out:
 	pthread_mutex_unlock(&bc->lock);
+}
+
+void
+bft_bc_put(struct bft_blockcache *bc, uint64_t block,
+    const struct bft_ts *ts, const uint8_t *data)
+{
+	store(bc, block, ts, data, true);
+}
+
+void
+bft_bc_refresh(struct bft_blockcache *bc, uint64_t block,
+    const struct bft_ts *ts, const uint8_t *data)
+{
+	store(bc, block, ts, data, false);
 }
 
 void

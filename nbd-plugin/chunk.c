@@ -59,6 +59,7 @@ chunk_init(struct chunk *c, struct bft_client *cl, uint64_t b, unsigned nb,
 			if ((c->tmp[i] = malloc(BFT_BLOCK_SIZE)) == NULL)
 				goto out_nomem;
 			op->data = c->tmp[i];
+			op->partial = true;
 		}
 	}
 	return 0;
@@ -93,7 +94,7 @@ run_ops(struct bft_client *cl, struct op **ops, unsigned nops)
 
 int
 read_blocks(struct bft_client *cl, struct bft_blockcache *bc,
-    struct op **ops, unsigned nops)
+    struct op **ops, unsigned nops, bool insert)
 {
 	if (nops == 0)
 		return 0;
@@ -111,7 +112,10 @@ read_blocks(struct bft_client *cl, struct bft_blockcache *bc,
 		}
 		/* A genuine pair: the value the register had at ts. */
 		bft_op_read_ts(ops[i], &ts);
-		bft_bc_put(bc, ops[i]->block, &ts, ops[i]->data);
+		if (insert)
+			bft_bc_put(bc, ops[i]->block, &ts, ops[i]->data);
+		else
+			bft_bc_refresh(bc, ops[i]->block, &ts, ops[i]->data);
 	}
 	return 0;
 }

@@ -6,6 +6,7 @@
 #ifndef BFTBLK_CHUNK_H
 #define BFTBLK_CHUNK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "blockcache.h"
@@ -52,9 +53,10 @@ int run_ops(struct bft_client *cl, struct op **ops, unsigned nops);
 
 /*
  * Reads ops' blocks into their data and records each value in bc with
- * its timestamp.  0, or -1 with the nbdkit error set.
+ * its timestamp: added when insert (a read-modify-write's), else only
+ * refreshed if cached.  0, or -1 with the nbdkit error set.
  */
 int read_blocks(struct bft_client *cl, struct bft_blockcache *bc,
-    struct op **ops, unsigned nops);
+    struct op **ops, unsigned nops, bool insert);
 
 #endif

@@ -83,6 +83,7 @@ struct op {
 	bool based, stale;
 	struct bft_ts base;
 	bool committed;			/* COMPLETE reached n-t servers */
+	bool partial;			/* data is a bounce buffer (chunk.h) */
 
 	/* Write: prepared by the submitter, ts and vec by CLOCK. */
 	bool fast;			/* CLOCK skipped on a cached timestamp */

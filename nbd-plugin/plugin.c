@@ -353,7 +353,7 @@ bftblk_pread(void *h, void *buf, uint32_t count, uint64_t offset,
 		if (chunk_init(&c, client, b, nb, offset, count, buf,
 		    OP_READ) != 0)
 			return -1;
-		r = read_blocks(client, cache, c.ops, c.nops);
+		r = read_blocks(client, cache, c.ops, c.nops, false);
 		for (unsigned i = 0; r == 0 && i < nb; i++) {
 			uint64_t ib, io, n;
 

@@ -38,9 +38,10 @@ patch(uint8_t *tmp, uint64_t b, const struct wpatch *list)
 }
 
 /*
- * Prepares and runs the writes, then caches what committed and forgets
- * every other block: a write that failed may or may not have landed,
- * and a stale one showed that the cached value is old.
+ * Prepares and runs the writes, then caches what committed (partial
+ * blocks; whole ones only refresh an entry) and forgets every other
+ * block: a write that failed may or may not have landed, and a stale
+ * one showed that the cached value is old.
  */
 static int
 write_ops(struct bft_client *cl, struct bft_blockcache *bc,
@@ -58,8 +59,11 @@ write_ops(struct bft_client *cl, struct bft_blockcache *bc,
 	}
 	r = run_ops(cl, ops, nops);
 	for (unsigned i = 0; i < nops; i++) {
-		if (ops[i]->committed)
+		if (ops[i]->committed && ops[i]->partial)
 			bft_bc_put(bc, ops[i]->block, &ops[i]->ts,
+			    ops[i]->data);
+		else if (ops[i]->committed)
+			bft_bc_refresh(bc, ops[i]->block, &ops[i]->ts,
 			    ops[i]->data);
 		else
 			bft_bc_drop(bc, ops[i]->block);
@@ -81,7 +85,7 @@ rmw(struct bft_client *cl, struct bft_blockcache *bc, struct chunk *c,
 		ops[j] = c->ops[idx[j]];
 		ops[j]->based = false;
 	}
-	if (read_blocks(cl, bc, ops, n) != 0)
+	if (read_blocks(cl, bc, ops, n, true) != 0)
 		return -1;
 	for (unsigned j = 0; j < n; j++)
 		patch(c->tmp[idx[j]], ops[j]->block, list);
@@ -116,7 +120,7 @@ write_chunk(struct bft_client *cl, struct bft_blockcache *bc,
 	}
 	if (bc != NULL)
 		bft_client_note_cache(cl, hits, nmiss);
-	if (read_blocks(cl, bc, miss, nmiss) != 0)
+	if (read_blocks(cl, bc, miss, nmiss, true) != 0)
 		return -1;
 	for (unsigned i = 0; i < c->nops; i++)
 		if (c->tmp[i] != NULL)

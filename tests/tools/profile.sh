@@ -38,10 +38,10 @@ profile()
 	    >/dev/null 2>&1 &
 	fpid=$!
 	sleep 2
-	perf record -q -g -o "$OUT/$name-nbdkit.data" -p "$kit" \
+	perf record -q ${PERF_CALLGRAPH:+--call-graph=$PERF_CALLGRAPH} -g -o "$OUT/$name-nbdkit.data" -p "$kit" \
 	    -- sleep "$SECS" >/dev/null 2>&1 &
 	p1=$!
-	perf record -q -g -o "$OUT/$name-server0.data" -p "$srv" \
+	perf record -q ${PERF_CALLGRAPH:+--call-graph=$PERF_CALLGRAPH} -g -o "$OUT/$name-server0.data" -p "$srv" \
 	    -- sleep "$SECS" >/dev/null 2>&1 &
 	p2=$!
 	wait "$p1" "$p2"

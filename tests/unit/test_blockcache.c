@@ -93,6 +93,35 @@ test_off(void **state)
 	bft_bc_free(NULL);
 }
 
+/*
+ * Refresh never adds a block (whole-block writes and reads would flood
+ * the cache), but keeps a cached one current, newer timestamp winning.
+ */
+static void
+test_refresh(void **state)
+{
+	struct bft_blockcache *bc = bft_bc_new(4ull * BS);
+	struct bft_ts ts = ts_of(5, 1);
+
+	(void)state;
+	fill(buf, 3, 5);
+	bft_bc_refresh(bc, 3, &ts, buf);
+	expect_miss(bc, 3);
+	assert_int_equal(bft_bc_count(bc), 0);
+	put(bc, 3, 5, 1);
+	ts = ts_of(7, 2);
+	fill(buf, 3, 7);
+	bft_bc_refresh(bc, 3, &ts, buf);
+	expect_hit(bc, 3, 7, 2);
+	ts = ts_of(6, 1);
+	fill(buf, 3, 6);
+	bft_bc_refresh(bc, 3, &ts, buf);
+	expect_hit(bc, 3, 7, 2);
+	bft_bc_refresh(NULL, 3, &ts, buf);
+	assert_int_equal(bft_bc_count(bc), 1);
+	bft_bc_free(bc);
+}
+
 static void
 test_put_get(void **state)
 {
@@ -300,6 +329,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_off),
 		cmocka_unit_test(test_put_get),
+		cmocka_unit_test(test_refresh),
 		cmocka_unit_test(test_newer_wins),
 		cmocka_unit_test(test_drop),
 		cmocka_unit_test(test_capacity_and_clock),
