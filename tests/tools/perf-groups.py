@@ -11,10 +11,11 @@ import sys
 # First match wins: (group, dso pattern, symbol pattern).
 GROUPS = [
     # Debian's libsodium and libcrypto are stripped: their samples show
-    # as bare addresses.  In these processes libsodium's time is BLAKE2b
-    # (H, MACs) and libcrypto's the channel's AEAD, which the
+    # as bare addresses.  In these processes libsodium's time is the
+    # BLAKE2b MACs (H is BLAKE3, linked in) and libcrypto's the AEAD, which the
     # BENCH_NOVERIFY and CLUSTER_CHANNEL=plain runs confirm.
-    ("hashing+MACs (libsodium BLAKE2b)", r"libsodium", r""),
+    ("H (BLAKE3, built in)", r"", r"^blake3_"),
+    ("MACs (libsodium BLAKE2b)", r"libsodium", r""),
     ("AEAD channel (libcrypto)", r"libcrypto", r""),
     ("erasure coding", r"erasurecode|isal|Jerasure|gf_complete|xor_code",
      r""),
