@@ -167,7 +167,7 @@ check-system: all
 # valgrind.sh checks itself; the security tests run again with servers
 # and nbdkit under valgrind (VALGRIND=1 in lib.sh), which fails them on
 # any memory error or leak.  The slower tests stay out of it.
-VALGRIND_TESTS = basic-rw roles channel-tamper encrypt rotation
+VALGRIND_TESTS = basic-rw roles channel-tamper encrypt rotation coalesce
 check-valgrind: all
 	BUILD=$(BUILD) tests/run-integration tests/integration/valgrind.sh
 	VALGRIND=1 BUILD=$(BUILD) tests/run-integration \
