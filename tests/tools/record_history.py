@@ -25,6 +25,16 @@ taken effect); a failed read with ok false (lincheck drops it).
 --final-read instead reads every block once through each URI and
 appends those reads; it fails (status 1) when one of them fails.
 
+--slot N makes every write N bytes, an aligned slot of a hot block
+(4096: sixteen slots per block), so one nbdkit's small writes meet on a
+block and are coalesced (nbd-plugin/coalesce.h).  Each slot is then a
+register of its own: the history's "block" is block * slots + slot, and
+a read, still of the whole block, is recorded as one read per slot with
+the same call and return times (a read that linearizes at one point
+does so for each slot).  That holds with a single writer process only:
+two nbdkits' read-modify-writes of one block may lose each other's
+slots, as the README says.
+
 Needs Debian's python3-libnbd: run with /usr/bin/python3.
 """
 
@@ -44,7 +54,6 @@ BS = 65536
 MAGIC = b"BFTLINv1"
 HDR = struct.Struct("<8sIIQ")		# magic, client, seq, block
 HDR_LEN = HDR.size + 8			# and 8 bytes of BLAKE2b of those
-ZERO = bytes(BS)
 MAX_GARBAGE_FILES = 10
 
 
@@ -52,24 +61,26 @@ def value_id(client, seq):
     return "c%ds%d" % (client, seq)
 
 
-def encode(client, seq, block):
-    """The 64 KiB a write of (client, seq) to block puts there."""
+def encode(client, seq, block, size=BS):
+    """The size bytes a write of (client, seq) to block (a block or a
+    slot's key) puts there."""
     head = HDR.pack(MAGIC, client, seq, block)
     head += hashlib.blake2b(head, digest_size=8).digest()
-    return head + hashlib.shake_128(head).digest(BS - HDR_LEN)
+    return head + hashlib.shake_128(head).digest(size - HDR_LEN)
 
 
 def decode(data, block):
-    """The value id of a block's bytes, and a complaint if they are not
-    what some write wrote to this block (None when they are)."""
-    if data == ZERO:
+    """The value id of a block's (or slot's) bytes, and a complaint if
+    they are not what some write wrote to it (None when they are)."""
+    size = len(data)
+    if data == bytes(size):
         return "0", None
     head = bytes(data[:HDR_LEN])
     magic, client, seq, wblock = HDR.unpack(head[:HDR.size])
     ok = (magic == MAGIC and
           hashlib.blake2b(head[:HDR.size], digest_size=8).digest() ==
           head[HDR.size:])
-    if ok and data == encode(client, seq, wblock):
+    if ok and data == encode(client, seq, wblock, size):
         if wblock != block:
             return (value_id(client, seq),
                     "holds %s, written to block %d" %
@@ -161,33 +172,47 @@ class Client:
         # Failed writes each widen the checker's search: do not spin.
         time.sleep(self.args.error_backoff)
 
-    def write(self, block, seq):
-        value = encode(self.cid, seq, block)
+    def write(self, block, seq, slot=0):
+        """Writes a whole block, or with --slot the given slot of it."""
+        size = self.args.slot or BS
+        key = block * (BS // size) + slot if self.args.slot else block
+        value = encode(self.cid, seq, key, size)
         buf = nbd.Buffer.from_bytearray(value)
         call = time.monotonic_ns()
-        ok, err = self.run_op(lambda h: h.aio_pwrite(buf, block * BS))
+        ok, err = self.run_op(
+            lambda h: h.aio_pwrite(buf, block * BS + slot * size))
         ret = time.monotonic_ns()
-        rec = dict(client=self.cid, op="w", block=block,
+        rec = dict(client=self.cid, op="w", block=key,
                    value=value_id(self.cid, seq), call=call, ret=ret, ok=ok)
         if not ok:
             rec["err"] = err
         return rec
 
     def read(self, block):
+        """Reads a whole block: a list of records (one per slot with
+        --slot) and of (record, bytes) for what no write wrote."""
         buf = nbd.Buffer(BS)
         call = time.monotonic_ns()
         ok, err = self.run_op(lambda h: h.aio_pread(buf, block * BS))
         ret = time.monotonic_ns()
-        rec = dict(client=self.cid, op="r", block=block, call=call, ret=ret,
-                   ok=ok)
+        size = self.args.slot or BS
+        nslots = BS // size
+        keys = ([block * nslots + i for i in range(nslots)]
+                if self.args.slot else [block])
+        recs = [dict(client=self.cid, op="r", block=k, call=call, ret=ret,
+                     ok=ok) for k in keys]
         if not ok:
-            rec["err"] = err
-            return rec, None
+            for rec in recs:
+                rec["err"] = err
+            return recs, []
         data = buf.to_bytearray()
-        rec["value"], why = decode(data, block)
-        if why is not None:
-            return rec, data
-        return rec, None
+        bad = []
+        for i, rec in enumerate(recs):
+            part = bytes(data[i * size:(i + 1) * size])
+            rec["value"], why = decode(part, rec["block"])
+            if why is not None:
+                bad.append((rec, part))
+        return recs, bad
 
 
 _log_lock = threading.Lock()
@@ -247,16 +272,19 @@ class Recorder:
             block = args.first_block + rng.randrange(args.blocks)
             if rng.random() < args.write_fraction:
                 seq += 1
-                rec = c.write(block, seq)
+                slot = rng.randrange(BS // args.slot) if args.slot else 0
+                rec = c.write(block, seq, slot)
                 self.stats.add(ops=1, writes=1,
                                write_errors=0 if rec["ok"] else 1)
+                recs.append(rec)
             else:
-                rec, bad = c.read(block)
+                out, bad = c.read(block)
+                rec = out[0]
                 self.stats.add(ops=1, reads=1,
                                read_errors=0 if rec["ok"] else 1)
-                if bad is not None:
-                    self.bad_read(rec, bad)
-            recs.append(rec)
+                for r, data in bad:
+                    self.bad_read(r, data)
+                recs.extend(out)
             if not rec["ok"]:
                 c.after_error()
         self.keep(recs)
@@ -272,10 +300,11 @@ class Recorder:
                 log("final read of block %d through %s failed: cannot "
                     "connect" % (block, uri))
                 continue
-            rec, bad = c.read(block)
+            out, bad = c.read(block)
+            rec = out[0]
             self.stats.add(ops=1, reads=1, read_errors=0 if rec["ok"] else 1)
-            if bad is not None:
-                self.bad_read(rec, bad)
+            for r, data in bad:
+                self.bad_read(r, data)
             if not rec["ok"]:
                 with self.lock:
                     self.failed_final += 1
@@ -284,8 +313,8 @@ class Recorder:
                 c.after_error()
             else:
                 log("final read of block %d through %s: %s" %
-                    (block, uri, rec["value"]))
-            recs.append(rec)
+                    (block, uri, " ".join(r["value"] for r in out)))
+            recs.extend(out)
         self.keep(recs)
 
     def run(self):
@@ -357,11 +386,16 @@ def main():
     p.add_argument("--seed", default=str(os.getpid()))
     p.add_argument("--final-read", action="store_true",
                    help="read every block once through each URI")
+    p.add_argument("--slot", type=int, default=0,
+                   help="write N-byte slots of the blocks instead of "
+                   "whole blocks (0: whole blocks)")
     args = p.parse_args()
     if (args.duration <= 0 or args.blocks < 1 or args.first_block < 0 or
             args.clients_per_uri < 1 or args.client_base < 0 or
             args.max_ops < 0 or args.op_timeout <= 0 or
-            not 0 <= args.write_fraction <= 1 or args.error_backoff < 0):
+            not 0 <= args.write_fraction <= 1 or args.error_backoff < 0 or
+            args.slot < 0 or (args.slot and (args.slot < HDR_LEN or
+                                             BS % args.slot))):
         p.error("bad numeric argument")
     sys.exit(Recorder(args).run())
 
