@@ -221,6 +221,39 @@ lin_expect_illegal()
 	log "lincheck rejects $file, as it must"
 }
 
+# lin_stale_mutant HIST OUT: writes to OUT the history HIST with one
+# read made stale: it returns the value of a write W1 although another
+# write W2 to its block began after W1 ended and ended before the read
+# began.  Values are unique, so no order can explain that read, and
+# lincheck must reject OUT (lin_expect_illegal): the negative control on
+# a real recorded history.  Fails when HIST has no such read.
+lin_stale_mutant()
+{
+	"$LIN_PYTHON" - "$1" "$2" <<'EOF' || fail "no read to make stale in $1"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+writes = [r for r in recs if r["op"] == "w" and r["ok"]]
+reads = [r for r in recs if r["op"] == "r" and r["ok"]]
+for r in reads[len(reads) // 2:] + reads[:len(reads) // 2]:
+    ws = [w for w in writes if w["block"] == r["block"]]
+    for w2 in ws:
+        if w2["ret"] >= r["call"]:
+            continue
+        w1 = next((w for w in ws if w["ret"] < w2["call"] and
+                   w["value"] != r["value"]), None)
+        if w1 is not None:
+            print("made stale: read of block %d by client %d at %d now "
+                  "returns %s" % (r["block"], r["client"], r["call"],
+                                  w1["value"]), file=sys.stderr)
+            r["value"] = w1["value"]
+            with open(sys.argv[2], "w") as f:
+                for x in recs:
+                    f.write(json.dumps(x) + "\n")
+            sys.exit(0)
+sys.exit(1)
+EOF
+}
+
 # lin_optional: builds lincheck if Go is here and defines lin CMD...,
 # which runs CMD only then, so a scenario's other checks still run
 # without Go.

@@ -58,33 +58,8 @@ EOF
 log "checked: $cross reads returned a value written through the other nbdkit"
 
 
-# The same history with one read made stale: it reads the value of a
-# write W1 although another write W2 to its block began after W1 ended
-# and ended before the read began.  Values are unique, so no order can
-# explain that read.
+# The same history with one read made stale (lin_stale_mutant).
 mutant=$TESTDIR/lin-basic-stale.jsonl
-"$LIN_PYTHON" - "$hist" "$mutant" <<'EOF' || fail "no read to make stale in $hist"
-import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
-writes = [r for r in recs if r["op"] == "w" and r["ok"]]
-reads = [r for r in recs if r["op"] == "r" and r["ok"]]
-for r in reads[len(reads) // 2:] + reads[:len(reads) // 2]:
-    ws = [w for w in writes if w["block"] == r["block"]]
-    for w2 in ws:
-        if w2["ret"] >= r["call"]:
-            continue
-        w1 = next((w for w in ws if w["ret"] < w2["call"] and
-                   w["value"] != r["value"]), None)
-        if w1 is not None:
-            print("made stale: read of block %d by client %d at %d now "
-                  "returns %s" % (r["block"], r["client"], r["call"],
-                                  w1["value"]), file=sys.stderr)
-            r["value"] = w1["value"]
-            with open(sys.argv[2], "w") as f:
-                for x in recs:
-                    f.write(json.dumps(x) + "\n")
-            sys.exit(0)
-sys.exit(1)
-EOF
+lin_stale_mutant "$hist" "$mutant"
 lin_expect_illegal "$mutant"
 log "ok"

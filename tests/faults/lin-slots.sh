@@ -42,25 +42,6 @@ log "${LIN_STAT[writes]} slot writes, ${merged:-no} of them coalesced"
 # Negative control on this very history: one slot read returns a value
 # that a later, completed write to its slot had replaced.
 mutant=$TESTDIR/lin-slots-stale.jsonl
-"$LIN_PYTHON" - "$hist" "$mutant" <<'EOF' || fail "no read to make stale in $hist"
-import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
-writes = [r for r in recs if r["op"] == "w" and r["ok"]]
-reads = [r for r in recs if r["op"] == "r" and r["ok"]]
-for r in reads[len(reads) // 2:] + reads[:len(reads) // 2]:
-    ws = [w for w in writes if w["block"] == r["block"]]
-    for w2 in ws:
-        if w2["ret"] >= r["call"]:
-            continue
-        w1 = next((w for w in ws if w["ret"] < w2["call"] and
-                   w["value"] != r["value"]), None)
-        if w1 is not None:
-            r["value"] = w1["value"]
-            with open(sys.argv[2], "w") as f:
-                for x in recs:
-                    f.write(json.dumps(x) + "\n")
-            sys.exit(0)
-sys.exit(1)
-EOF
+lin_stale_mutant "$hist" "$mutant"
 lin_expect_illegal "$mutant"
 log "ok"
