@@ -43,8 +43,7 @@ _LIN_FINAL_CLIENT=1000
 
 _lin_require_recorder()
 {
-	"$LIN_PYTHON" -c 'import nbd' 2>/dev/null ||
-	    skip "$LIN_PYTHON has no nbd module (apt-get install python3-libnbd)"
+	require_python_nbd "$LIN_PYTHON"
 }
 
 # lin_record_start OUT DURATION URI...: starts the recorder in the

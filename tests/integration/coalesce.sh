@@ -19,8 +19,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PY=${LIN_PYTHON:-/usr/bin/python3}
-"$PY" -c 'import nbd' 2>/dev/null ||
-    skip "$PY has no nbd module (apt-get install python3-libnbd)"
+require_python_nbd "$PY"
 
 export NBDKIT_ARGS="-v"
 cluster_start 1

@@ -87,6 +87,15 @@ skip()
 	exit 77
 }
 
+# require_python_nbd PY: skips the test unless PY can import libnbd's
+# Python module (Debian's python3-libnbd is for /usr/bin/python3, which
+# pyenv's python3 may shadow on PATH).
+require_python_nbd()
+{
+	"$1" -c 'import nbd' 2>/dev/null ||
+	    skip "$1 has no nbd module (apt-get install python3-libnbd)"
+}
+
 require_build()
 {
 	local f
