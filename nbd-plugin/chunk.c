@@ -23,7 +23,10 @@ chunk_fail(int err)
 int
 chunk_last_error(void)
 {
-	return last_error ? last_error : EIO;
+	int err = last_error ? last_error : EIO;
+
+	last_error = 0;
+	return err;
 }
 
 void

@@ -45,7 +45,10 @@ void overlap(uint64_t b, uint64_t off, uint64_t len, uint64_t *in_block,
  * a request that fails on behalf of others (coalesce.h).  Returns -1.
  */
 int chunk_fail(int err);
-/* The errno of this thread's last chunk_fail (EIO if none). */
+/*
+ * The errno of this thread's last chunk_fail, which it forgets, so a
+ * later failure can never report an earlier one's errno (EIO if none).
+ */
 int chunk_last_error(void);
 
 /* Runs ops to completion; the first failure becomes the request's error. */
