@@ -81,7 +81,7 @@ lead(struct batch *b, coalesce_write_fn write, void *ctx, unsigned *merged)
 {
 	struct waiter *taken = b->head, *w;
 	struct wpatch **pp;
-	unsigned n = 0;
+	unsigned n;
 	int r;
 
 	b->head = NULL;

@@ -43,8 +43,8 @@ identity_write(int dirfd, const struct bft_store_identity *id)
 	    "# What this bftblk data directory belongs to; never edit.\n"
 	    "format = %d\ncluster_id = %s\nserver_index = %" PRIu32 "\n"
 	    "n = %" PRIu32 "\nt = %" PRIu32 "\nblock_size = %" PRIu32 "\n"
-	    "nblocks = %" PRIu64 "\n", BFT_STORE_FORMAT, hex, id->server_index, id->n, id->t,
-	    id->block_size, id->nblocks);
+	    "nblocks = %" PRIu64 "\n", BFT_STORE_FORMAT, hex, id->server_index,
+	    id->n, id->t, id->block_size, id->nblocks);
 	fd = openat(dirfd, IDENTITY_TMP, O_WRONLY | O_CREAT | O_TRUNC |
 	    O_CLOEXEC, 0644);
 	if (fd < 0)
