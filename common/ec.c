@@ -191,41 +191,50 @@ bft_ec_encode(struct bft_ec *ec, const uint8_t *block,
 	return 0;
 }
 
+/* Whether h is exactly the header the encoder gives data fragment i. */
+static bool
+data_header_ok(const struct bft_ec *ec, const uint8_t *frag, unsigned i)
+{
+	fragment_header_t h;
+
+	memcpy(&h, frag, sizeof h);	/* packed: no unaligned reads */
+	return !is_invalid_fragment_header(&h) && h.meta.idx == i &&
+	    h.meta.size == ec->payload &&
+	    h.meta.orig_data_size == ec->value_len;
+}
+
 /*
  * With the k data fragments at hand, decoding is concatenating their
  * payloads (what liberasurecode's fragments_to_string does into a
- * buffer of its own): straight into block here.  Any header that is
- * not exactly what the encoder makes sends the caller to the library.
+ * buffer of its own): straight into block here, except for those in
+ * placed, whose payloads are there already.  Any header that is not
+ * exactly what the encoder makes sends the caller to the library.
  */
 static int
 decode_data_frags(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
-    uint32_t have, uint8_t *block)
+    uint32_t have, uint32_t placed, uint8_t *block)
 {
 	const size_t hlen = sizeof(fragment_header_t);
 	uint32_t off = 0, len;
-	fragment_header_t h;
 
 	if ((have & ((1u << ec->k) - 1)) != (1u << ec->k) - 1)
 		return -1;
-	for (unsigned i = 0; i < ec->k; i++) {
-		memcpy(&h, frags[i], hlen);	/* packed: no unaligned reads */
-		if (is_invalid_fragment_header(&h) || h.meta.idx != i ||
-		    h.meta.size != ec->payload ||
-		    h.meta.orig_data_size != ec->value_len)
+	for (unsigned i = 0; i < ec->k; i++)
+		if (!(placed & (1u << i)) && !data_header_ok(ec, frags[i], i))
 			return -1;
-	}
 	for (unsigned i = 0; i < ec->k && off < ec->value_len; i++) {
 		len = ec->value_len - off < ec->payload ?
 		    ec->value_len - off : ec->payload;
-		memcpy(block + off, frags[i] + hlen, len);
+		if (!(placed & (1u << i)))
+			memcpy(block + off, frags[i] + hlen, len);
 		off += len;
 	}
 	return off == ec->value_len ? 0 : -1;
 }
 
-int
-bft_ec_decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
-    uint32_t have, uint8_t *block)
+static int
+decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
+    uint32_t have, uint32_t placed, uint8_t *block)
 {
 	char *avail[BFT_MAX_N];
 	char *out = NULL;
@@ -242,8 +251,11 @@ bft_ec_decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
 			avail[navail++] = (char *)frags[i];
 	if (navail < (int)ec->k)
 		return -1;
-	if (ec->direct && decode_data_frags(ec, frags, have, block) == 0)
+	if (ec->direct && decode_data_frags(ec, frags, have, placed,
+	    block) == 0)
 		return 0;
+	if (placed != 0)
+		return -1;
 	if (liberasurecode_decode(ec->desc, avail, navail, ec->frag_len, 1,
 	    &out, &outlen) != 0)
 		return -1;
@@ -253,6 +265,54 @@ bft_ec_decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
 	}
 	liberasurecode_decode_cleanup(ec->desc, out);
 	return rc;
+}
+
+int
+bft_ec_decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
+    uint32_t have, uint8_t *block)
+{
+	return decode(ec, frags, have, 0, block);
+}
+
+int
+bft_ec_place(const struct bft_ec *ec, unsigned i, const uint8_t *frag,
+    uint8_t *hdr, uint8_t *block)
+{
+	const size_t hlen = sizeof(fragment_header_t);
+
+	/* Only whole payloads: a padded one would need its padding back. */
+	if (!ec->direct || i >= ec->k ||
+	    (uint64_t)(i + 1) * ec->payload > ec->value_len ||
+	    !data_header_ok(ec, frag, i))
+		return -1;
+	memcpy(hdr, frag, hlen);
+	memcpy(block + (size_t)i * ec->payload, frag + hlen, ec->payload);
+	return 0;
+}
+
+int
+bft_ec_decode_placed(struct bft_ec *ec, uint8_t *const frags[BFT_MAX_N],
+    uint32_t have, uint32_t placed, uint8_t *block)
+{
+	const size_t hlen = sizeof(fragment_header_t);
+	const uint32_t data = (1u << ec->k) - 1;
+
+	placed &= data;
+	if ((have & data) == data && decode(ec, (const uint8_t *const *)frags,
+	    have, placed, block) == 0)
+		return 0;
+	/*
+	 * A parity fragment takes part, or a header is not the encoder's:
+	 * the library wants whole fragments, so the placed payloads go back
+	 * behind their headers first.  The decode then writes all of block,
+	 * over any placed payload that was not in have (one that failed its
+	 * hash).
+	 */
+	for (unsigned i = 0; i < ec->k; i++)
+		if (placed & have & (1u << i))
+			memcpy(frags[i] + hlen,
+			    block + (size_t)i * ec->payload, ec->payload);
+	return decode(ec, (const uint8_t *const *)frags, have, 0, block);
 }
 
 /* A zeroed fragment header with its magic, as liberasurecode starts one. */
@@ -335,7 +395,7 @@ direct_self_test(struct bft_ec *ec)
 		goto out;
 	memset(back, 0, ec->value_len);
 	if (decode_data_frags(ec, (const uint8_t *const *)fd,
-	    (1u << n) - 1, back) != 0 ||
+	    (1u << n) - 1, 0, back) != 0 ||
 	    memcmp(back, value, ec->value_len) != 0)
 		goto out;
 	ok = true;

@@ -58,4 +58,23 @@ int bft_ec_decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
 		  uint32_t have, uint8_t *block);
 /* (block is bft_ec_value_len() bytes in both.) */
 
+/*
+ * Reads can skip a copy: data fragment i (before it is checked) has its
+ * payload copied straight to where decoding puts it in block, and only
+ * its header to hdr, the caller's fragment buffer for i.  Returns 0, or
+ * -1 when this coder cannot (not the direct path, not a data fragment,
+ * a padded payload, a header the encoder would not make), and then the
+ * caller keeps the whole fragment as before.
+ */
+int bft_ec_place(const struct bft_ec *ec, unsigned i, const uint8_t *frag,
+		 uint8_t *hdr, uint8_t *block);
+/*
+ * bft_ec_decode() where the fragments in placed went through
+ * bft_ec_place() into this block and frags[i] hold their headers.
+ * Placed fragments not in have may have left anything in block: it is
+ * all written.  frags[i] of placed fragments may be completed.  0 or -1.
+ */
+int bft_ec_decode_placed(struct bft_ec *ec, uint8_t *const frags[BFT_MAX_N],
+			 uint32_t have, uint32_t placed, uint8_t *block);
+
 #endif

@@ -86,6 +86,9 @@ op_done(struct op *op, int err, const char *why)
 
 	op->err = err;
 	op->why = why;
+	/* Placed payloads are unchecked until a read decides. */
+	if (err && op->kind == OP_READ && op->unchecked)
+		memset(read_value(op), 0, bft_ec_value_len(op->cl->p.ec));
 	/*
 	 * A write that failed after CLOCK may have completed at a few
 	 * servers.  Reusing its (num, wid) would put two values under one

@@ -89,28 +89,43 @@ struct op {
 	bool fast;			/* CLOCK skipped on a cached timestamp */
 	struct bft_ts ts;
 	uint8_t nonce[BFT_NONCE_LEN], nh[BFT_HASH_LEN];
-	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];
-	uint8_t cc[BFT_MAX_N][BFT_HASH_LEN];
 	uint8_t *frags[BFT_MAX_N];	/* one buffer, n * frag_len */
 
-	/* Read: candidate set C and FILTER replies W. */
-	struct bft_cand C[BFT_MAX_N];
+	/* Read: the candidate set C has nc entries (below). */
 	unsigned nc;
-	struct bft_reply W[BFT_MAX_N];
 	uint32_t unhashed;		/* replies whose fragment is not checked yet */
 	uint32_t wrong_len;		/* replies with a fragment of another size */
 	struct bft_cand chosen;
 	uint32_t quorum;
 	bool zero;			/* C came out empty: the block reads as 0 */
 
-	/* Read, 1-round path (op_read_fast.c): the COLLECT replies. */
-	struct bft_collect_reply A[BFT_MAX_N];
+	/* Read, 1-round path (op_read_fast.c). */
 	uint32_t want;			/* servers asked for their fragment */
 	uint32_t fast_have;		/* fragments to decode from */
+	uint32_t placed;		/* payloads already in the value */
+	bool unchecked;			/* ... or were, maybe unchecked */
 	bool fast_on;			/* the 1-round read may still succeed */
 	bool fast_wait;			/* n-t replies in, fragments awaited */
 	bool fast_done;			/* decided in one round */
+
+	/*
+	 * The arrays, 32 KiB of the op, are last: bft_op_new zeroes only
+	 * what comes before them, and each round sets the entries it reads
+	 * (the first n, or nc for C) before reading them.
+	 */
+	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];
+	uint8_t cc[BFT_MAX_N][BFT_HASH_LEN];
+	struct bft_cand C[BFT_MAX_N];
+	struct bft_reply W[BFT_MAX_N];	/* FILTER replies */
+	struct bft_collect_reply A[BFT_MAX_N];	/* COLLECT replies */
 };
+
+/* Where a read decodes to: the block, or with encryption the sealed value. */
+static inline uint8_t *
+read_value(struct op *op)
+{
+	return op->value != NULL ? op->value : op->data;
+}
 
 struct bft_client_stats {
 	atomic_ullong reads, writes, flushes;

@@ -27,7 +27,7 @@ read_start(struct op *op)
 	op->quorum = 0;
 	op->unhashed = 0;
 	op->wrong_len = 0;
-	memset(op->W, 0, sizeof op->W);
+	memset(op->W, 0, op->cl->n * sizeof op->W[0]);
 	fast_read_start(op);
 	round_start(op, PH_COLLECT);
 }
@@ -293,20 +293,18 @@ int
 bft_op_finish_read(struct op *op)
 {
 	struct bft_client *cl = op->cl;
-	const uint8_t *frags[BFT_MAX_N];
+	uint32_t have = 0, placed = 0;
 	unsigned q;
-	uint32_t have = 0;
 
 	/* Never written: zeros, with or without encryption. */
 	if (op->zero) {
 		memset(op->data, 0, BFT_BLOCK_SIZE);
 		return 0;
 	}
-	for (unsigned i = 0; i < cl->n; i++)
-		frags[i] = op->frags[i];
 	if (op->fast_done) {
 		/* COLLECT's fragments, checked against the agreed cc. */
 		have = op->fast_have;
+		placed = op->placed;
 	} else {
 		/* RESTORE (lines 164-168): fragments matching the quorum's cc. */
 		q = (unsigned)__builtin_ctz(op->quorum);
@@ -319,16 +317,15 @@ bft_op_finish_read(struct op *op)
 				have |= 1u << i;
 		}
 	}
-	if (cl->p.vc == NULL) {
-		if (bft_ec_decode(cl->p.ec, frags, have, op->data) == 0)
-			return 0;
+	if (bft_ec_decode_placed(cl->p.ec, op->frags, have, placed,
+	    read_value(op)) != 0) {
+		/* Unchecked placed payloads must not be left behind. */
+		memset(read_value(op), 0, bft_ec_value_len(cl->p.ec));
 		op->why = "cannot decode the selected value";
 		return -1;
 	}
-	if (bft_ec_decode(cl->p.ec, frags, have, op->value) != 0) {
-		op->why = "cannot decode the selected value";
-		return -1;
-	}
+	if (cl->p.vc == NULL)
+		return 0;
 	/*
 	 * The fragments matched the cross-checksum t+1 servers agree on,
 	 * so a failure here is not one liar: the wrong volume key, or more

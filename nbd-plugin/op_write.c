@@ -41,6 +41,7 @@
  * submitter reads the block and builds the value again (write.c).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,12 +54,14 @@
 struct op *
 bft_op_new(struct bft_client *cl, enum op_kind kind)
 {
-	struct op *op = calloc(1, sizeof *op);
+	struct op *op = malloc(sizeof *op);
 	uint32_t flen = bft_ec_frag_len(cl->p.ec);
 	uint8_t *buf;
 
 	if (op == NULL)
 		return NULL;
+	/* Zeroing the arrays too was 3% of a read's CPU (client.h). */
+	memset(op, 0, offsetof(struct op, vec));
 	op->kind = kind;
 	op->cl = cl;
 	if (kind == OP_FLUSH)
