@@ -117,6 +117,7 @@ $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 # The block cache is the plugin's, but stands alone: it needs no nbdkit.
 $(BUILD)/tests/test_blockcache: $(BUILD)/nbd-plugin/blockcache.o
 $(BUILD)/tests/test_coalesce: $(BUILD)/nbd-plugin/coalesce.o
+$(BUILD)/tests/test_op_pool: $(BUILD)/nbd-plugin/op_pool.o
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(LIBCOMMON) \
 		$(PKG_LIBS) $(shell pkg-config --libs cmocka)

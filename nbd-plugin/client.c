@@ -327,6 +327,7 @@ bft_client_start(const struct bft_client_params *p)
 	cl->t = p->cfg->t;
 	cl->writer_id = p->writer_id;
 	cl->lp = lp;
+	pthread_mutex_init(&cl->pool_lock, NULL);
 	pthread_mutex_init(&lp->qlock, NULL);
 	if (uv_loop_init(&lp->loop) != 0)
 		goto out_free;
@@ -387,6 +388,8 @@ bft_client_stop(struct bft_client *cl)
 		bft_chan_clear(&lp->conns[i].chan);
 	}
 	pthread_mutex_destroy(&lp->qlock);
+	op_pool_drain(cl);
+	pthread_mutex_destroy(&cl->pool_lock);
 	free(lp);
 	free(cl);
 }

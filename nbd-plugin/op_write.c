@@ -41,7 +41,6 @@
  * submitter reads the block and builds the value again (write.c).
  */
 #include <errno.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,46 +49,6 @@
 #include "crypto.h"
 #include "rounds.h"
 #include "volcrypt.h"
-
-struct op *
-bft_op_new(struct bft_client *cl, enum op_kind kind)
-{
-	struct op *op = malloc(sizeof *op);
-	uint32_t flen = bft_ec_frag_len(cl->p.ec);
-	uint8_t *buf;
-
-	if (op == NULL)
-		return NULL;
-	/* Zeroing the arrays too was 3% of a read's CPU (client.h). */
-	memset(op, 0, offsetof(struct op, vec));
-	op->kind = kind;
-	op->cl = cl;
-	if (kind == OP_FLUSH)
-		return op;
-	/* Writes send these fragments; reads receive into them. */
-	buf = malloc((size_t)cl->n * flen);
-	if (buf == NULL) {
-		free(op);
-		return NULL;
-	}
-	for (unsigned i = 0; i < cl->n; i++)
-		op->frags[i] = buf + (size_t)i * flen;
-	if (cl->p.vc != NULL && (op->value = malloc(BFT_SEALED_LEN)) == NULL) {
-		bft_op_free(op);
-		return NULL;
-	}
-	return op;
-}
-
-void
-bft_op_free(struct op *op)
-{
-	if (op == NULL)
-		return;
-	free(op->frags[0]);
-	free(op->value);
-	free(op);
-}
 
 /* Erasure-codes value and computes the cross-checksum. */
 static int

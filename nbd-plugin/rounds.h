@@ -35,7 +35,14 @@ struct bft_client {
 	uint64_t frag_avoid_until[BFT_MAX_N];
 	struct bft_client_stats stats;
 	struct client_loop *lp;		/* event loop internals (client.c) */
+	/* Finished ops kept with their buffers for reuse (op_pool.c). */
+	pthread_mutex_t pool_lock;
+	struct op *pool;
+	unsigned npool;
 };
+
+/* Frees the ops kept for reuse; at bft_client_stop. */
+void op_pool_drain(struct bft_client *cl);
 
 /* Number of set bits. */
 static inline unsigned
