@@ -385,9 +385,9 @@ log_store_stats(const struct bft_store *st)
 	bft_store_stats(st, &ss);
 	bft_debug("store: %" PRIu64 " records replayed, %" PRIu64
 	    " discarded, %" PRIu64 " segments, %" PRIu64 " of %" PRIu64
-	    " bytes live, %" PRIu64 " compactions", ss.records_replayed,
-	    ss.records_discarded, ss.segments, ss.bytes_live, ss.bytes_total,
-	    ss.compactions);
+	    " bytes live, %" PRIu64 " compactions copying %" PRIu64 " bytes",
+	    ss.records_replayed, ss.records_discarded, ss.segments,
+	    ss.bytes_live, ss.bytes_total, ss.compactions, ss.bytes_copied);
 }
 
 int

@@ -376,6 +376,7 @@ bft_store_stats(const struct bft_store *st, struct bft_store_stats *out)
 	out->records_discarded = st->rp.torn_records + st->rp.corrupt_records;
 	out->segments = st->nseg;
 	out->compactions = st->compactions;
+	out->bytes_copied = st->copied;
 	for (size_t i = 0; i < st->nseg; i++) {
 		out->bytes_live += st->segs[i].live;
 		out->bytes_total += st->segs[i].size;
@@ -396,24 +397,44 @@ bft_store_replay_info(const struct bft_store *st,
  * a crash at any point replays to the same state: before the unlink
  * both copies exist and agree.
  */
+static bool
+below(const struct bft_store *st, uint64_t live, uint64_t size)
+{
+	return (double)live * 100 < (double)st->compact_pct * (double)size;
+}
+
+/*
+ * The victim is the full segment with the lowest live fraction, which
+ * frees the most per byte copied; and there is one only once the log as
+ * a whole is less than compact_pct live.  Waiting for the whole log
+ * rather than the first segment to cross the line bounds disk use the
+ * same way (the log holds at most 100 / compact_pct times its live
+ * bytes, plus the active and retired segments) but lets segments die
+ * before they are copied: under sequential overwrites the oldest die
+ * entirely and go without a byte copied, where a per-segment trigger
+ * copied half of each.
+ */
 static struct seg *
 compact_pick(struct bft_store *st)
 {
 	struct seg *best = NULL;
+	uint64_t live = 0, size = 0;
 
-	for (size_t i = 0; i + 1 < st->nseg; i++) {
+	for (size_t i = 0; i < st->nseg; i++) {
 		struct seg *s = &st->segs[i];
 
-		if (s->stuck || s->retired || (s->size > 0 &&
-		    (double)s->live * 100 >=
-		    (double)st->compact_pct * (double)s->size))
+		if (s->retired)
 			continue;
-		/* The lowest live fraction frees the most per byte copied. */
+		live += s->live;
+		size += s->size;
+		if (i + 1 == st->nseg || s->stuck ||
+		    (s->size > 0 && !below(st, s->live, s->size)))
+			continue;
 		if (best == NULL || (double)s->live * (double)best->size <
 		    (double)best->live * (double)s->size)
 			best = s;
 	}
-	return best;
+	return best != NULL && below(st, live, size) ? best : NULL;
 }
 
 /* The block whose live record is at loc, and which one (-1: lc). */
@@ -470,6 +491,7 @@ compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
 		return err;
 	live_dec(st, oldloc, len);
 	live_inc(st, loc, len);
+	st->copied += len;
 	if (idx < 0)
 		b->lc_loc = loc;
 	else
@@ -563,7 +585,8 @@ compact_step(struct bft_store *st, size_t appended)
 		int idx;
 
 		src = st_seg_find(st, st->cmp_no);
-		if (off >= src->end) {
+		/* Live bytes are exact: with none left, the rest is garbage. */
+		if (off >= src->end || src->live == 0) {
 			err = compact_finish(st);
 			break;
 		}

@@ -105,8 +105,9 @@ int bft_store_sync(struct bft_store *st);
 /*
  * Tunables, mostly for tests; a zero field takes the default.  Segments
  * roll over once a record would take them past segment_size (64 MiB, at
- * most 1 GiB), and a full segment whose live bytes fall below
- * compact_pct percent (50) is copied forward and removed.
+ * most 1 GiB).  Once the log's live bytes fall below compact_pct
+ * percent (50) of it, the full segment with the lowest live fraction
+ * (itself below compact_pct) is copied forward and removed.
  */
 struct bft_store_opts {
 	uint64_t segment_size;
@@ -125,6 +126,7 @@ struct bft_store_stats {
 	uint64_t segments;
 	uint64_t bytes_live, bytes_total;
 	uint64_t compactions;
+	uint64_t bytes_copied;		/* by compaction, since open */
 };
 void bft_store_stats(const struct bft_store *st, struct bft_store_stats *out);
 

@@ -60,7 +60,7 @@ struct bft_store {
 	uint32_t cmp_no;		/* segment being compacted, or 0 */
 	uint64_t cmp_off;
 	bool cmp_failing;		/* its error is logged already */
-	uint64_t replayed, compactions;
+	uint64_t replayed, compactions, copied;
 	struct bft_store_replay rp;
 	struct bg_job *bg_job;		/* background sync, or NULL */
 	pthread_t bg_thread;

@@ -131,6 +131,78 @@ test_compaction7(void **state)
 	compaction(7);
 }
 
+/*
+ * A fill of 64 blocks and 40 rounds of 64 overwrites through 256 KiB
+ * segments: every block in order, or blocks drawn at random (some then
+ * stay untouched for many rounds, their records live in old segments).
+ * Returns the bytes compaction copied, checking the disk bound after
+ * every round and the state after a reopen.
+ */
+static uint64_t
+overwrite_rounds(bool random)
+{
+	const uint64_t seg = 256 * KIB, nb = 64;
+	struct bft_store_stats ss;
+	struct bft_store *st;
+	uint64_t last[64], num = 0;
+	uint32_t x = 12345;
+
+	teardown(NULL);
+	setup(NULL);
+	geometry(4, nb);
+	st = sopen(seg);
+	for (unsigned r = 0; r <= 40; r++) {
+		for (uint64_t i = 0; i < nb; i++) {
+			uint64_t k = i;
+
+			if (random && r > 0) {
+				x = x * 1103515245u + 12345u;
+				k = (x >> 8) % nb;
+			}
+			num++;
+			assert_int_equal(put(st, k, num, 1, (unsigned)num), 0);
+			assert_int_equal(set_lc(st, k, num, 1), 0);
+			last[k] = num;
+		}
+		bft_store_stats(st, &ss);
+		if (r > 4 && ss.bytes_total > 2 * ss.bytes_live +
+		    (2 + 2 * BFT_STORE_MAX_RETIRED) * seg)
+			fail_msg("round %u: %llu bytes on disk for %llu live",
+			    r, (unsigned long long)ss.bytes_total,
+			    (unsigned long long)ss.bytes_live);
+	}
+	print_message("%s: %llu compactions copied %llu bytes; %llu of "
+	    "%llu bytes live\n", random ? "random" : "in order",
+	    (unsigned long long)ss.compactions,
+	    (unsigned long long)ss.bytes_copied,
+	    (unsigned long long)ss.bytes_live,
+	    (unsigned long long)ss.bytes_total);
+	assert_true(ss.compactions > 10);
+	st = reopen_same(st, seg);
+	for (uint64_t k = 0; k < nb; k++)
+		check_entry(st, k, last[k], 1, (unsigned)last[k]);
+	bft_store_close(st);
+	return ss.bytes_copied;
+}
+
+/*
+ * Compaction waits for the log as a whole to be half garbage, so the
+ * segments that sequential overwrites kill entirely go without a copy;
+ * random overwrites leave live records everywhere and need copying,
+ * within the same disk bound.
+ */
+static void
+test_overwrites(void **state)
+{
+	uint64_t in_order, random;
+
+	(void)state;
+	in_order = overwrite_rounds(false);
+	random = overwrite_rounds(true);
+	assert_int_equal(in_order, 0);
+	assert_true(random > 0);
+}
+
 /* Fills a 1 MiB tmpfs; a failed append must leave no trace. */
 static void
 test_enospc(void **state)
@@ -233,6 +305,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_compaction4, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_overwrites, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_compaction7, setup,
 		    teardown),
