@@ -48,6 +48,14 @@ pool_give(struct bft_client *cl, struct op *op)
 	return kept;
 }
 
+static void
+op_destroy(struct op *op)
+{
+	free(op->frags[0]);
+	free(op->value);
+	free(op);
+}
+
 struct op *
 bft_op_new(struct bft_client *cl, enum op_kind kind)
 {
@@ -90,11 +98,8 @@ bft_op_free(struct op *op)
 {
 	if (op == NULL)
 		return;
-	if (op->frags[0] != NULL && pool_give(op->cl, op))
-		return;
-	free(op->frags[0]);
-	free(op->value);
-	free(op);
+	if (op->frags[0] == NULL || !pool_give(op->cl, op))
+		op_destroy(op);
 }
 
 void
@@ -102,9 +107,6 @@ op_pool_drain(struct bft_client *cl)
 {
 	struct op *op;
 
-	while ((op = pool_take(cl)) != NULL) {
-		free(op->frags[0]);
-		free(op->value);
-		free(op);
-	}
+	while ((op = pool_take(cl)) != NULL)
+		op_destroy(op);
 }

@@ -390,13 +390,7 @@ bft_store_replay_info(const struct bft_store *st,
 	*out = st->rp;
 }
 
-/*
- * Compaction copies a segment's live records to the log's end and then
- * removes the segment.  A copy is the same record under a newer
- * sequence number, and replay keeps the latest record of an entry, so
- * a crash at any point replays to the same state: before the unlink
- * both copies exist and agree.
- */
+/* Whether live bytes are less than compact_pct percent of size. */
 static bool
 below(const struct bft_store *st, uint64_t live, uint64_t size)
 {
@@ -404,6 +398,12 @@ below(const struct bft_store *st, uint64_t live, uint64_t size)
 }
 
 /*
+ * Compaction copies a segment's live records to the log's end and then
+ * removes the segment.  A copy is the same record under a newer
+ * sequence number, and replay keeps the latest record of an entry, so
+ * a crash at any point replays to the same state: before the unlink
+ * both copies exist and agree.
+ *
  * The victim is the full segment with the lowest live fraction, which
  * frees the most per byte copied; and there is one only once the log as
  * a whole is less than compact_pct live.  Waiting for the whole log
