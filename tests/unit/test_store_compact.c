@@ -43,6 +43,21 @@ save_segments(uint32_t *saved)
 }
 
 /*
+ * Disk use within factor times the live bytes, plus the active segment
+ * and what waits for a sync to be unlinked.
+ */
+static void
+check_disk_use(const struct bft_store_stats *ss, uint64_t factor,
+    uint64_t seg, unsigned round)
+{
+	if (ss->bytes_total > factor * ss->bytes_live +
+	    (2 + 2 * BFT_STORE_MAX_RETIRED) * seg)
+		fail_msg("round %u: %llu bytes on disk for %llu live", round,
+		    (unsigned long long)ss->bytes_total,
+		    (unsigned long long)ss->bytes_live);
+}
+
+/*
  * Many overwrites through 256 KiB segments: disk use stays bounded,
  * and copies of every removed segment put back (a crash before each
  * unlink) replay to the same state.
@@ -71,15 +86,8 @@ compaction(unsigned n)
 			save_segments(&saved);
 		}
 		bft_store_stats(st, &ss);
-		/*
-		 * Live data at most half of a compacted segment, plus the
-		 * active one, plus what waits for a sync to be unlinked.
-		 */
-		if (r > 4 && ss.bytes_total > 3 * ss.bytes_live +
-		    (2 + 2 * BFT_STORE_MAX_RETIRED) * seg)
-			fail_msg("round %u: %llu bytes on disk for %llu live",
-			    r, (unsigned long long)ss.bytes_total,
-			    (unsigned long long)ss.bytes_live);
+		if (r > 4)
+			check_disk_use(&ss, 3, seg, r);
 	}
 	print_message("n=%u: %llu bytes on disk for %llu live, %llu "
 	    "compactions, %u segments made\n", n,
@@ -165,11 +173,8 @@ overwrite_rounds(bool random)
 			last[k] = num;
 		}
 		bft_store_stats(st, &ss);
-		if (r > 4 && ss.bytes_total > 2 * ss.bytes_live +
-		    (2 + 2 * BFT_STORE_MAX_RETIRED) * seg)
-			fail_msg("round %u: %llu bytes on disk for %llu live",
-			    r, (unsigned long long)ss.bytes_total,
-			    (unsigned long long)ss.bytes_live);
+		if (r > 4)
+			check_disk_use(&ss, 2, seg, r);
 	}
 	print_message("%s: %llu compactions copied %llu bytes; %llu of "
 	    "%llu bytes live\n", random ? "random" : "in order",
