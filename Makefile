@@ -65,6 +65,7 @@ override LDFLAGS += $(SANFLAGS)
 
 COMMON_SRC = $(wildcard common/*.c)
 SERVER_SRC = $(wildcard server/*.c)
+LIB_SRC    = $(wildcard lib/*.c)
 PLUGIN_SRC = $(wildcard nbd-plugin/*.c)
 ADMIN_SRC  = $(wildcard admin/*.c)
 UNIT_SRC   = $(wildcard tests/unit/test_*.c)
@@ -75,6 +76,11 @@ FUZZ_NAMES = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
 LIBCOMMON = $(BUILD)/libbftcommon.a
+# libbftblk: the client engine (lib/bftblk.h), static with the common
+# code inside for the plugin, the admin tool and the tests; shared with
+# only the bftblk_ functions exported.
+LIBBFTBLK = $(BUILD)/libbftblk.a
+LIBBFTBLK_SO = $(BUILD)/libbftblk.so
 SERVER    = $(BUILD)/bftblk-server
 PLUGIN    = $(BUILD)/nbdkit-bftblk-plugin.so
 ADMIN     = $(BUILD)/bftblk
@@ -87,7 +93,7 @@ FUZZ_UNIT_BINS = $(patsubst %,$(BUILD)/tests/test_%,$(FUZZ_NAMES))
 # Unit tests of server internals link the server's objects except main.
 SERVER_LIB_OBJ = $(call obj,$(filter-out server/main.c,$(SERVER_SRC)))
 
-all: $(SERVER) $(PLUGIN) $(ADMIN) $(UNIT_BINS) $(TOOL_BINS) $(TESTCLIENT) \
+all: $(SERVER) $(LIBBFTBLK) $(LIBBFTBLK_SO) $(PLUGIN) $(ADMIN) $(UNIT_BINS) $(TOOL_BINS) $(TESTCLIENT) \
 	$(FUZZ_UNIT_BINS)
 
 $(BUILD)/%.o: %.c
@@ -106,18 +112,34 @@ $(LIBCOMMON): $(call obj,$(COMMON_SRC)) \
 $(SERVER): $(call obj,$(SERVER_SRC)) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(PLUGIN): $(call obj,$(PLUGIN_SRC)) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -shared -o $@ $^ $(PKG_LIBS)
+LIBBFTBLK_OBJ = $(call obj,$(LIB_SRC) $(COMMON_SRC)) \
+	$(patsubst %,$(BUILD)/blake3/%.o,$(BLAKE3_SRC))
 
-$(ADMIN): $(call obj,$(ADMIN_SRC)) $(LIBCOMMON)
+$(LIBBFTBLK): $(LIBBFTBLK_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBBFTBLK_SO): $(LIBBFTBLK_OBJ) lib/libbftblk.syms
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libbftblk.so.1 \
+		-Wl,--version-script=lib/libbftblk.syms -Wl,--no-undefined \
+		-o $@ $(LIBBFTBLK_OBJ) $(PKG_LIBS)
+
+# Front ends see lib/bftblk.h only.
+$(BUILD)/nbd-plugin/%.o $(BUILD)/admin/%.o: override CFLAGS += -Ilib
+
+$(PLUGIN): $(call obj,$(PLUGIN_SRC)) $(LIBBFTBLK) nbd-plugin/plugin.syms
+	$(CC) $(LDFLAGS) -shared -Wl,--version-script=nbd-plugin/plugin.syms \
+		-o $@ $(call obj,$(PLUGIN_SRC)) $(LIBBFTBLK) $(PKG_LIBS)
+
+$(ADMIN): $(call obj,$(ADMIN_SRC)) $(LIBBFTBLK)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 	$(BUILD)/tests/test_handler $(BUILD)/tests/test_clients: $(SERVER_LIB_OBJ)
-# The block cache is the plugin's, but stands alone: it needs no nbdkit.
-$(BUILD)/tests/test_blockcache: $(BUILD)/nbd-plugin/blockcache.o
-$(BUILD)/tests/test_coalesce: $(BUILD)/nbd-plugin/coalesce.o
-$(BUILD)/tests/test_op_pool: $(BUILD)/nbd-plugin/op_pool.o
+# Pieces of the engine that stand alone.
+$(BUILD)/tests/test_blockcache: $(BUILD)/lib/blockcache.o
+$(BUILD)/tests/test_coalesce: $(BUILD)/lib/coalesce.o
+$(BUILD)/tests/test_op_pool: $(BUILD)/lib/op_pool.o
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(LIBCOMMON) \
 		$(PKG_LIBS) $(shell pkg-config --libs cmocka)

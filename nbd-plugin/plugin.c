@@ -2,13 +2,12 @@
  * nbdkit-bftblk-plugin: exports a disk whose 64 KiB blocks are
  * M-PoWerStore registers on n = 3t+1 bftblk servers.
  *
- * I/O is split into blocks; blocks of one request run concurrently, in
- * chunks to bound memory (chunk.c).  Writes that cover a block partly
- * need its value first (read-modify-write, write.c): from a bounded
- * cache of block contents validated by the write's timestamp
- * (blockcache.h), or a read.  With encrypt=on every
- * block is sealed before erasure coding and opened after decoding
- * (common/volcrypt.h); servers see ciphertext only.
+ * Everything but nbdkit's side lives in libbftblk (lib/bftblk.h): this
+ * file passes parameters through, maps callbacks to library calls and
+ * library failures to nbdkit errors, and sends the library's log to
+ * nbdkit's.  One library handle serves every NBD connection, so the
+ * block cache, the range locks and the connections to the servers are
+ * shared, and a flush on any connection covers the writes of all.
  */
 #define NBDKIT_API_VERSION 2
 #include <assert.h>
@@ -19,370 +18,212 @@
 
 #include <nbdkit-plugin.h>
 
-#include "blockcache.h"
-#include "chunk.h"
-#include "client.h"
-#include "config.h"
-#include "crypto.h"
-#include "ec.h"
-#include "keys.h"
-#include "volcrypt.h"
-#include "write.h"
+#include "bftblk.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
-/*
- * The block cache's default size: 2048 blocks.  Random small writes
- * over a working set this large skip their reads; it costs at most
- * this much memory, allocated as blocks are written.
- */
-#define CACHE_DEFAULT (128ull << 20)
 
-static char *config_path, *keys_path, *ec_backend, *volume_key_path;
-static bool encrypt;
-static uint64_t export_size;		/* 0: the whole cluster disk */
-static unsigned timeout_s = 10;
-static uint64_t writer_id;
-static unsigned want_t;
-static uint64_t cache_bytes = CACHE_DEFAULT;
+static struct bftblk *lib;
+static struct bftblk_info info;
 
-static struct bft_config cfg;
-static struct bft_client_key key;
-static struct bft_ec *ec;
-static struct bft_volcrypt vc;
-static struct bft_client *client;
-static struct bft_blockcache *cache;	/* NULL with cache=0 */
+/* Errors and warnings always; the rest with nbdkit -v. */
+static void
+plugin_log(void *opaque, enum bftblk_log_level level, const char *msg)
+{
+	(void)opaque;
+	if (level == BFTBLK_LOG_ERROR)
+		nbdkit_error("%s", msg);
+	else if (level == BFTBLK_LOG_WARN)
+		nbdkit_error("warning: %s", msg);
+	else
+		nbdkit_debug("%s", msg);
+}
+
+/* Reports a failed library call r as the request's error. */
+static int
+failed(int r)
+{
+	nbdkit_set_error(-r);
+	return -1;
+}
 
 static void
-bftblk_unload(void)
+plug_load(void)
 {
-	free(config_path);
-	free(keys_path);
-	free(ec_backend);
-	free(volume_key_path);
-	bft_ec_free(ec);
-	bft_volcrypt_wipe(&vc);
+	if ((lib = bftblk_create()) == NULL)
+		return;
+	bftblk_set_log(lib, plugin_log, NULL);
 }
 
-/* Parameters in nbdkit's key=value style. */
-static int
-bftblk_config(const char *k, const char *value)
+static void
+plug_unload(void)
 {
-	char *end;
-
-	if (strcmp(k, "config") == 0) {
-		free(config_path);
-		if ((config_path = nbdkit_absolute_path(value)) == NULL)
-			return -1;
-	} else if (strcmp(k, "keys") == 0) {
-		free(keys_path);
-		if ((keys_path = nbdkit_absolute_path(value)) == NULL)
-			return -1;
-	} else if (strcmp(k, "size") == 0) {
-		int64_t s = nbdkit_parse_size(value);
-
-		if (s <= 0 || s % BFT_BLOCK_SIZE) {
-			nbdkit_error("size must be a positive multiple of %u",
-			    BFT_BLOCK_SIZE);
-			return -1;
-		}
-		export_size = (uint64_t)s;
-	} else if (strcmp(k, "timeout") == 0) {
-		if (nbdkit_parse_unsigned("timeout", value, &timeout_s) == -1)
-			return -1;
-		if (timeout_s == 0 || timeout_s > 3600) {
-			nbdkit_error("timeout must be 1..3600 seconds");
-			return -1;
-		}
-	} else if (strcmp(k, "writer-id") == 0) {
-		writer_id = strtoull(value, &end, 0);
-		if (*end || writer_id == 0) {
-			nbdkit_error("writer-id must be a non-zero integer");
-			return -1;
-		}
-	} else if (strcmp(k, "t") == 0) {
-		if (nbdkit_parse_unsigned("t", value, &want_t) == -1)
-			return -1;
-	} else if (strcmp(k, "encrypt") == 0) {
-		int b = nbdkit_parse_bool(value);
-
-		if (b == -1)
-			return -1;
-		encrypt = b;
-	} else if (strcmp(k, "volume-key") == 0) {
-		free(volume_key_path);
-		if ((volume_key_path = nbdkit_absolute_path(value)) == NULL)
-			return -1;
-	} else if (strcmp(k, "cache") == 0) {
-		int64_t s = nbdkit_parse_size(value);
-
-		if (s < 0)
-			return -1;
-		if (s > 0 && s < BFT_BLOCK_SIZE) {
-			nbdkit_error("cache must be 0 (off) or at least %u",
-			    BFT_BLOCK_SIZE);
-			return -1;
-		}
-		cache_bytes = (uint64_t)s;
-	} else if (strcmp(k, "ec-backend") == 0) {
-		free(ec_backend);
-		if ((ec_backend = strdup(value)) == NULL)
-			return -1;
-	} else {
-		nbdkit_error("unknown parameter '%s'", k);
-		return -1;
-	}
-	return 0;
+	bftblk_close(lib);
+	lib = NULL;
 }
 
-/* encrypt= and volume-key= go together; loads the key when on. */
+/*
+ * Parameters go to the library as they are; paths are made absolute
+ * first, as nbdkit leaves the directory it was started in.
+ */
 static int
-setup_encryption(void)
+plug_config(const char *k, const char *value)
 {
-	struct bft_volume_key vk;
-	char err[512];
+	char *abs = NULL;
 	int r;
 
-	if (!encrypt) {
-		if (volume_key_path != NULL) {
-			nbdkit_error("volume-key= given but encrypt is off; "
-			    "add encrypt=on to use it");
+	if (lib == NULL) {
+		nbdkit_error("out of memory");
+		return -1;
+	}
+	if (strcmp(k, "config") == 0 || strcmp(k, "keys") == 0 ||
+	    strcmp(k, "volume-key") == 0) {
+		if ((abs = nbdkit_absolute_path(value)) == NULL)
 			return -1;
-		}
-		return 0;
+		value = abs;
 	}
-	if (volume_key_path == NULL) {
-		nbdkit_error("encrypt=on needs volume-key=FILE (create one "
-		    "with: bftblk volume-key --out FILE)");
-		return -1;
-	}
-	/*
-	 * A fixed writer id can, after a crash, take the timestamp of a
-	 * write that reached servers but never completed, for other data:
-	 * one AEAD nonce for two plaintexts.  Random ids never repeat.
-	 */
-	if (writer_id != 0) {
-		nbdkit_error("writer-id= cannot be combined with encrypt=on: "
-		    "a fixed writer id could reuse a timestamp, and with it "
-		    "an AEAD nonce, after a crash");
-		return -1;
-	}
-	if (bft_volume_key_load(volume_key_path, &vk, err, sizeof err) != 0) {
-		nbdkit_error("%s", err);
-		return -1;
-	}
-	r = bft_volcrypt_init(&vc, &vk, err, sizeof err);
-	bft_wipe(&vk, sizeof vk);
+	r = bftblk_set_option(lib, k, value);
+	free(abs);
 	if (r != 0) {
-		nbdkit_error("%s: %s", volume_key_path, err);
+		nbdkit_error("%s", bftblk_errmsg(lib));
 		return -1;
 	}
 	return 0;
 }
 
+/* Files are read and checked here, so that errors show before forking. */
 static int
-bftblk_config_complete(void)
+plug_config_complete(void)
 {
-	char err[512];
-
-	if (config_path == NULL || keys_path == NULL) {
-		nbdkit_error("config=FILE and keys=FILE are required");
+	if (bftblk_load(lib) != 0 || bftblk_get_info(lib, &info) != 0) {
+		nbdkit_error("%s", bftblk_errmsg(lib));
 		return -1;
 	}
-	if (bft_crypto_init() != 0) {
-		nbdkit_error("cannot initialise crypto");
-		return -1;
-	}
-	if (bft_config_load(config_path, &cfg, err, sizeof err) != 0 ||
-	    bft_client_key_load(keys_path, &key, err, sizeof err) != 0) {
-		nbdkit_error("%s", err);
-		return -1;
-	}
-	if (memcmp(key.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN) != 0 ||
-	    (key.role == BFT_ROLE_RW && key.n != cfg.n)) {
-		nbdkit_error("%s is not a key of the cluster in %s", keys_path,
-		    config_path);
-		return -1;
-	}
-	if (want_t && want_t != cfg.t) {
-		nbdkit_error("t=%u given, but the cluster has t=%u", want_t,
-		    cfg.t);
-		return -1;
-	}
-	if (export_size == 0)
-		export_size = cfg.size;
-	if (setup_encryption() != 0)
-		return -1;
-	if (export_size > cfg.size) {
-		nbdkit_error("size=%" PRIu64 " exceeds the cluster's %" PRIu64,
-		    export_size, cfg.size);
-		return -1;
-	}
-	ec = bft_ec_new_len(cfg.t, ec_backend,
-	    encrypt ? BFT_SEALED_LEN : BFT_BLOCK_SIZE, err, sizeof err);
-	if (ec == NULL) {
-		nbdkit_error("%s", err);
-		return -1;
-	}
-	if (strncmp(bft_ec_backend(ec), "isa_l", 5) != 0)
-		nbdkit_error("warning: ISA-L is not available (install "
-		    "libisal2); using the slow %s erasure code",
-		    bft_ec_backend(ec));
-	while (writer_id == 0)		/* zero marks c0 */
-		bft_random(&writer_id, sizeof writer_id);
-	nbdkit_debug("bftblk: t=%u n=%u, %" PRIu64 " bytes, ec %s, "
-	    "fragment %u bytes, encryption %s", cfg.t, cfg.n, export_size,
-	    bft_ec_backend(ec), bft_ec_frag_len(ec),
-	    encrypt ? bft_aead_name(vc.aead) : "off");
 	return 0;
 }
 
 /* Threads do not survive nbdkit's fork into the background: start here. */
 static int
-bftblk_after_fork(void)
+plug_after_fork(void)
 {
-	struct bft_client_params p = {
-		.cfg = &cfg, .key = &key, .ec = ec, .vc = encrypt ? &vc : NULL,
-		.timeout_ms = timeout_s * 1000, .writer_id = writer_id,
-	};
-
-	if (cache_bytes > 0 && (cache = bft_bc_new(cache_bytes)) == NULL) {
-		nbdkit_error("cannot allocate the block cache");
-		return -1;
-	}
-	client = bft_client_start(&p);
-	if (client == NULL) {
-		nbdkit_error("cannot start the client event loop");
+	if (bftblk_connect(lib) != 0) {
+		nbdkit_error("%s", bftblk_errmsg(lib));
 		return -1;
 	}
 	return 0;
 }
 
 static void
-bftblk_cleanup(void)
+plug_cleanup(void)
 {
-	const struct bft_client_stats *s;
+	struct bftblk_stats s;
 
-	if (client == NULL)
+	if (bftblk_get_stats(lib, &s) != 0)
 		return;
-	s = bft_client_stats(client);
-	nbdkit_debug("bftblk: %llu reads (%llu in one round, %llu fell back, "
-	    "%llu restarts, %llu repairs), "
-	    "%llu writes (%llu without CLOCK, %llu fell back), %llu flushes, "
-	    "%llu forged timestamps, %llu timeouts, %llu reconnects; "
-	    "partial writes: %llu cache hits (%llu stale, read again), "
-	    "%llu misses; %u of %u blocks cached; "
-	    "%llu small writes coalesced into others",
-	    (unsigned long long)s->reads, (unsigned long long)s->fast_reads,
-	    (unsigned long long)s->fast_read_fallbacks,
-	    (unsigned long long)s->read_restarts,
-	    (unsigned long long)s->repairs, (unsigned long long)s->writes,
-	    (unsigned long long)s->fast_writes,
-	    (unsigned long long)s->fast_fallbacks,
-	    (unsigned long long)s->flushes, (unsigned long long)s->forged_ts,
-	    (unsigned long long)s->timeouts, (unsigned long long)s->reconnects,
-	    (unsigned long long)s->cache_hits,
-	    (unsigned long long)s->cache_stale,
-	    (unsigned long long)s->cache_misses, bft_bc_count(cache),
-	    bft_bc_capacity(cache), (unsigned long long)s->coalesced);
-	bft_client_stop(client);
-	client = NULL;
-	bft_bc_free(cache);
-	cache = NULL;
+	nbdkit_debug("bftblk: %" PRIu64 " reads (%" PRIu64 " in one round, "
+	    "%" PRIu64 " fell back, %" PRIu64 " restarts, %" PRIu64
+	    " repairs), %" PRIu64 " writes (%" PRIu64 " without CLOCK, %"
+	    PRIu64 " fell back), %" PRIu64 " flushes, %" PRIu64 " forged "
+	    "timestamps, %" PRIu64 " timeouts, %" PRIu64 " reconnects; "
+	    "partial writes: %" PRIu64 " cache hits (%" PRIu64 " stale, read "
+	    "again), %" PRIu64 " misses; %u of %u blocks cached; %" PRIu64
+	    " small writes coalesced into others", s.reads, s.fast_reads,
+	    s.fast_read_fallbacks, s.read_restarts, s.repairs, s.writes,
+	    s.fast_writes, s.fast_write_fallbacks, s.flushes, s.forged_ts,
+	    s.timeouts, s.reconnects, s.cache_hits, s.cache_stale,
+	    s.cache_misses, s.cached_blocks, s.cache_capacity, s.coalesced);
+	for (unsigned i = 0; i < s.nservers; i++) {
+		const struct bftblk_server_stats *v = &s.server[i];
+
+		nbdkit_debug("bftblk: server %u: %" PRIu64 " replies, %" PRIu64
+		    " errors, %" PRIu64 " timeouts, %" PRIu64 " mismatched, %"
+		    PRIu64 " forged timestamps, %" PRIu64 " bad fragments, %"
+		    PRIu64 " disconnects", i, v->replies, v->error_replies,
+		    v->timeouts, v->mismatched, v->forged_ts,
+		    v->bad_fragments, v->disconnects);
+	}
 }
 
-/* All connections share one cluster client, so a handle is just a token. */
+/* All connections share one library handle, so a handle is a token. */
 static void *
-bftblk_open(int readonly)
+plug_open(int readonly)
 {
 	(void)readonly;
 	return NBDKIT_HANDLE_NOT_NEEDED;
 }
 
 static int64_t
-bftblk_get_size(void *h)
+plug_get_size(void *h)
 {
 	(void)h;
-	return (int64_t)export_size;
+	return (int64_t)info.size;
 }
 
 /* Whole blocks avoid read-modify-write; anything smaller still works. */
 static int
-bftblk_block_size(void *h, uint32_t *minimum, uint32_t *preferred,
+plug_block_size(void *h, uint32_t *minimum, uint32_t *preferred,
     uint32_t *maximum)
 {
 	(void)h;
 	*minimum = 1;
-	*preferred = BFT_BLOCK_SIZE;
+	*preferred = info.block_size;
 	*maximum = 0xffffffff;
 	return 0;
 }
 
-static int bftblk_can_true(void *h) { (void)h; return 1; }
+static int plug_can_true(void *h) { (void)h; return 1; }
 
 /* A read-only key holds no MAC key: export the disk read-only. */
 static int
-bftblk_can_write(void *h)
+plug_can_write(void *h)
 {
 	(void)h;
-	return key.role == BFT_ROLE_RW;
+	return !info.readonly;
 }
 
 /* Flush makes writes durable on n-t servers; FUA is a flush after. */
 static int
-bftblk_can_fua(void *h)
+plug_can_fua(void *h)
 {
 	(void)h;
 	return NBDKIT_FUA_NATIVE;
 }
 
 static int
-bftblk_pread(void *h, void *buf, uint32_t count, uint64_t offset,
+plug_pread(void *h, void *buf, uint32_t count, uint64_t offset,
     uint32_t flags)
 {
-	uint64_t first = offset / BFT_BLOCK_SIZE;
-	uint64_t last = (offset + count - 1) / BFT_BLOCK_SIZE;
+	int r;
 
 	(void)h;
 	assert(flags == 0);
-	for (uint64_t b = first; b <= last; b += CHUNK) {
-		unsigned nb = (unsigned)(last - b + 1 < CHUNK ?
-		    last - b + 1 : CHUNK);
-		struct chunk c;
-		int r;
+	r = bftblk_pread(lib, buf, count, offset);
+	return r == 0 ? 0 : failed(r);
+}
 
-		if (chunk_init(&c, client, b, nb, offset, count, buf,
-		    OP_READ) != 0)
-			return -1;
-		r = read_blocks(client, cache, c.ops, c.nops, false);
-		for (unsigned i = 0; r == 0 && i < nb; i++) {
-			uint64_t ib, io, n;
-
-			if (c.tmp[i] == NULL)
-				continue;
-			overlap(b + i, offset, count, &ib, &io, &n);
-			memcpy((uint8_t *)buf + io, c.tmp[i] + ib, n);
-		}
-		chunk_free(&c);
-		if (r != 0)
-			return -1;
-	}
-	return 0;
+static unsigned
+lib_flags(uint32_t flags)
+{
+	return (flags & NBDKIT_FLAG_FUA) ? BFTBLK_FUA : 0;
 }
 
 static int
-bftblk_pwrite(void *h, const void *buf, uint32_t count, uint64_t offset,
+plug_pwrite(void *h, const void *buf, uint32_t count, uint64_t offset,
     uint32_t flags)
 {
+	int r;
+
 	(void)h;
 	assert(!(flags & ~NBDKIT_FLAG_FUA));
-	return write_range(client, cache, buf, count, offset,
-	    flags & NBDKIT_FLAG_FUA);
+	r = bftblk_pwrite(lib, buf, count, offset, lib_flags(flags));
+	return r == 0 ? 0 : failed(r);
 }
 
-/* Zeroing writes zero blocks: a register has no cheaper "absent" state. */
+/* Zeroing writes zero blocks: never fast, so FAST_ZERO is refused. */
 static int
-bftblk_zero(void *h, uint32_t count, uint64_t offset, uint32_t flags)
+plug_zero(void *h, uint32_t count, uint64_t offset, uint32_t flags)
 {
+	int r;
+
 	(void)h;
 	assert(!(flags & ~(NBDKIT_FLAG_FUA | NBDKIT_FLAG_MAY_TRIM |
 	    NBDKIT_FLAG_FAST_ZERO)));
@@ -390,26 +231,31 @@ bftblk_zero(void *h, uint32_t count, uint64_t offset, uint32_t flags)
 		nbdkit_set_error(ENOTSUP);
 		return -1;
 	}
-	return write_range(client, cache, NULL, count, offset,
-	    flags & NBDKIT_FLAG_FUA);
+	r = bftblk_zero(lib, count, offset, lib_flags(flags));
+	return r == 0 ? 0 : failed(r);
 }
 
 /* Trimmed blocks read back as zeros, which filesystems are happy with. */
 static int
-bftblk_trim(void *h, uint32_t count, uint64_t offset, uint32_t flags)
+plug_trim(void *h, uint32_t count, uint64_t offset, uint32_t flags)
 {
+	int r;
+
 	(void)h;
 	assert(!(flags & ~NBDKIT_FLAG_FUA));
-	return write_range(client, cache, NULL, count, offset,
-	    flags & NBDKIT_FLAG_FUA);
+	r = bftblk_trim(lib, count, offset, lib_flags(flags));
+	return r == 0 ? 0 : failed(r);
 }
 
 static int
-bftblk_flush(void *h, uint32_t flags)
+plug_flush(void *h, uint32_t flags)
 {
+	int r;
+
 	(void)h;
 	assert(flags == 0);
-	return do_flush(client);
+	r = bftblk_flush(lib);
+	return r == 0 ? 0 : failed(r);
 }
 
 static struct nbdkit_plugin plugin = {
@@ -417,37 +263,27 @@ static struct nbdkit_plugin plugin = {
 	.longname		= "bftblk Byzantine-fault-tolerant block device",
 	.version		= "0.1",
 	.description		= "Disk on n = 3t+1 servers with M-PoWerStore",
-	.unload			= bftblk_unload,
-	.config			= bftblk_config,
-	.config_complete	= bftblk_config_complete,
-	.config_help		=
-	    "config=FILE     (required) cluster configuration, bftblk.conf(5)\n"
-	    "keys=FILE       (required) client key file from bftblk keygen\n"
-	    "                or bftblk client add (role ro: read-only export)\n"
-	    "size=SIZE       export only the first SIZE bytes\n"
-	    "timeout=SECS    per-round timeout (default 10)\n"
-	    "writer-id=N     this writer's id (default random)\n"
-	    "t=T             check that the cluster tolerates T faults\n"
-	    "ec-backend=NAME liberasurecode backend (default isa_l_rs_cauchy)\n"
-	    "cache=SIZE      block cache for small writes (default 128M, 0 off)\n"
-	    "encrypt=on|off  seal every block with the volume key (default off)\n"
-	    "volume-key=FILE volume key from bftblk volume-key (for encrypt=on)",
-	.after_fork		= bftblk_after_fork,
-	.cleanup		= bftblk_cleanup,
-	.open			= bftblk_open,
-	.get_size		= bftblk_get_size,
-	.block_size		= bftblk_block_size,
-	.can_write		= bftblk_can_write,
-	.can_flush		= bftblk_can_true,
-	.can_trim		= bftblk_can_true,
-	.can_zero		= bftblk_can_true,
-	.can_multi_conn		= bftblk_can_true,
-	.can_fua		= bftblk_can_fua,
-	.pread			= bftblk_pread,
-	.pwrite			= bftblk_pwrite,
-	.zero			= bftblk_zero,
-	.trim			= bftblk_trim,
-	.flush			= bftblk_flush,
+	.load			= plug_load,
+	.unload			= plug_unload,
+	.config			= plug_config,
+	.config_complete	= plug_config_complete,
+	.config_help		= BFTBLK_OPTIONS_HELP,
+	.after_fork		= plug_after_fork,
+	.cleanup		= plug_cleanup,
+	.open			= plug_open,
+	.get_size		= plug_get_size,
+	.block_size		= plug_block_size,
+	.can_write		= plug_can_write,
+	.can_flush		= plug_can_true,
+	.can_trim		= plug_can_true,
+	.can_zero		= plug_can_true,
+	.can_multi_conn		= plug_can_true,
+	.can_fua		= plug_can_fua,
+	.pread			= plug_pread,
+	.pwrite			= plug_pwrite,
+	.zero			= plug_zero,
+	.trim			= plug_trim,
+	.flush			= plug_flush,
 	.errno_is_preserved	= 0,
 };
 

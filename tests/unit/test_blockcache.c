@@ -1,5 +1,5 @@
 /*
- * The block cache (nbd-plugin/blockcache.c): hits return exactly what
+ * The block cache (lib/blockcache.c): hits return exactly what
  * was put, an older timestamp never replaces a newer one, drops and
  * evictions forget, the capacity bounds it, CLOCK keeps referenced
  * blocks, and a long random run agrees with a simple model.
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "../../nbd-plugin/blockcache.h"
+#include "../../lib/blockcache_int.h"
 
 #define BS BFT_BLOCK_SIZE
 

@@ -1,5 +1,5 @@
 /*
- * The group commit of small writes (nbd-plugin/coalesce.c) with a fake
+ * The group commit of small writes (lib/coalesce.c) with a fake
  * block writer: threads submit patches to a few blocks at once, and the
  * writer records every batch it is handed.  Every patch must be written
  * in exactly one batch, of its own block; a request must get the result
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "../../nbd-plugin/coalesce.h"
+#include "../../lib/coalesce_int.h"
 
 #define THREADS 8
 #define PER_THREAD 200

@@ -1,5 +1,5 @@
 /*
- * The plugin's op free list (nbd-plugin/op_pool.c): a recycled op comes
+ * The plugin's op free list (lib/op_pool.c): a recycled op comes
  * back with its fragment buffers (and sealed-value buffer) but with
  * every scalar of the previous I/O cleared, since the round machinery
  * relies on them starting at zero; the list is bounded; flush ops, which
@@ -14,10 +14,10 @@
 
 #include <cmocka.h>
 
-#include "../../nbd-plugin/rounds.h"
+#include "../../lib/rounds_int.h"
 
 struct fixture {
-	struct bft_client cl;
+	struct bft_engine cl;
 	struct bft_ec *ec;
 };
 

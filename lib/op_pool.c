@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rounds.h"
+#include "rounds_int.h"
 
 /*
  * Enough for nbdkit's 16 threads with a block each in flight, and for
@@ -19,7 +19,7 @@
 #define OP_POOL_MAX 32
 
 static struct op *
-pool_take(struct bft_client *cl)
+pool_take(struct bft_engine *cl)
 {
 	struct op *op;
 
@@ -33,7 +33,7 @@ pool_take(struct bft_client *cl)
 }
 
 static bool
-pool_give(struct bft_client *cl, struct op *op)
+pool_give(struct bft_engine *cl, struct op *op)
 {
 	bool kept = false;
 
@@ -57,7 +57,7 @@ op_destroy(struct op *op)
 }
 
 struct op *
-bft_op_new(struct bft_client *cl, enum op_kind kind)
+bft_op_new(struct bft_engine *cl, enum op_kind kind)
 {
 	uint32_t flen = bft_ec_frag_len(cl->p.ec);
 	uint8_t *buf = NULL, *value = NULL;
@@ -103,7 +103,7 @@ bft_op_free(struct op *op)
 }
 
 void
-op_pool_drain(struct bft_client *cl)
+op_pool_drain(struct bft_engine *cl)
 {
 	struct op *op;
 

@@ -4,30 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NBDKIT_API_VERSION 2
-#include <nbdkit-plugin.h>
-
-#include "chunk.h"
+#include "chunk_int.h"
+#include "error_int.h"
 
 static const uint8_t zero_block[BFT_BLOCK_SIZE];
-static _Thread_local int last_error;
-
-int
-chunk_fail(int err)
-{
-	nbdkit_set_error(err);
-	last_error = err;
-	return -1;
-}
-
-int
-chunk_last_error(void)
-{
-	int err = last_error ? last_error : EIO;
-
-	last_error = 0;
-	return err;
-}
 
 void
 chunk_free(struct chunk *c)
@@ -40,7 +20,7 @@ chunk_free(struct chunk *c)
 }
 
 int
-chunk_init(struct chunk *c, struct bft_client *cl, uint64_t b, unsigned nb,
+chunk_init(struct chunk *c, struct bft_engine *cl, uint64_t b, unsigned nb,
     uint64_t off, uint64_t len, const uint8_t *src, enum op_kind kind)
 {
 	memset(c, 0, sizeof *c);
@@ -68,11 +48,11 @@ chunk_init(struct chunk *c, struct bft_client *cl, uint64_t b, unsigned nb,
 	return 0;
 out_nomem:
 	chunk_free(c);
-	return chunk_fail(ENOMEM);
+	return lib_fail(ENOMEM, "no memory for the buffers of %u blocks", nb);
 }
 
 void
-overlap(uint64_t b, uint64_t off, uint64_t len, uint64_t *in_block,
+chunk_overlap(uint64_t b, uint64_t off, uint64_t len, uint64_t *in_block,
     uint64_t *in_buf, uint64_t *n)
 {
 	uint64_t bstart = b * BFT_BLOCK_SIZE;
@@ -86,32 +66,30 @@ overlap(uint64_t b, uint64_t off, uint64_t len, uint64_t *in_block,
 }
 
 int
-run_ops(struct bft_client *cl, struct op **ops, unsigned nops)
+chunk_run(struct bft_engine *cl, struct op **ops, unsigned nops)
 {
-	int err;
-
-	if ((err = bft_client_run(cl, ops, nops)) != 0)
-		return chunk_fail(err);
-	return 0;
+	/* The engine recorded the failure's reason. */
+	return bft_engine_run(cl, ops, nops) == 0 ? 0 : -1;
 }
 
 int
-read_blocks(struct bft_client *cl, struct bft_blockcache *bc,
+chunk_read(struct bft_engine *cl, struct bft_blockcache *bc,
     struct op **ops, unsigned nops, bool insert)
 {
 	if (nops == 0)
 		return 0;
 	for (unsigned i = 0; i < nops; i++)
 		ops[i]->kind = OP_READ;
-	if (run_ops(cl, ops, nops) != 0)
+	if (chunk_run(cl, ops, nops) != 0)
 		return -1;
 	for (unsigned i = 0; i < nops; i++) {
 		struct bft_ts ts;
 
 		if (bft_op_finish_read(ops[i]) != 0) {
-			nbdkit_error("block %" PRIu64 ": read failed: %s",
-			    ops[i]->block, ops[i]->why);
-			return chunk_fail(EIO);
+			eng_log(cl, BFTBLK_LOG_ERROR, "block %" PRIu64
+			    ": read failed: %s", ops[i]->block, ops[i]->why);
+			return lib_fail(EIO, "block %" PRIu64 ": read failed: "
+			    "%s", ops[i]->block, ops[i]->why);
 		}
 		/* A genuine pair: the value the register had at ts. */
 		bft_op_read_ts(ops[i], &ts);
@@ -119,6 +97,38 @@ read_blocks(struct bft_client *cl, struct bft_blockcache *bc,
 			bft_bc_put(bc, ops[i]->block, &ts, ops[i]->data);
 		else
 			bft_bc_refresh(bc, ops[i]->block, &ts, ops[i]->data);
+	}
+	return 0;
+}
+
+int
+io_read(struct bft_engine *cl, struct bft_blockcache *bc, uint8_t *buf,
+    uint64_t count, uint64_t offset)
+{
+	uint64_t first = offset / BFT_BLOCK_SIZE;
+	uint64_t last = (offset + count - 1) / BFT_BLOCK_SIZE;
+
+	for (uint64_t b = first; b <= last; b += CHUNK) {
+		unsigned nb = (unsigned)(last - b + 1 < CHUNK ?
+		    last - b + 1 : CHUNK);
+		struct chunk c;
+		int r;
+
+		if (chunk_init(&c, cl, b, nb, offset, count, buf,
+		    OP_READ) != 0)
+			return -1;
+		r = chunk_read(cl, bc, c.ops, c.nops, false);
+		for (unsigned i = 0; r == 0 && i < nb; i++) {
+			uint64_t ib, io, n;
+
+			if (c.tmp[i] == NULL)
+				continue;
+			chunk_overlap(b + i, offset, count, &ib, &io, &n);
+			memcpy(buf + io, c.tmp[i] + ib, n);
+		}
+		chunk_free(&c);
+		if (r != 0)
+			return -1;
 	}
 	return 0;
 }

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "coalesce.h"
+#include "coalesce_int.h"
 
 #define NBUCKETS 256		/* a power of two */
 

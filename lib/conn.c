@@ -9,14 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nbdkit-plugin.h>
 
-#include "conn.h"
+#include "conn_int.h"
 
 /*
  * Frames for a server are gathered in c->out while the loop runs
  * callbacks, and written with one write per connection per loop
- * iteration (flush_all, a check handle): one syscall and one wakeup of
+ * iteration (conn_flush_all, a check handle): one syscall and one wakeup of
  * the server for every batch of requests instead of every request.
  */
 void
@@ -30,7 +29,7 @@ conn_send(struct conn *c, const struct bft_msg *m)
 	    bft_chan_seal_tail(&c->chan, &c->out, off, tail, tail_len) != 0) {
 		/* Only ENOMEM gets here: the round times out or others answer. */
 		c->out.len = off;
-		nbdkit_error("cannot encode %s", bft_msg_type_str(m->type));
+		eng_log(c->cl, BFTBLK_LOG_ERROR, "cannot encode %s", bft_msg_type_str(m->type));
 		return;
 	}
 	c->cl->lp->dirty |= 1u << c->idx;
@@ -85,9 +84,9 @@ conn_flush(struct conn *c)
 }
 
 void
-flush_all(uv_check_t *h)
+conn_flush_all(uv_check_t *h)
 {
-	struct client_loop *lp = h->data;
+	struct engine_loop *lp = h->data;
 	uint32_t dirty = lp->dirty;
 
 	lp->dirty = 0;
@@ -100,19 +99,21 @@ static void
 on_hello_ack(struct conn *c, const struct bft_msg *m)
 {
 	if (m->type != (BFT_HELLO | BFT_ACK) || m->status != BFT_OK) {
-		nbdkit_error("server %u refused us: %s (is it a server of "
+		eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u refused us: %s (is it a server of "
 		    "this cluster?)", c->idx, bft_status_str(m->status));
 		c->refused = true;
 		conn_close(c, "HELLO refused");
 		return;
 	}
 	c->state = C_READY;
+	atomic_store(&c->cl->stats.server[c->idx].connected, true);
+	atomic_fetch_add(&c->cl->stats.server[c->idx].connects, 1);
 	c->backoff_ms = 0;
 	c->refused = false;
 	if (c->warned)
-		nbdkit_debug("server %u: connected again", c->idx);
+		eng_log(c->cl, BFTBLK_LOG_DEBUG, "server %u: connected again", c->idx);
 	c->warned = false;
-	client_conn_ready(c);
+	engine_conn_ready(c);
 }
 
 static void on_closed(uv_handle_t *h);
@@ -122,10 +123,10 @@ conn_close(struct conn *c, const char *why)
 {
 	if (c->state == C_CLOSING || c->state == C_IDLE)
 		return;
-	client_conn_lost(c);
+	engine_conn_lost(c);
 	c->out.len = 0;		/* lost with the connection, resent later */
 	if (!c->warned)
-		nbdkit_debug("server %u: connection lost: %s", c->idx, why);
+		eng_log(c->cl, BFTBLK_LOG_DEBUG, "server %u: connection lost: %s", c->idx, why);
 	c->warned = true;
 	c->state = C_CLOSING;
 	bft_chan_clear(&c->chan);
@@ -187,7 +188,7 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		flen = blen;
 		if (bft_chan_open(&c->chan, c->rbuf + off, c->rbuf + off + 4,
 		    &blen) != 0) {
-			nbdkit_error("server %u: a frame failed authentication "
+			eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u: a frame failed authentication "
 			    "(altered, replayed or reordered); reconnecting",
 			    c->idx);
 			conn_close(c, "frame failed authentication");
@@ -195,7 +196,7 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		}
 		if (bft_wire_decode(c->rbuf + off + 4, blen, c->cl->n, &m,
 		    &why) != 0) {
-			nbdkit_error("server %u sent a malformed frame (%s); "
+			eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u sent a malformed frame (%s); "
 			    "reconnecting", c->idx, why);
 			conn_close(c, why);
 			return;
@@ -204,7 +205,7 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		if (c->state == C_HELLO)
 			on_hello_ack(c, &m);
 		else
-			client_dispatch(c, &m);
+			engine_dispatch(c, &m);
 	}
 	if (off > 0 && c->state != C_CLOSING && c->state != C_IDLE) {
 		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
@@ -228,7 +229,7 @@ on_server_hello(struct conn *c)
 
 	r = bft_chan_client_finish(&c->hs, c->rbuf, &c->chan, fin, &why);
 	if (r != 0) {
-		nbdkit_error("server %u: channel refused: %s", c->idx, why);
+		eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u: channel refused: %s", c->idx, why);
 		/* A refusal is deliberate; retrying fast only floods logs. */
 		c->refused = true;
 		conn_close(c, why);
@@ -252,7 +253,7 @@ static void
 on_connect(uv_connect_t *req, int status)
 {
 	struct conn *c = req->data;
-	const struct bft_client *cl = c->cl;
+	const struct bft_engine *cl = c->cl;
 	uint8_t ch[BFT_CHAN_CHELLO_LEN];
 
 	if (c->state != C_CONNECTING)
@@ -281,7 +282,7 @@ static void
 on_closed(uv_handle_t *h)
 {
 	struct conn *c = h->data;
-	struct client_loop *lp = c->cl->lp;
+	struct engine_loop *lp = c->cl->lp;
 
 	c->state = C_IDLE;
 	if (lp->stopping)
@@ -298,7 +299,7 @@ on_closed(uv_handle_t *h)
 void
 conn_connect(struct conn *c)
 {
-	struct client_loop *lp = c->cl->lp;
+	struct engine_loop *lp = c->cl->lp;
 
 	if (lp->stopping || c->state != C_IDLE)
 		return;
@@ -312,7 +313,8 @@ conn_connect(struct conn *c)
 }
 
 int
-conn_resolve(const struct bft_server_addr *a, struct sockaddr_storage *out)
+conn_resolve(struct bft_engine *cl, const struct bft_server_addr *a,
+    struct sockaddr_storage *out)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
 	char port[8];
@@ -321,7 +323,7 @@ conn_resolve(const struct bft_server_addr *a, struct sockaddr_storage *out)
 	snprintf(port, sizeof port, "%u", a->port);
 	r = getaddrinfo(a->host, port, &hints, &res);
 	if (r != 0) {
-		nbdkit_error("cannot resolve %s: %s", a->host, gai_strerror(r));
+		eng_log(cl, BFTBLK_LOG_ERROR, "cannot resolve %s: %s", a->host, gai_strerror(r));
 		return -1;
 	}
 	memcpy(out, res->ai_addr, res->ai_addrlen);

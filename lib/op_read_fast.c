@@ -15,9 +15,8 @@
  */
 #include <string.h>
 
-#include <nbdkit-plugin.h>
 
-#include "conn.h"
+#include "conn_int.h"
 #include "crypto.h"
 
 /*
@@ -34,8 +33,8 @@
 void
 fast_read_start(struct op *op)
 {
-	struct bft_client *cl = op->cl;
-	struct client_loop *lp = cl->lp;
+	struct bft_engine *cl = op->cl;
+	struct engine_loop *lp = cl->lp;
 	uint64_t now = uv_now(&lp->loop);
 	unsigned k = cl->t + 1;
 
@@ -96,7 +95,7 @@ fast_read_note(struct op *op, unsigned i, const struct bft_msg *m)
 static void
 avoid(struct op *op, uint32_t bad)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 	uint64_t until = uv_now(&cl->lp->loop) + FRAG_AVOID_MS;
 
 	for (unsigned i = 0; i < cl->n; i++)
@@ -114,7 +113,7 @@ give_up(struct op *op)
 bool
 fast_read_try(struct op *op)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 	uint32_t all = (1u << cl->n) - 1, pending = all & ~op->replied;
 	uint32_t have;
 	int pick;

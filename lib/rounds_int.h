@@ -4,10 +4,10 @@
  * under one id; replies carrying an older id belong to a finished round
  * and are dropped, which is how a late or replayed reply is ignored.
  */
-#ifndef BFTBLK_ROUNDS_H
-#define BFTBLK_ROUNDS_H
+#ifndef BFTBLK_ROUNDS_INT_H
+#define BFTBLK_ROUNDS_INT_H
 
-#include "client.h"
+#include "engine_int.h"
 #include "wire.h"
 
 /*
@@ -22,8 +22,8 @@ struct tscache_entry {
 	bool valid;
 };
 
-struct bft_client {
-	struct bft_client_params p;
+struct bft_engine {
+	struct bft_engine_params p;
 	unsigned n, t;
 	uint64_t writer_id;		/* loop thread only */
 	struct tscache_entry tscache[TSCACHE_SIZE];
@@ -33,16 +33,16 @@ struct bft_client {
 	 * one in time.  Loop thread only.
 	 */
 	uint64_t frag_avoid_until[BFT_MAX_N];
-	struct bft_client_stats stats;
-	struct client_loop *lp;		/* event loop internals (client.c) */
+	struct bft_engine_stats stats;
+	struct engine_loop *lp;		/* event loop internals (client.c) */
 	/* Finished ops kept with their buffers for reuse (op_pool.c). */
 	pthread_mutex_t pool_lock;
 	struct op *pool;
 	unsigned npool;
 };
 
-/* Frees the ops kept for reuse; at bft_client_stop. */
-void op_pool_drain(struct bft_client *cl);
+/* Frees the ops kept for reuse; at bft_engine_stop. */
+void op_pool_drain(struct bft_engine *cl);
 
 /* Number of set bits. */
 static inline unsigned
@@ -62,10 +62,10 @@ void op_done(struct op *op, int err, const char *why);
 bool round_note_error(struct op *op, unsigned i, int status);
 
 /* Remembers that block's register completed a write at num. */
-void tscache_note(struct bft_client *cl, uint64_t block, uint64_t num);
+void tscache_note(struct bft_engine *cl, uint64_t block, uint64_t num);
 
 /* Gives this writer a fresh random id (loop thread only). */
-void rotate_writer_id(struct bft_client *cl);
+void rotate_writer_id(struct bft_engine *cl);
 
 /* Per-kind hooks, called by the round machinery. */
 void write_start(struct op *op);

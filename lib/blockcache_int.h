@@ -17,8 +17,8 @@
  * use, so memory grows with the blocks written, up to the capacity.
  * Thread-safe: one mutex, held for a lookup and one 64 KiB copy.
  */
-#ifndef BFTBLK_BLOCKCACHE_H
-#define BFTBLK_BLOCKCACHE_H
+#ifndef BFTBLK_BLOCKCACHE_INT_H
+#define BFTBLK_BLOCKCACHE_INT_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -2,15 +2,15 @@
  * The plugin's event loop internals shared by the connection layer
  * (conn.c) and the round machinery (client.c); loop thread only.
  */
-#ifndef BFTBLK_CONN_H
-#define BFTBLK_CONN_H
+#ifndef BFTBLK_CONN_INT_H
+#define BFTBLK_CONN_INT_H
 
 #include <sys/socket.h>
 
 #include <uv.h>
 
 #include "channel.h"
-#include "rounds.h"
+#include "rounds_int.h"
 #include "wire.h"
 
 #define MAX_OPS		1024	/* operations in their rounds at once */
@@ -26,7 +26,7 @@ enum conn_state {
 };
 
 struct conn {
-	struct bft_client *cl;
+	struct bft_engine *cl;
 	unsigned idx;
 	enum conn_state state;
 	uv_tcp_t tcp;
@@ -46,7 +46,7 @@ struct conn {
 	struct bft_chan chan;
 };
 
-struct client_loop {
+struct engine_loop {
 	uv_loop_t loop;
 	uv_async_t wake;
 	uv_timer_t tick;
@@ -71,15 +71,15 @@ void conn_send(struct conn *c, const struct bft_msg *m);
 void conn_connect(struct conn *c);
 void conn_close(struct conn *c, const char *why);
 /* Check handle: writes what each connection gathered this iteration. */
-void flush_all(uv_check_t *h);
-int conn_resolve(const struct bft_server_addr *a,
-		 struct sockaddr_storage *out);
+void conn_flush_all(uv_check_t *h);
+int conn_resolve(struct bft_engine *cl, const struct bft_server_addr *a,
+    struct sockaddr_storage *out);
 
-/* client.c, for conn.c */
-void client_dispatch(struct conn *c, const struct bft_msg *m);
+/* engine.c, for conn.c */
+void engine_dispatch(struct conn *c, const struct bft_msg *m);
 /* A server answered HELLO: bring it into the rounds that lack it. */
-void client_conn_ready(struct conn *c);
+void engine_conn_ready(struct conn *c);
 /* A connection dropped: its unanswered requests must go out again. */
-void client_conn_lost(struct conn *c);
+void engine_conn_lost(struct conn *c);
 
 #endif

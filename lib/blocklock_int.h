@@ -5,8 +5,8 @@
  * A request locks its whole block range at once, so no lock order
  * exists to get wrong.
  */
-#ifndef BFTBLK_BLOCKLOCK_H
-#define BFTBLK_BLOCKLOCK_H
+#ifndef BFTBLK_BLOCKLOCK_INT_H
+#define BFTBLK_BLOCKLOCK_INT_H
 
 #include <stdint.h>
 

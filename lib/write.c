@@ -14,13 +14,12 @@
 #include <errno.h>
 #include <string.h>
 
-#define NBDKIT_API_VERSION 2
-#include <nbdkit-plugin.h>
 
-#include "blocklock.h"
-#include "chunk.h"
-#include "coalesce.h"
-#include "write.h"
+#include "blocklock_int.h"
+#include "chunk_int.h"
+#include "coalesce_int.h"
+#include "error_int.h"
+#include "write_int.h"
 
 /* The requests' bytes (or zeros) for block b into its bounce buffer. */
 static void
@@ -29,7 +28,7 @@ patch(uint8_t *tmp, uint64_t b, const struct wpatch *list)
 	for (const struct wpatch *p = list; p != NULL; p = p->next) {
 		uint64_t ib, io, n;
 
-		overlap(b, p->offset, p->count, &ib, &io, &n);
+		chunk_overlap(b, p->offset, p->count, &ib, &io, &n);
 		if (p->src)
 			memcpy(tmp + ib, p->src + io, n);
 		else
@@ -44,7 +43,7 @@ patch(uint8_t *tmp, uint64_t b, const struct wpatch *list)
  * one showed that the cached value is old.
  */
 static int
-write_ops(struct bft_client *cl, struct bft_blockcache *bc,
+write_ops(struct bft_engine *cl, struct bft_blockcache *bc,
     struct op **ops, unsigned nops)
 {
 	int r = 0;
@@ -53,11 +52,13 @@ write_ops(struct bft_client *cl, struct bft_blockcache *bc,
 		ops[i]->kind = OP_WRITE;
 		/* With encryption: sealed and coded in run_ops. */
 		if (bft_op_prepare_write(ops[i]) != 0) {
-			nbdkit_error("erasure coding failed");
-			return chunk_fail(EIO);
+			eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: erasure "
+			    "coding failed", (unsigned long long)ops[i]->block);
+			return lib_fail(EIO, "block %llu: erasure coding "
+			    "failed", (unsigned long long)ops[i]->block);
 		}
 	}
-	r = run_ops(cl, ops, nops);
+	r = chunk_run(cl, ops, nops);
 	for (unsigned i = 0; i < nops; i++) {
 		if (ops[i]->committed && ops[i]->partial)
 			bft_bc_put(bc, ops[i]->block, &ops[i]->ts,
@@ -76,7 +77,7 @@ write_ops(struct bft_client *cl, struct bft_blockcache *bc,
  * for cache misses and for cache-built writes that came back stale.
  */
 static int
-rmw(struct bft_client *cl, struct bft_blockcache *bc, struct chunk *c,
+rmw(struct bft_engine *cl, struct bft_blockcache *bc, struct chunk *c,
     const unsigned *idx, unsigned n, const struct wpatch *list)
 {
 	struct op *ops[CHUNK];
@@ -85,7 +86,7 @@ rmw(struct bft_client *cl, struct bft_blockcache *bc, struct chunk *c,
 		ops[j] = c->ops[idx[j]];
 		ops[j]->based = false;
 	}
-	if (read_blocks(cl, bc, ops, n, true) != 0)
+	if (chunk_read(cl, bc, ops, n, true) != 0)
 		return -1;
 	for (unsigned j = 0; j < n; j++)
 		patch(c->tmp[idx[j]], ops[j]->block, list);
@@ -99,7 +100,7 @@ rmw(struct bft_client *cl, struct bft_blockcache *bc, struct chunk *c,
  * writes go out together: one read round-trip, then one write batch.
  */
 static int
-write_chunk(struct bft_client *cl, struct bft_blockcache *bc,
+write_chunk(struct bft_engine *cl, struct bft_blockcache *bc,
     struct chunk *c, const struct wpatch *list)
 {
 	unsigned stale[CHUNK], nstale = 0, hits = 0, nmiss = 0;
@@ -119,8 +120,8 @@ write_chunk(struct bft_client *cl, struct bft_blockcache *bc,
 		}
 	}
 	if (bc != NULL)
-		bft_client_note_cache(cl, hits, nmiss);
-	if (read_blocks(cl, bc, miss, nmiss, true) != 0)
+		bft_engine_note_cache(cl, hits, nmiss);
+	if (chunk_read(cl, bc, miss, nmiss, true) != 0)
 		return -1;
 	for (unsigned i = 0; i < c->nops; i++)
 		if (c->tmp[i] != NULL)
@@ -136,7 +137,7 @@ write_chunk(struct bft_client *cl, struct bft_blockcache *bc,
 }
 
 struct write_ctx {
-	struct bft_client *cl;
+	struct bft_engine *cl;
 	struct bft_blockcache *bc;
 };
 
@@ -157,11 +158,11 @@ write_batch(void *ctx, uint64_t b, const struct wpatch *list)
 		chunk_free(&c);
 	}
 	block_unlock(&range);
-	return r == 0 ? 0 : chunk_last_error();
+	return r == 0 ? 0 : lib_take_errno();
 }
 
 int
-write_range(struct bft_client *cl, struct bft_blockcache *bc,
+io_write(struct bft_engine *cl, struct bft_blockcache *bc,
     const uint8_t *src, uint32_t count, uint64_t offset, bool fua)
 {
 	uint64_t first = offset / BFT_BLOCK_SIZE;
@@ -175,10 +176,12 @@ write_range(struct bft_client *cl, struct bft_blockcache *bc,
 		unsigned merged = 0;
 		int err = coalesce_write(first, &req, write_batch, &x, &merged);
 
-		bft_client_note_coalesced(cl, merged);
+		bft_engine_note_coalesced(cl, merged);
 		if (err != 0)
-			return chunk_fail(err);
-		return fua ? do_flush(cl) : 0;
+			return lib_fail(err, "block %llu: the write it went "
+			    "out in failed: %s", (unsigned long long)first,
+			    strerror(err));
+		return fua ? io_flush(cl) : 0;
 	}
 	block_lock(&range, first, last);
 	for (uint64_t b = first; r == 0 && b <= last; b += CHUNK) {
@@ -196,19 +199,19 @@ write_range(struct bft_client *cl, struct bft_blockcache *bc,
 	}
 	block_unlock(&range);
 	if (r == 0 && fua)
-		r = do_flush(cl);
+		r = io_flush(cl);
 	return r;
 }
 
 int
-do_flush(struct bft_client *cl)
+io_flush(struct bft_engine *cl)
 {
 	struct op *op = bft_op_new(cl, OP_FLUSH);
 	int r;
 
 	if (op == NULL)
-		return chunk_fail(ENOMEM);
-	r = run_ops(cl, &op, 1);
+		return lib_fail(ENOMEM, NULL);
+	r = chunk_run(cl, &op, 1);
 	bft_op_free(op);
 	return r;
 }

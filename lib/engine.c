@@ -3,15 +3,16 @@
  * timeouts and the submission queue.  Connections are in conn.c.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <uv.h>
-#include <nbdkit-plugin.h>
 
-#include "conn.h"
+#include "conn_int.h"
 #include "crypto.h"
+#include "error_int.h"
 
 static void
 send_round(struct op *op, unsigned i)
@@ -34,7 +35,7 @@ send_round(struct op *op, unsigned i)
 void
 round_start(struct op *op, enum op_phase ph)
 {
-	struct client_loop *lp = op->cl->lp;
+	struct engine_loop *lp = op->cl->lp;
 
 	op->phase = ph;
 	op->gen = (uint32_t)++lp->next_gen;
@@ -63,7 +64,7 @@ static void start_op(struct op *op);
  * start_op; the flag keeps that from recursing once per waiting op.
  */
 static void
-admit_waiting(struct client_loop *lp)
+admit_waiting(struct engine_loop *lp)
 {
 	struct op *next;
 
@@ -82,7 +83,7 @@ admit_waiting(struct client_loop *lp)
 void
 op_done(struct op *op, int err, const char *why)
 {
-	struct client_loop *lp = op->cl->lp;
+	struct engine_loop *lp = op->cl->lp;
 
 	op->err = err;
 	op->why = why;
@@ -103,7 +104,7 @@ op_done(struct op *op, int err, const char *why)
 }
 
 void
-rotate_writer_id(struct bft_client *cl)
+rotate_writer_id(struct bft_engine *cl)
 {
 	bft_random(&cl->writer_id, sizeof cl->writer_id);
 	cl->writer_id |= 1;	/* zero marks c0 */
@@ -128,6 +129,7 @@ round_note_error(struct op *op, unsigned i, int status)
 
 	op->failed |= 1u << i;
 	op->fail_status = status;
+	atomic_fetch_add(&op->cl->stats.server[i].error_replies, 1);
 	if (n - popcount32(op->failed) >= n - t)
 		return false;
 	op_done(op, status_errno(status), bft_status_str(status));
@@ -137,7 +139,7 @@ round_note_error(struct op *op, unsigned i, int status)
 static void
 start_op(struct op *op)
 {
-	struct client_loop *lp = op->cl->lp;
+	struct engine_loop *lp = op->cl->lp;
 	uint32_t s;
 
 	for (s = 0; s < MAX_OPS && lp->slots[s] != NULL; s++)
@@ -186,9 +188,9 @@ flush_reply(struct op *op, unsigned i, const struct bft_msg *m)
 
 /* A reply from server c->idx: find its round, ignore it if stale. */
 void
-client_dispatch(struct conn *c, const struct bft_msg *m)
+engine_dispatch(struct conn *c, const struct bft_msg *m)
 {
-	struct client_loop *lp = c->cl->lp;
+	struct engine_loop *lp = c->cl->lp;
 	uint32_t slot = (uint32_t)(m->id >> 32), bit = 1u << c->idx;
 	struct op *op;
 
@@ -199,12 +201,14 @@ client_dispatch(struct conn *c, const struct bft_msg *m)
 	/* A reply of another type or block is a lie, not an answer. */
 	if (m->type != (op->phase | BFT_ACK) ||
 	    (op->kind != OP_FLUSH && m->block != op->block)) {
-		nbdkit_debug("server %u: reply %s for block %llu does not "
+		atomic_fetch_add(&c->cl->stats.server[c->idx].mismatched, 1);
+		eng_log(c->cl, BFTBLK_LOG_DEBUG, "server %u: reply %s for block %llu does not "
 		    "match its request; ignored", c->idx,
 		    bft_msg_type_str(m->type), (unsigned long long)m->block);
 		return;
 	}
 	op->replied |= bit;
+	atomic_fetch_add(&op->cl->stats.server[c->idx].replies, 1);
 	if (op->kind == OP_WRITE)
 		write_reply(op, c->idx, m);
 	else if (op->kind == OP_READ)
@@ -214,9 +218,9 @@ client_dispatch(struct conn *c, const struct bft_msg *m)
 }
 
 void
-client_conn_ready(struct conn *c)
+engine_conn_ready(struct conn *c)
 {
-	struct client_loop *lp = c->cl->lp;
+	struct engine_loop *lp = c->cl->lp;
 
 	for (uint32_t s = 0; s < MAX_OPS; s++) {
 		struct op *op = lp->slots[s];
@@ -231,9 +235,9 @@ client_conn_ready(struct conn *c)
  * nh), so the unanswered ones go out again once the server is back.
  */
 void
-client_conn_lost(struct conn *c)
+engine_conn_lost(struct conn *c)
 {
-	struct client_loop *lp = c->cl->lp;
+	struct engine_loop *lp = c->cl->lp;
 	uint32_t bit = 1u << c->idx;
 
 	for (uint32_t s = 0; s < MAX_OPS; s++) {
@@ -244,10 +248,21 @@ client_conn_lost(struct conn *c)
 	}
 }
 
+/* Servers sent this round's request that never answered it. */
+static void
+note_silent(struct op *op)
+{
+	uint32_t silent = op->sent & ~op->replied;
+
+	for (unsigned i = 0; i < op->cl->n; i++)
+		if (silent & (1u << i))
+			atomic_fetch_add(&op->cl->stats.server[i].timeouts, 1);
+}
+
 static void
 on_tick(uv_timer_t *t)
 {
-	struct client_loop *lp = t->data;
+	struct engine_loop *lp = t->data;
 	uint64_t now = uv_now(&lp->loop);
 
 	for (uint32_t s = 0; s < MAX_OPS && lp->nactive > 0; s++) {
@@ -262,11 +277,12 @@ on_tick(uv_timer_t *t)
 			continue;
 		}
 		atomic_fetch_add(&op->cl->stats.timeouts, 1);
+		note_silent(op);
 		if (op->kind == OP_READ && op->phase == PH_FILTER) {
 			read_timeout(op);
 			continue;
 		}
-		nbdkit_error("block %llu: only %u of %u servers answered "
+		eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: only %u of %u servers answered "
 		    "within %u ms (need %u)", (unsigned long long)op->block,
 		    popcount32(op->ok), op->cl->n, op->cl->p.timeout_ms,
 		    op->cl->n - op->cl->t);
@@ -277,7 +293,7 @@ on_tick(uv_timer_t *t)
 static void
 on_wake(uv_async_t *a)
 {
-	struct client_loop *lp = a->data;
+	struct engine_loop *lp = a->data;
 	struct op *op;
 
 	pthread_mutex_lock(&lp->qlock);
@@ -300,7 +316,7 @@ on_wake(uv_async_t *a)
 static void *
 loop_main(void *arg)
 {
-	struct client_loop *lp = arg;
+	struct engine_loop *lp = arg;
 
 	uv_run(&lp->loop, UV_RUN_DEFAULT);
 	return NULL;
@@ -314,11 +330,11 @@ close_handle(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
-struct bft_client *
-bft_client_start(const struct bft_client_params *p)
+struct bft_engine *
+bft_engine_start(const struct bft_engine_params *p)
 {
-	struct bft_client *cl = calloc(1, sizeof *cl);
-	struct client_loop *lp = calloc(1, sizeof *lp);
+	struct bft_engine *cl = calloc(1, sizeof *cl);
+	struct engine_loop *lp = calloc(1, sizeof *lp);
 
 	if (cl == NULL || lp == NULL)
 		goto out_free;
@@ -338,13 +354,13 @@ bft_client_start(const struct bft_client_params *p)
 	uv_timer_start(&lp->tick, on_tick, TICK_MS, TICK_MS);
 	uv_check_init(&lp->loop, &lp->flush);
 	lp->flush.data = lp;
-	uv_check_start(&lp->flush, flush_all);
+	uv_check_start(&lp->flush, conn_flush_all);
 	for (unsigned i = 0; i < cl->n; i++) {
 		struct conn *c = &lp->conns[i];
 
 		c->cl = cl;
 		c->idx = i;
-		if (conn_resolve(&p->cfg->servers[i], &c->addr) != 0)
+		if (conn_resolve(cl, &p->cfg->servers[i], &c->addr) != 0)
 			goto out_loop;
 		uv_timer_init(&lp->loop, &c->retry);
 		c->retry.data = c;
@@ -366,9 +382,9 @@ out_free:
 }
 
 void
-bft_client_stop(struct bft_client *cl)
+bft_engine_stop(struct bft_engine *cl)
 {
-	struct client_loop *lp;
+	struct engine_loop *lp;
 
 	if (cl == NULL)
 		return;
@@ -394,29 +410,29 @@ bft_client_stop(struct bft_client *cl)
 	free(cl);
 }
 
-const struct bft_client_stats *
-bft_client_stats(struct bft_client *cl)
+const struct bft_engine_stats *
+bft_engine_stats(struct bft_engine *cl)
 {
 	return &cl->stats;
 }
 
 void
-bft_client_note_cache(struct bft_client *cl, unsigned hits, unsigned misses)
+bft_engine_note_cache(struct bft_engine *cl, unsigned hits, unsigned misses)
 {
 	atomic_fetch_add(&cl->stats.cache_hits, hits);
 	atomic_fetch_add(&cl->stats.cache_misses, misses);
 }
 
 void
-bft_client_note_coalesced(struct bft_client *cl, unsigned n)
+bft_engine_note_coalesced(struct bft_engine *cl, unsigned n)
 {
 	atomic_fetch_add(&cl->stats.coalesced, n);
 }
 
 void
-bft_client_submit(struct bft_client *cl, struct op **ops, unsigned nops)
+bft_engine_submit(struct bft_engine *cl, struct op **ops, unsigned nops)
 {
-	struct client_loop *lp = cl->lp;
+	struct engine_loop *lp = cl->lp;
 
 	pthread_mutex_lock(&lp->qlock);
 	for (unsigned i = 0; i < nops; i++) {
@@ -434,25 +450,25 @@ bft_client_submit(struct bft_client *cl, struct op **ops, unsigned nops)
 
 /* Submits ops and waits until each has finished or parked. */
 static void
-submit_wait(struct bft_client *cl, struct op **ops, unsigned nops)
+submit_wait(struct bft_engine *cl, struct op **ops, unsigned nops)
 {
 	struct op_batch batch;
 
 	bft_batch_init(&batch, nops);
 	for (unsigned i = 0; i < nops; i++)
 		ops[i]->batch = &batch;
-	bft_client_submit(cl, ops, nops);
+	bft_engine_submit(cl, ops, nops);
 	bft_batch_wait(&batch);
 	bft_batch_destroy(&batch);
 }
 
 /*
  * Encrypted writes come back parked once their timestamp is chosen:
- * they are sealed here, on the submitting nbdkit thread, and go on; a
+ * they are sealed here, on the submitting caller's thread, and go on; a
  * write whose fast path fell back parks once more.
  */
 int
-bft_client_run(struct bft_client *cl, struct op **ops, unsigned nops)
+bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
 {
 	struct op *todo[BFT_RUN_MAX];
 	unsigned ntodo = nops;
@@ -470,7 +486,10 @@ bft_client_run(struct bft_client *cl, struct op **ops, unsigned nops)
 
 			if (op->err && !err) {
 				err = op->err;
-				nbdkit_error("block %llu: %s",
+				eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: %s",
+				    (unsigned long long)op->block,
+				    op->why ? op->why : strerror(err));
+				lib_fail(err, "block %llu: %s",
 				    (unsigned long long)op->block,
 				    op->why ? op->why : strerror(err));
 			}
@@ -480,9 +499,11 @@ bft_client_run(struct bft_client *cl, struct op **ops, unsigned nops)
 			}
 			if (bft_op_seal_write(op) != 0) {
 				op->parked = false;
-				nbdkit_error("block %llu: erasure coding failed",
-				    (unsigned long long)op->block);
+				eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: erasure "
+				    "coding failed", (unsigned long long)op->block);
 				err = EIO;
+				lib_fail(err, "block %llu: erasure coding failed",
+				    (unsigned long long)op->block);
 				continue;
 			}
 			todo[nparked++] = op;
@@ -514,4 +535,17 @@ bft_batch_destroy(struct op_batch *b)
 {
 	pthread_cond_destroy(&b->cond);
 	pthread_mutex_destroy(&b->lock);
+}
+
+void
+eng_log(struct bft_engine *cl, enum bftblk_log_level level, const char *fmt,
+    ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	cl->p.log(cl->p.log_opaque, level, msg);
 }

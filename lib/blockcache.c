@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blockcache.h"
+#include "blockcache_int.h"
 
 #define NIL UINT32_MAX
 

@@ -13,8 +13,8 @@
  * it returns.  NBD orders no two requests in flight together, so patches
  * that overlap apply in arrival order.
  */
-#ifndef BFTBLK_COALESCE_H
-#define BFTBLK_COALESCE_H
+#ifndef BFTBLK_COALESCE_INT_H
+#define BFTBLK_COALESCE_INT_H
 
 #include <stdint.h>
 

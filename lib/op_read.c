@@ -6,10 +6,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include <nbdkit-plugin.h>
 
 #include "crypto.h"
-#include "rounds.h"
+#include "rounds_int.h"
 #include "volcrypt.h"
 
 /*
@@ -47,9 +46,9 @@ read_build(struct op *op, unsigned i, struct bft_msg *m)
 }
 
 static void
-add_candidate(struct op *op, const struct bft_cand *c)
+add_candidate(struct op *op, unsigned i, const struct bft_cand *c)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 
 	if (bft_ts_is_zero(&c->ts))
 		return;
@@ -62,6 +61,7 @@ add_candidate(struct op *op, const struct bft_cand *c)
 	if (cl->p.key->role == BFT_ROLE_RW &&
 	    !bft_ts_verify(&c->ts, cl->p.key->kw)) {
 		atomic_fetch_add(&cl->stats.forged_ts, 1);
+		atomic_fetch_add(&cl->stats.server[i].forged_ts, 1);
 		return;
 	}
 	for (unsigned j = 0; j < op->nc; j++)
@@ -75,7 +75,7 @@ restart(struct op *op, const char *why)
 {
 	atomic_fetch_add(&op->cl->stats.read_restarts, 1);
 	if (++op->restarts > MAX_RESTARTS) {
-		nbdkit_error("block %llu: read did not settle after %d "
+		eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: read did not settle after %d "
 		    "attempts (%s)", (unsigned long long)op->block,
 		    MAX_RESTARTS, why);
 		op_done(op, EIO, "read did not settle");
@@ -111,7 +111,7 @@ selected(struct op *op, int h)
 static bool
 safe_lazily(struct op *op, const struct bft_ts *ts)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 	uint32_t flen = bft_ec_frag_len(cl->p.ec);
 	uint8_t h[BFT_HASH_LEN];
 
@@ -127,6 +127,8 @@ safe_lazily(struct op *op, const struct bft_ts *ts)
 		op->unhashed &= ~(1u << i);
 		bft_hash(op->frags[i], flen, h);
 		op->W[i].frag_ok = bft_equal(h, op->W[i].cc[i], BFT_HASH_LEN);
+		if (!op->W[i].frag_ok)
+			atomic_fetch_add(&cl->stats.server[i].bad_fragments, 1);
 	}
 	return true;
 }
@@ -153,7 +155,7 @@ wrong_size(const struct op *op, const struct bft_ts *ts)
 static void
 filter_check(struct op *op, bool all_in)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 	unsigned n = cl->n, t = cl->t;
 	int h;
 
@@ -189,7 +191,7 @@ filter_check(struct op *op, bool all_in)
 static void
 filter_reply(struct op *op, unsigned i, const struct bft_msg *m)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 	struct bft_reply *w = &op->W[i];
 	uint32_t flen = bft_ec_frag_len(cl->p.ec);
 
@@ -212,7 +214,7 @@ filter_reply(struct op *op, unsigned i, const struct bft_msg *m)
 static void
 collect_check(struct op *op)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 
 	if (popcount32(op->ok) < cl->n - cl->t)
 		return;
@@ -233,7 +235,7 @@ collect_check(struct op *op)
 void
 read_reply(struct op *op, unsigned i, const struct bft_msg *m)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 
 	if (m->status != BFT_OK) {
 		if (round_note_error(op, i, m->status))
@@ -248,7 +250,7 @@ read_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	case PH_COLLECT:
 		op->ok |= 1u << i;
 		if (m->ncands == 1)
-			add_candidate(op, &m->cands[0]);
+			add_candidate(op, i, &m->cands[0]);
 		fast_read_note(op, i, m);
 		collect_check(op);
 		break;
@@ -274,7 +276,7 @@ read_timeout(struct op *op)
 		restart(op, "no candidate became safe in time");
 		return;
 	}
-	nbdkit_error("block %llu: only %u of %u servers answered FILTER in "
+	eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: only %u of %u servers answered FILTER in "
 	    "time (need %u)", (unsigned long long)op->block,
 	    popcount32(op->ok), op->cl->n, need);
 	op_done(op, EIO, "too few servers answered in time");
@@ -292,7 +294,7 @@ bft_op_read_ts(const struct op *op, struct bft_ts *ts)
 int
 bft_op_finish_read(struct op *op)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 	uint32_t have = 0, placed = 0;
 	unsigned q;
 

@@ -44,17 +44,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nbdkit-plugin.h>
 
 #include "crypto.h"
-#include "rounds.h"
+#include "rounds_int.h"
 #include "volcrypt.h"
 
 /* Erasure-codes value and computes the cross-checksum. */
 static int
 encode(struct op *op, const uint8_t *value)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 	uint32_t flen = bft_ec_frag_len(cl->p.ec);
 
 	if (bft_ec_encode(cl->p.ec, value, op->frags) != 0)
@@ -80,7 +79,7 @@ bft_op_prepare_write(struct op *op)
 int
 bft_op_seal_write(struct op *op)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 
 	bft_volcrypt_seal(cl->p.vc, op->block, &op->ts, op->data, op->value);
 	if (encode(op, op->value) != 0)
@@ -91,7 +90,7 @@ bft_op_seal_write(struct op *op)
 }
 
 void
-tscache_note(struct bft_client *cl, uint64_t block, uint64_t num)
+tscache_note(struct bft_engine *cl, uint64_t block, uint64_t num)
 {
 	struct tscache_entry *e = &cl->tscache[block % TSCACHE_SIZE];
 
@@ -121,7 +120,7 @@ static void clock_done(struct op *op);
 static void
 write_stale(struct op *op, bool stored)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 
 	atomic_fetch_add(&cl->stats.cache_stale, 1);
 	if (stored) {
@@ -135,7 +134,7 @@ write_stale(struct op *op, bool stored)
 void
 write_start(struct op *op)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 	struct tscache_entry *e = &cl->tscache[op->block % TSCACHE_SIZE];
 
 	if (op->resume) {		/* sealed under op->ts: go on */
@@ -171,7 +170,7 @@ write_start(struct op *op)
 static void
 fast_fallback(struct op *op)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 
 	atomic_fetch_add(&cl->stats.fast_fallbacks, 1);
 	cl->tscache[op->block % TSCACHE_SIZE].valid = false;
@@ -211,7 +210,7 @@ write_build(struct op *op, unsigned i, struct bft_msg *m)
 static void
 clock_done(struct op *op)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 
 	op->ts.num++;
 	op->ts.wid = cl->writer_id;
@@ -229,7 +228,7 @@ clock_done(struct op *op)
 void
 write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 {
-	struct bft_client *cl = op->cl;
+	struct bft_engine *cl = op->cl;
 	unsigned quorum = cl->n - cl->t;
 
 	if (m->status != BFT_OK) {
@@ -264,8 +263,10 @@ write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 		/* Skip fabricated timestamps: they would let a liar exhaust num. */
 		if (bft_ts_verify(&m->ts, cl->p.key->kw))
 			op->ts = m->ts;
-		else
+		else {
 			atomic_fetch_add(&cl->stats.forged_ts, 1);
+			atomic_fetch_add(&cl->stats.server[i].forged_ts, 1);
+		}
 	}
 	if (popcount32(op->ok) < quorum)
 		return;

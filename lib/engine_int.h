@@ -1,22 +1,23 @@
 /*
- * The plugin's protocol client: one libuv event loop thread, shared by
- * every nbdkit thread, holding one long-lived connection per server.
+ * The engine: one libuv event loop thread, shared by every thread of
+ * the front end, holding one long-lived connection per server.
  *
- * nbdkit threads prepare operations (erasure coding and hashing happen
- * there, spreading CPU work over nbdkit's threads), submit them, and
- * sleep until they finish.  The loop thread runs the rounds: each round
+ * Callers' threads prepare operations (erasure coding and hashing happen
+ * there, spreading CPU work over the front end's threads), submit them,
+ * and sleep until they finish.  The loop thread runs the rounds: each round
  * sends one request to every connected server and moves on as soon as
  * n-t useful replies are in, so a dead, slow or lying server never
  * holds up an I/O.
  */
-#ifndef BFTBLK_CLIENT_H
-#define BFTBLK_CLIENT_H
+#ifndef BFTBLK_ENGINE_INT_H
+#define BFTBLK_ENGINE_INT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bftblk.h"
 #include "config.h"
 #include "ec.h"
 #include "keys.h"
@@ -32,14 +33,14 @@ enum op_phase {
 	PH_COLLECT = 5, PH_FILTER = 6, PH_REPAIR = 7, PH_FLUSH = 8,
 };
 
-/* A set of operations one nbdkit thread waits for together. */
+/* A set of operations one caller thread waits for together. */
 struct op_batch {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned pending;
 };
 
-struct bft_client;
+struct bft_engine;
 
 struct op {
 	/* Set by the submitter. */
@@ -51,7 +52,7 @@ struct op {
 	const char *why;		/* static text explaining err */
 
 	/* Round state, owned by the loop thread. */
-	struct bft_client *cl;
+	struct bft_engine *cl;
 	struct op *next;		/* submission queue */
 	enum op_phase phase;
 	uint32_t slot, gen;
@@ -127,7 +128,15 @@ read_value(struct op *op)
 	return op->value != NULL ? op->value : op->data;
 }
 
-struct bft_client_stats {
+/* What the engine saw of one server; see struct bftblk_server_stats. */
+struct engine_server_stats {
+	atomic_bool connected;
+	atomic_ullong connects, disconnects;
+	atomic_ullong replies, error_replies, timeouts, mismatched;
+	atomic_ullong forged_ts, bad_fragments;
+};
+
+struct bft_engine_stats {
 	atomic_ullong reads, writes, flushes;
 	atomic_ullong read_restarts, repairs, forged_ts;
 	atomic_ullong timeouts, reconnects;
@@ -137,28 +146,31 @@ struct bft_client_stats {
 	atomic_ullong cache_hits, cache_misses, cache_stale;
 	/* Small writes that went out in another request's block write. */
 	atomic_ullong coalesced;
+	struct engine_server_stats server[BFT_MAX_N];
 };
 
-struct bft_client_params {
+struct bft_engine_params {
 	const struct bft_config *cfg;
 	const struct bft_client_key *key;
 	struct bft_ec *ec;		/* for values of BFT_SEALED_LEN with vc */
 	const struct bft_volcrypt *vc;	/* NULL unless encrypt=on */
 	unsigned timeout_ms;
 	uint64_t writer_id;
+	bftblk_log_fn *log;		/* never NULL */
+	void *log_opaque;
 };
 
-/* Starts the loop thread and begins connecting.  0, or -1 with errno. */
-struct bft_client *bft_client_start(const struct bft_client_params *p);
-void bft_client_stop(struct bft_client *cl);
-const struct bft_client_stats *bft_client_stats(struct bft_client *cl);
+/* Starts the loop thread and begins connecting; NULL on failure. */
+struct bft_engine *bft_engine_start(const struct bft_engine_params *p);
+void bft_engine_stop(struct bft_engine *cl);
+const struct bft_engine_stats *bft_engine_stats(struct bft_engine *cl);
 /* Counts partial writes that found their block in the cache, or not. */
-void bft_client_note_cache(struct bft_client *cl, unsigned hits,
+void bft_engine_note_cache(struct bft_engine *cl, unsigned hits,
     unsigned misses);
-void bft_client_note_coalesced(struct bft_client *cl, unsigned n);
+void bft_engine_note_coalesced(struct bft_engine *cl, unsigned n);
 
 /* Allocates an op's fragment buffers; NULL on ENOMEM. */
-struct op *bft_op_new(struct bft_client *cl, enum op_kind kind);
+struct op *bft_op_new(struct bft_engine *cl, enum op_kind kind);
 void bft_op_free(struct op *op);
 
 /*
@@ -186,17 +198,21 @@ void bft_op_read_ts(const struct op *op, struct bft_ts *ts);
 int bft_op_finish_read(struct op *op);
 
 /*
- * Runs up to BFT_RUN_MAX ops to completion from an nbdkit thread,
+ * Runs up to BFT_RUN_MAX ops to completion from a caller's thread,
  * sealing encrypted writes when they park.  Returns 0, or the errno of
  * the first failure (logged with its block).
  */
 #define BFT_RUN_MAX 64
-int bft_client_run(struct bft_client *cl, struct op **ops, unsigned nops);
+int bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops);
 
 /* Queues ops to the loop thread; each one's batch is signalled when done. */
-void bft_client_submit(struct bft_client *cl, struct op **ops, unsigned nops);
+void bft_engine_submit(struct bft_engine *cl, struct op **ops, unsigned nops);
 void bft_batch_init(struct op_batch *b, unsigned pending);
 void bft_batch_wait(struct op_batch *b);
 void bft_batch_destroy(struct op_batch *b);
+
+/* A line for the front end's log, from any thread. */
+void eng_log(struct bft_engine *cl, enum bftblk_log_level level,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -1,0 +1,549 @@
+/*
+ * The public face of the library (bftblk.h): a handle's options, loading
+ * the configuration and keys, the engine's start and stop, and I/O calls
+ * that check their arguments and turn internal failures into a negative
+ * errno and a sentence.  The block layer under it is chunk.c and write.c,
+ * the rounds engine.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "blockcache_int.h"
+#include "bftblk.h"
+#include "chunk_int.h"
+#include "config.h"
+#include "crypto.h"
+#include "ec.h"
+#include "engine_int.h"
+#include "error_int.h"
+#include "keys.h"
+#include "volcrypt.h"
+#include "write_int.h"
+
+_Static_assert(BFTBLK_BLOCK_SIZE == BFT_BLOCK_SIZE, "one block size");
+_Static_assert(BFTBLK_MAX_SERVERS == BFT_MAX_N, "one server bound");
+
+/*
+ * The block cache's default size: 2048 blocks.  Random small writes
+ * over a working set this large skip their reads; it costs at most
+ * this much memory, allocated as blocks are written.
+ */
+#define CACHE_DEFAULT	(128ull << 20)
+#define TIMEOUT_DEFAULT	10
+
+struct bftblk {
+	/* Options. */
+	char *config_path, *keys_path, *ec_backend, *volume_key_path;
+	bool encrypt;
+	uint64_t export_size;		/* 0: the whole cluster disk */
+	unsigned timeout_s;
+	uint64_t writer_id;
+	unsigned want_t;
+	uint64_t cache_bytes;
+	bftblk_log_fn *log;
+	void *log_opaque;
+
+	/* From bftblk_load. */
+	bool loaded;
+	struct bft_config cfg;
+	struct bft_client_key key;
+	struct bft_ec *ec;
+	struct bft_volcrypt vc;
+
+	/* From bftblk_connect. */
+	struct bft_engine *eng;
+	struct bft_blockcache *cache;	/* NULL with cache=0 */
+};
+
+/* The handle of this thread's last failed public call, for errmsg. */
+static _Thread_local const struct bftblk *err_handle;
+
+/* Ends a public call that failed with the error recorded internally. */
+static int
+fail(const struct bftblk *h)
+{
+	err_handle = h;
+	return -lib_take_errno();
+}
+
+/* Records err and why for h, and ends the call. */
+static int __attribute__((format(printf, 3, 4)))
+failf(const struct bftblk *h, int err, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	lib_fail(err, "%s", msg);
+	return fail(h);
+}
+
+const char *
+bftblk_errmsg(const struct bftblk *h)
+{
+	return h == err_handle ? lib_errmsg() : "no error";
+}
+
+/* Without a callback: stderr, each line with its date and time. */
+static void
+log_stderr(void *opaque, enum bftblk_log_level level, const char *msg)
+{
+	static const char *names[] = { "error", "warning", "info", "debug" };
+	struct timespec now;
+	struct tm tm;
+
+	(void)opaque;
+	if (level == BFTBLK_LOG_DEBUG && getenv("BFTBLK_DEBUG") == NULL)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &tm);
+	fprintf(stderr, "%04d-%02d-%02d %02d:%02d:%02d.%03ld libbftblk: %s: "
+	    "%s\n", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, now.tv_nsec / 1000000, names[level], msg);
+}
+
+static void __attribute__((format(printf, 3, 4)))
+hlog(struct bftblk *h, enum bftblk_log_level level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	h->log(h->log_opaque, level, msg);
+}
+
+struct bftblk *
+bftblk_create(void)
+{
+	struct bftblk *h = calloc(1, sizeof *h);
+
+	if (h == NULL)
+		return NULL;
+	h->timeout_s = TIMEOUT_DEFAULT;
+	h->cache_bytes = CACHE_DEFAULT;
+	h->log = log_stderr;
+	return h;
+}
+
+void
+bftblk_set_log(struct bftblk *h, bftblk_log_fn *fn, void *opaque)
+{
+	h->log = fn != NULL ? fn : log_stderr;
+	h->log_opaque = fn != NULL ? opaque : NULL;
+}
+
+static int
+set_path(struct bftblk *h, char **dst, const char *value)
+{
+	char *p = strdup(value);
+
+	if (p == NULL)
+		return failf(h, ENOMEM, "out of memory");
+	free(*dst);
+	*dst = p;
+	return 0;
+}
+
+/* A decimal or 0x number up to max; 0 or -1. */
+static int
+parse_num(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno != 0 || *end != '\0' || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int
+bftblk_set_option(struct bftblk *h, const char *k, const char *value)
+{
+	uint64_t v;
+
+	if (h->loaded)
+		return failf(h, EBUSY, "options must come before loading");
+	if (strcmp(k, "config") == 0)
+		return set_path(h, &h->config_path, value);
+	if (strcmp(k, "keys") == 0)
+		return set_path(h, &h->keys_path, value);
+	if (strcmp(k, "volume-key") == 0)
+		return set_path(h, &h->volume_key_path, value);
+	if (strcmp(k, "ec-backend") == 0)
+		return set_path(h, &h->ec_backend, value);
+	if (strcmp(k, "size") == 0) {
+		if (bft_parse_size(value, &v) != 0 || v == 0 ||
+		    v % BFT_BLOCK_SIZE)
+			return failf(h, EINVAL, "size must be a positive "
+			    "multiple of %u", BFT_BLOCK_SIZE);
+		h->export_size = v;
+	} else if (strcmp(k, "timeout") == 0) {
+		if (parse_num(value, 3600, &v) != 0 || v == 0)
+			return failf(h, EINVAL, "timeout must be 1..3600 "
+			    "seconds");
+		h->timeout_s = (unsigned)v;
+	} else if (strcmp(k, "writer-id") == 0) {
+		if (parse_num(value, UINT64_MAX, &v) != 0 || v == 0)
+			return failf(h, EINVAL, "writer-id must be a non-zero "
+			    "integer");
+		h->writer_id = v;
+	} else if (strcmp(k, "t") == 0) {
+		if (parse_num(value, BFT_MAX_T, &v) != 0)
+			return failf(h, EINVAL, "t must be 0..%u", BFT_MAX_T);
+		h->want_t = (unsigned)v;
+	} else if (strcmp(k, "encrypt") == 0) {
+		if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0 ||
+		    strcmp(value, "true") == 0 || strcmp(value, "yes") == 0)
+			h->encrypt = true;
+		else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0 ||
+		    strcmp(value, "false") == 0 || strcmp(value, "no") == 0)
+			h->encrypt = false;
+		else
+			return failf(h, EINVAL, "encrypt must be on or off");
+	} else if (strcmp(k, "cache") == 0) {
+		if (bft_parse_size(value, &v) != 0)
+			return failf(h, EINVAL, "cache: not a size: %s", value);
+		if (v > 0 && v < BFT_BLOCK_SIZE)
+			return failf(h, EINVAL, "cache must be 0 (off) or at "
+			    "least %u", BFT_BLOCK_SIZE);
+		h->cache_bytes = v;
+	} else {
+		return failf(h, EINVAL, "unknown parameter '%s'", k);
+	}
+	return 0;
+}
+
+const char *
+bftblk_options_help(void)
+{
+	return BFTBLK_OPTIONS_HELP;
+}
+
+/* encrypt= and volume-key= go together; loads the key when on. */
+static int
+setup_encryption(struct bftblk *h)
+{
+	struct bft_volume_key vk;
+	char err[512];
+	int r;
+
+	if (!h->encrypt) {
+		if (h->volume_key_path != NULL)
+			return failf(h, EINVAL, "volume-key= given but encrypt "
+			    "is off; add encrypt=on to use it");
+		return 0;
+	}
+	if (h->volume_key_path == NULL)
+		return failf(h, EINVAL, "encrypt=on needs volume-key=FILE "
+		    "(create one with: bftblk volume-key --out FILE)");
+	/*
+	 * A fixed writer id can, after a crash, take the timestamp of a
+	 * write that reached servers but never completed, for other data:
+	 * one AEAD nonce for two plaintexts.  Random ids never repeat.
+	 */
+	if (h->writer_id != 0)
+		return failf(h, EINVAL, "writer-id= cannot be combined with "
+		    "encrypt=on: a fixed writer id could reuse a timestamp, "
+		    "and with it an AEAD nonce, after a crash");
+	if (bft_volume_key_load(h->volume_key_path, &vk, err, sizeof err) != 0)
+		return failf(h, EINVAL, "%s", err);
+	r = bft_volcrypt_init(&h->vc, &vk, err, sizeof err);
+	bft_wipe(&vk, sizeof vk);
+	if (r != 0)
+		return failf(h, EINVAL, "%s: %s", h->volume_key_path, err);
+	return 0;
+}
+
+int
+bftblk_load(struct bftblk *h)
+{
+	char err[512];
+	int r;
+
+	if (h->loaded)
+		return 0;
+	if (h->config_path == NULL || h->keys_path == NULL)
+		return failf(h, EINVAL, "config=FILE and keys=FILE are "
+		    "required");
+	if (bft_crypto_init() != 0)
+		return failf(h, EIO, "cannot initialise crypto");
+	if (bft_config_load(h->config_path, &h->cfg, err, sizeof err) != 0 ||
+	    bft_client_key_load(h->keys_path, &h->key, err, sizeof err) != 0)
+		return failf(h, EINVAL, "%s", err);
+	if (memcmp(h->key.cluster_id, h->cfg.cluster_id,
+	    BFT_CLUSTER_ID_LEN) != 0 ||
+	    (h->key.role == BFT_ROLE_RW && h->key.n != h->cfg.n))
+		return failf(h, EINVAL, "%s is not a key of the cluster in %s",
+		    h->keys_path, h->config_path);
+	if (h->want_t && h->want_t != h->cfg.t)
+		return failf(h, EINVAL, "t=%u given, but the cluster has t=%u",
+		    h->want_t, h->cfg.t);
+	if (h->export_size == 0)
+		h->export_size = h->cfg.size;
+	if ((r = setup_encryption(h)) != 0)
+		return r;
+	if (h->export_size > h->cfg.size)
+		return failf(h, EINVAL, "size=%" PRIu64 " exceeds the "
+		    "cluster's %" PRIu64, h->export_size, h->cfg.size);
+	h->ec = bft_ec_new_len(h->cfg.t, h->ec_backend,
+	    h->encrypt ? BFT_SEALED_LEN : BFT_BLOCK_SIZE, err, sizeof err);
+	if (h->ec == NULL)
+		return failf(h, EINVAL, "%s", err);
+	if (strncmp(bft_ec_backend(h->ec), "isa_l", 5) != 0)
+		hlog(h, BFTBLK_LOG_WARN, "ISA-L is not available (install "
+		    "libisal2); using the slow %s erasure code",
+		    bft_ec_backend(h->ec));
+	while (h->writer_id == 0)	/* zero marks c0 */
+		bft_random(&h->writer_id, sizeof h->writer_id);
+	hlog(h, BFTBLK_LOG_DEBUG, "t=%u n=%u, %" PRIu64 " bytes, ec %s, "
+	    "fragment %u bytes, encryption %s", h->cfg.t, h->cfg.n,
+	    h->export_size, bft_ec_backend(h->ec), bft_ec_frag_len(h->ec),
+	    h->encrypt ? bft_aead_name(h->vc.aead) : "off");
+	h->loaded = true;
+	return 0;
+}
+
+int
+bftblk_connect(struct bftblk *h)
+{
+	struct bft_engine_params p;
+	int r;
+
+	if (h->eng != NULL)
+		return 0;
+	if ((r = bftblk_load(h)) != 0)
+		return r;
+	p = (struct bft_engine_params){
+		.cfg = &h->cfg, .key = &h->key, .ec = h->ec,
+		.vc = h->encrypt ? &h->vc : NULL,
+		.timeout_ms = h->timeout_s * 1000, .writer_id = h->writer_id,
+		.log = h->log, .log_opaque = h->log_opaque,
+	};
+	if (h->cache_bytes > 0 && h->cache == NULL &&
+	    (h->cache = bft_bc_new(h->cache_bytes)) == NULL)
+		return failf(h, ENOMEM, "cannot allocate the block cache");
+	if ((h->eng = bft_engine_start(&p)) == NULL)
+		return failf(h, EIO, "cannot start the event loop (or resolve "
+		    "a server's address)");
+	return 0;
+}
+
+/* "k=v k=v": the plugin's parameters, separated by blanks. */
+static int
+set_options(struct bftblk *h, const char *options)
+{
+	char *copy, *save, *tok;
+	int r = 0;
+
+	if (options == NULL)
+		return 0;
+	if ((copy = strdup(options)) == NULL)
+		return failf(h, ENOMEM, "out of memory");
+	for (tok = strtok_r(copy, " \t\n", &save); tok != NULL && r == 0;
+	    tok = strtok_r(NULL, " \t\n", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (eq == NULL) {
+			r = failf(h, EINVAL, "option '%s' is not key=value",
+			    tok);
+			break;
+		}
+		*eq = '\0';
+		r = bftblk_set_option(h, tok, eq + 1);
+	}
+	free(copy);
+	return r;
+}
+
+int
+bftblk_open(const char *config, const char *keys, const char *options,
+    struct bftblk **hp)
+{
+	struct bftblk *h = bftblk_create();
+	int r;
+
+	*hp = NULL;
+	if (h == NULL)
+		return failf(NULL, ENOMEM, "out of memory");
+	if ((r = bftblk_set_option(h, "config", config)) != 0 ||
+	    (r = bftblk_set_option(h, "keys", keys)) != 0 ||
+	    (r = set_options(h, options)) != 0 ||
+	    (r = bftblk_connect(h)) != 0) {
+		err_handle = NULL;	/* the message outlives h */
+		bftblk_close(h);
+		return r;
+	}
+	*hp = h;
+	return 0;
+}
+
+void
+bftblk_close(struct bftblk *h)
+{
+	if (h == NULL)
+		return;
+	bft_engine_stop(h->eng);
+	bft_bc_free(h->cache);
+	bft_ec_free(h->ec);
+	bft_volcrypt_wipe(&h->vc);
+	bft_wipe(&h->key, sizeof h->key);
+	free(h->config_path);
+	free(h->keys_path);
+	free(h->ec_backend);
+	free(h->volume_key_path);
+	free(h);
+}
+
+int
+bftblk_get_info(struct bftblk *h, struct bftblk_info *info)
+{
+	if (!h->loaded)
+		return failf(h, ENOTCONN, "the handle is not loaded yet");
+	*info = (struct bftblk_info){
+		.size = h->export_size, .block_size = BFT_BLOCK_SIZE,
+		.t = h->cfg.t, .n = h->cfg.n,
+		.readonly = h->key.role != BFT_ROLE_RW,
+		.client_name = h->key.name,
+		.ec_backend = bft_ec_backend(h->ec),
+		.encryption = h->encrypt ? bft_aead_name(h->vc.aead) : "off",
+	};
+	return 0;
+}
+
+/* Common checks of an I/O call: connected, in range, allowed. */
+static int
+check_io(struct bftblk *h, size_t count, uint64_t offset, bool write,
+    unsigned flags)
+{
+	if (h->eng == NULL)
+		return failf(h, ENOTCONN, "the handle is not connected");
+	if (flags & ~BFTBLK_FUA)
+		return failf(h, EINVAL, "unknown flags 0x%x", flags);
+	if (offset > h->export_size || count > h->export_size - offset)
+		return failf(h, EINVAL, "%zu bytes at %" PRIu64 " are beyond "
+		    "the end of the disk (%" PRIu64 " bytes)", count, offset,
+		    h->export_size);
+	if (write && h->key.role != BFT_ROLE_RW)
+		return failf(h, EPERM, "the key of '%s' is read-only",
+		    h->key.name);
+	return 0;
+}
+
+int
+bftblk_pread(struct bftblk *h, void *buf, size_t count, uint64_t offset)
+{
+	int r;
+
+	if ((r = check_io(h, count, offset, false, 0)) != 0 || count == 0)
+		return r;
+	if (io_read(h->eng, h->cache, buf, count, offset) != 0)
+		return fail(h);
+	return 0;
+}
+
+static int
+write_common(struct bftblk *h, const void *buf, size_t count,
+    uint64_t offset, unsigned flags)
+{
+	int r;
+
+	if ((r = check_io(h, count, offset, true, flags)) != 0)
+		return r;
+	if (count == 0)
+		return (flags & BFTBLK_FUA) ? bftblk_flush(h) : 0;
+	if (io_write(h->eng, h->cache, buf, count, offset,
+	    flags & BFTBLK_FUA) != 0)
+		return fail(h);
+	return 0;
+}
+
+int
+bftblk_pwrite(struct bftblk *h, const void *buf, size_t count,
+    uint64_t offset, unsigned flags)
+{
+	if (buf == NULL)
+		return failf(h, EINVAL, "pwrite needs a buffer");
+	return write_common(h, buf, count, offset, flags);
+}
+
+/* A register has no cheaper "absent" state: zeros are written. */
+int
+bftblk_zero(struct bftblk *h, size_t count, uint64_t offset, unsigned flags)
+{
+	return write_common(h, NULL, count, offset, flags);
+}
+
+int
+bftblk_trim(struct bftblk *h, size_t count, uint64_t offset, unsigned flags)
+{
+	return write_common(h, NULL, count, offset, flags);
+}
+
+int
+bftblk_flush(struct bftblk *h)
+{
+	if (h->eng == NULL)
+		return failf(h, ENOTCONN, "the handle is not connected");
+	if (io_flush(h->eng) != 0)
+		return fail(h);
+	return 0;
+}
+
+int
+bftblk_get_stats(struct bftblk *h, struct bftblk_stats *s)
+{
+	const struct bft_engine_stats *e;
+
+	if (h->eng == NULL)
+		return failf(h, ENOTCONN, "the handle is not connected");
+	e = bft_engine_stats(h->eng);
+	memset(s, 0, sizeof *s);
+	s->reads = e->reads;
+	s->writes = e->writes;
+	s->flushes = e->flushes;
+	s->fast_reads = e->fast_reads;
+	s->fast_read_fallbacks = e->fast_read_fallbacks;
+	s->read_restarts = e->read_restarts;
+	s->repairs = e->repairs;
+	s->fast_writes = e->fast_writes;
+	s->fast_write_fallbacks = e->fast_fallbacks;
+	s->timeouts = e->timeouts;
+	s->reconnects = e->reconnects;
+	s->forged_ts = e->forged_ts;
+	s->cache_hits = e->cache_hits;
+	s->cache_misses = e->cache_misses;
+	s->cache_stale = e->cache_stale;
+	s->coalesced = e->coalesced;
+	s->cached_blocks = bft_bc_count(h->cache);
+	s->cache_capacity = bft_bc_capacity(h->cache);
+	s->nservers = h->cfg.n;
+	for (unsigned i = 0; i < h->cfg.n; i++) {
+		const struct engine_server_stats *es = &e->server[i];
+		struct bftblk_server_stats *ss = &s->server[i];
+
+		ss->connected = es->connected;
+		ss->connects = es->connects;
+		ss->disconnects = es->disconnects;
+		ss->replies = es->replies;
+		ss->error_replies = es->error_replies;
+		ss->timeouts = es->timeouts;
+		ss->mismatched = es->mismatched;
+		ss->forged_ts = es->forged_ts;
+		ss->bad_fragments = es->bad_fragments;
+	}
+	return 0;
+}

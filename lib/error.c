@@ -1,0 +1,41 @@
+/* Per-thread errors of the library's calls (error_int.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error_int.h"
+
+static _Thread_local int last_errno;
+static _Thread_local char last_msg[512];
+
+int
+lib_fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	last_errno = err;
+	if (fmt == NULL) {
+		snprintf(last_msg, sizeof last_msg, "%s", strerror(err));
+		return -1;
+	}
+	va_start(ap, fmt);
+	vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int
+lib_take_errno(void)
+{
+	int err = last_errno ? last_errno : EIO;
+
+	last_errno = 0;
+	return err;
+}
+
+const char *
+lib_errmsg(void)
+{
+	return last_msg[0] ? last_msg : "no error";
+}
