@@ -75,6 +75,20 @@ void conn_flush_all(uv_check_t *h);
 int conn_resolve(struct bft_engine *cl, const struct bft_server_addr *a,
     struct sockaddr_storage *out);
 
+/*
+ * engine.c.  engine_new and engine_free make an engine with its loop
+ * and no thread or connection, which bft_engine_start adds: the unit
+ * tests drive such an engine by hand through a fake connection layer
+ * (tests/unit/fake_conn.c), starting ops, feeding replies to
+ * engine_dispatch and moving time with engine_tick.
+ */
+struct bft_engine *engine_new(const struct bft_engine_params *p);
+void engine_free(struct bft_engine *cl);
+/* Starts a submitted op's first round, or queues it for a slot. */
+void engine_start_op(struct op *op);
+/* Times out, or ends the short waits of, rounds whose deadline passed. */
+void engine_tick(struct engine_loop *lp, uint64_t now);
+
 /* engine.c, for conn.c */
 void engine_dispatch(struct conn *c, const struct bft_msg *m);
 /* A server answered HELLO: bring it into the rounds that lack it. */

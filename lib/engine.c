@@ -56,8 +56,6 @@ batch_signal(struct op_batch *b)
 	pthread_mutex_unlock(&b->lock);
 }
 
-static void start_op(struct op *op);
-
 /*
  * Slots are free: start waiting operations, oldest first.  An encrypted
  * write on a cached timestamp parks, and so frees its slot, within
@@ -75,7 +73,7 @@ admit_waiting(struct engine_loop *lp)
 		lp->waithead = next->next;
 		if (lp->waithead == NULL)
 			lp->waittail = NULL;
-		start_op(next);
+		engine_start_op(next);
 	}
 	lp->admitting = false;
 }
@@ -136,8 +134,8 @@ round_note_error(struct op *op, unsigned i, int status)
 	return true;
 }
 
-static void
-start_op(struct op *op)
+void
+engine_start_op(struct op *op)
 {
 	struct engine_loop *lp = op->cl->lp;
 	uint32_t s;
@@ -259,12 +257,9 @@ note_silent(struct op *op)
 			atomic_fetch_add(&op->cl->stats.server[i].timeouts, 1);
 }
 
-static void
-on_tick(uv_timer_t *t)
+void
+engine_tick(struct engine_loop *lp, uint64_t now)
 {
-	struct engine_loop *lp = t->data;
-	uint64_t now = uv_now(&lp->loop);
-
 	for (uint32_t s = 0; s < MAX_OPS && lp->nactive > 0; s++) {
 		struct op *op = lp->slots[s];
 
@@ -291,6 +286,14 @@ on_tick(uv_timer_t *t)
 }
 
 static void
+on_tick(uv_timer_t *t)
+{
+	struct engine_loop *lp = t->data;
+
+	engine_tick(lp, uv_now(&lp->loop));
+}
+
+static void
 on_wake(uv_async_t *a)
 {
 	struct engine_loop *lp = a->data;
@@ -308,7 +311,7 @@ on_wake(uv_async_t *a)
 	while (op != NULL) {
 		struct op *next = op->next;
 
-		start_op(op);
+		engine_start_op(op);
 		op = next;
 	}
 }
@@ -331,13 +334,16 @@ close_handle(uv_handle_t *h, void *arg)
 }
 
 struct bft_engine *
-bft_engine_start(const struct bft_engine_params *p)
+engine_new(const struct bft_engine_params *p)
 {
 	struct bft_engine *cl = calloc(1, sizeof *cl);
 	struct engine_loop *lp = calloc(1, sizeof *lp);
 
-	if (cl == NULL || lp == NULL)
-		goto out_free;
+	if (cl == NULL || lp == NULL || uv_loop_init(&lp->loop) != 0) {
+		free(lp);
+		free(cl);
+		return NULL;
+	}
 	cl->p = *p;
 	cl->n = p->cfg->n;
 	cl->t = p->cfg->t;
@@ -345,8 +351,6 @@ bft_engine_start(const struct bft_engine_params *p)
 	cl->lp = lp;
 	pthread_mutex_init(&cl->pool_lock, NULL);
 	pthread_mutex_init(&lp->qlock, NULL);
-	if (uv_loop_init(&lp->loop) != 0)
-		goto out_free;
 	uv_async_init(&lp->loop, &lp->wake, on_wake);
 	lp->wake.data = lp;
 	uv_timer_init(&lp->loop, &lp->tick);
@@ -360,24 +364,55 @@ bft_engine_start(const struct bft_engine_params *p)
 
 		c->cl = cl;
 		c->idx = i;
-		if (conn_resolve(cl, &p->cfg->servers[i], &c->addr) != 0)
-			goto out_loop;
 		uv_timer_init(&lp->loop, &c->retry);
 		c->retry.data = c;
-		conn_connect(c);
 	}
-	if (pthread_create(&lp->thread, NULL, loop_main, lp) != 0)
-		goto out_loop;
 	return cl;
+}
 
-out_loop:
-	/* Handles are only in the loop; closing it is enough on this path. */
+void
+engine_free(struct bft_engine *cl)
+{
+	struct engine_loop *lp = cl->lp;
+
 	uv_walk(&lp->loop, close_handle, NULL);
 	uv_run(&lp->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&lp->loop);
-out_free:
+	for (unsigned i = 0; i < cl->n; i++) {
+		free(lp->conns[i].rbuf);
+		bft_buf_free(&lp->conns[i].out);
+		bft_buf_free(&lp->conns[i].wbuf);
+		bft_chan_clear(&lp->conns[i].chan);
+	}
+	pthread_mutex_destroy(&lp->qlock);
+	op_pool_drain(cl);
+	pthread_mutex_destroy(&cl->pool_lock);
 	free(lp);
 	free(cl);
+}
+
+struct bft_engine *
+bft_engine_start(const struct bft_engine_params *p)
+{
+	struct bft_engine *cl = engine_new(p);
+	struct engine_loop *lp;
+
+	if (cl == NULL)
+		return NULL;
+	lp = cl->lp;
+	for (unsigned i = 0; i < cl->n; i++)
+		if (conn_resolve(cl, &p->cfg->servers[i],
+		    &lp->conns[i].addr) != 0)
+			goto out_free;
+	for (unsigned i = 0; i < cl->n; i++)
+		conn_connect(&lp->conns[i]);
+	if (pthread_create(&lp->thread, NULL, loop_main, lp) != 0)
+		goto out_free;
+	return cl;
+
+out_free:
+	/* Handles are only in the loop; closing it is enough on this path. */
+	engine_free(cl);
 	return NULL;
 }
 
@@ -394,20 +429,7 @@ bft_engine_stop(struct bft_engine *cl)
 	pthread_mutex_unlock(&lp->qlock);
 	uv_async_send(&lp->wake);
 	pthread_join(lp->thread, NULL);
-	uv_walk(&lp->loop, close_handle, NULL);
-	uv_run(&lp->loop, UV_RUN_DEFAULT);
-	uv_loop_close(&lp->loop);
-	for (unsigned i = 0; i < cl->n; i++) {
-		free(lp->conns[i].rbuf);
-		bft_buf_free(&lp->conns[i].out);
-		bft_buf_free(&lp->conns[i].wbuf);
-		bft_chan_clear(&lp->conns[i].chan);
-	}
-	pthread_mutex_destroy(&lp->qlock);
-	op_pool_drain(cl);
-	pthread_mutex_destroy(&cl->pool_lock);
-	free(lp);
-	free(cl);
+	engine_free(cl);
 }
 
 const struct bft_engine_stats *
