@@ -148,8 +148,10 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBCOMMON)
 $(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs libcrypto)
 
-# The misbehaving client of tests/faults/ and the channel tests, in parts.
-$(TESTCLIENT): $(call obj,$(TESTCLIENT_SRC)) $(LIBCOMMON)
+# The misbehaving client of tests/faults/ and the channel tests, in
+# parts; it speaks through the library's sessions (lib/session_int.h).
+$(BUILD)/tests/tools/testclient/%.o: override CFLAGS += -Ilib
+$(TESTCLIENT): $(call obj,$(TESTCLIENT_SRC)) $(LIBBFTBLK)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # util.o comes first: its log sink keeps log.o out of the archive.

@@ -11,6 +11,7 @@
 
 
 #include "conn_int.h"
+#include "session_int.h"
 
 /*
  * Frames for a server are gathered in c->out while the loop runs
@@ -237,14 +238,7 @@ on_server_hello(struct conn *c)
 	}
 	conn_send_raw(c, fin, sizeof fin);
 	c->state = C_HELLO;
-	memset(&m, 0, sizeof m);
-	m.type = BFT_HELLO;
-	memcpy(m.cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN);
-	m.hello_n = cfg->n;
-	m.hello_t = cfg->t;
-	m.block_size = cfg->block_size;
-	m.nblocks = cfg->nblocks;
-	m.server_index = c->idx;
+	bft_hello_fill(cfg, c->idx, &m);
 	conn_send(c, &m);
 	return 0;
 }

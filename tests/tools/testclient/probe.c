@@ -61,7 +61,7 @@ static void
 connect_one(unsigned i)
 {
 	tc_connect_servers(1u << i);
-	if (fds[i] < 0)
+	if (sess[i].fd < 0)
 		errx(1, "server %u: no channel (see above)", i);
 }
 
@@ -117,7 +117,7 @@ expect_closed(unsigned i)
 	ssize_t r;
 
 	for (;;) {
-		r = recv(fds[i], buf, sizeof buf, 0);
+		r = recv(sess[i].fd, buf, sizeof buf, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		break;
@@ -196,7 +196,7 @@ tc_cmd_tamper(void)
 		printf("tamper: %zu of the %zu bytes of a COLLECT, then EOF\n",
 		    4 + blen / 2, 4 + blen);
 		tc_send_raw(i, out.data + a, 4 + blen / 2);
-		shutdown(fds[i], SHUT_WR);
+		shutdown(sess[i].fd, SHUT_WR);
 	}
 	rc = expect_closed(i);
 	bft_buf_free(&out);
@@ -283,9 +283,9 @@ tc_cmd_pipeline(void)
 	tc_load(false);
 	i = first_server();
 	connect_one(i);
-	fd = fds[i];
+	fd = sess[i].fd;
 	lc = get_lc(i);
-	first_id = next_id;
+	first_id = sess[i].next_id;
 	if ((ends = malloc(opt.count * sizeof *ends)) == NULL)
 		err(1, "malloc");
 	for (uint64_t k = 0; k < opt.count; k++) {
@@ -366,7 +366,7 @@ tc_cmd_pipeline(void)
 				errx(1, "reply frame of %u bytes", flen);
 			if (alen - off - 4 < flen)
 				break;
-			if (bft_chan_open(&chans[i], acc + off, acc + off + 4,
+			if (bft_chan_open(&sess[i].chan, acc + off, acc + off + 4,
 			    &len) != 0)
 				errx(1, "reply %" PRIu64 " failed "
 				    "authentication", got);

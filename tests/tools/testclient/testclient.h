@@ -12,6 +12,7 @@
 #include "channel.h"
 #include "config.h"
 #include "keys.h"
+#include "session_int.h"
 #include "wire.h"
 
 #define ALL		((1u << n) - 1)
@@ -23,10 +24,8 @@
 /* chan.c */
 extern struct bft_config cfg;
 extern struct bft_client_key key;
-extern int fds[BFT_MAX_N];		/* -1: down or never reached */
-extern struct bft_chan chans[BFT_MAX_N];	/* of the connected ones */
+extern struct bft_session sess[BFT_MAX_N];	/* fd -1: down */
 extern unsigned n, t;
-extern uint64_t next_id;
 extern struct bft_msg req, rep;		/* big: kept off the stack */
 
 uint32_t tc_get_be32(const uint8_t *p);
