@@ -80,7 +80,8 @@ LIBCOMMON = $(BUILD)/libbftcommon.a
 # code inside for the plugin, the admin tool and the tests; shared with
 # only the bftblk_ functions exported.
 LIBBFTBLK = $(BUILD)/libbftblk.a
-LIBBFTBLK_SO = $(BUILD)/libbftblk.so
+LIBBFTBLK_SO = $(BUILD)/libbftblk.so.1
+LIBBFTBLK_LINK = $(BUILD)/libbftblk.so
 SERVER    = $(BUILD)/bftblk-server
 PLUGIN    = $(BUILD)/nbdkit-bftblk-plugin.so
 ADMIN     = $(BUILD)/bftblk
@@ -93,7 +94,10 @@ FUZZ_UNIT_BINS = $(patsubst %,$(BUILD)/tests/test_%,$(FUZZ_NAMES))
 # Unit tests of server internals link the server's objects except main.
 SERVER_LIB_OBJ = $(call obj,$(filter-out server/main.c,$(SERVER_SRC)))
 
-all: $(SERVER) $(LIBBFTBLK) $(LIBBFTBLK_SO) $(PLUGIN) $(ADMIN) $(UNIT_BINS) $(TOOL_BINS) $(TESTCLIENT) \
+EXAMPLE   = $(BUILD)/tests/bftblk-example
+
+all: $(SERVER) $(LIBBFTBLK) $(LIBBFTBLK_LINK) $(PLUGIN) $(ADMIN) $(EXAMPLE) \
+	$(UNIT_BINS) $(TOOL_BINS) $(TESTCLIENT) \
 	$(FUZZ_UNIT_BINS)
 
 $(BUILD)/%.o: %.c
@@ -124,6 +128,9 @@ $(LIBBFTBLK_SO): $(LIBBFTBLK_OBJ) lib/libbftblk.syms
 		-Wl,--version-script=lib/libbftblk.syms -Wl,--no-undefined \
 		-o $@ $(LIBBFTBLK_OBJ) $(PKG_LIBS)
 
+$(LIBBFTBLK_LINK): $(LIBBFTBLK_SO)
+	ln -sf $(notdir $<) $@
+
 # Front ends see lib/bftblk.h only.
 $(BUILD)/nbd-plugin/%.o $(BUILD)/admin/%.o: override CFLAGS += -Ilib
 
@@ -133,6 +140,13 @@ $(PLUGIN): $(call obj,$(PLUGIN_SRC)) $(LIBBFTBLK) nbd-plugin/plugin.syms
 
 $(ADMIN): $(call obj,$(ADMIN_SRC)) $(LIBBFTBLK)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# The documentation's example, as a user builds it: the public header
+# and the shared library only (tests/integration/library.sh runs it).
+$(EXAMPLE): docs/example.c lib/bftblk.h $(LIBBFTBLK_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ilib $(LDFLAGS) -o $@ docs/example.c \
+		-L$(BUILD) -lbftblk -Wl,-rpath,$(abspath $(BUILD))
 
 $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 	$(BUILD)/tests/test_handler $(BUILD)/tests/test_clients: $(SERVER_LIB_OBJ)

@@ -12,5 +12,6 @@ int admin_path_in(char *out, size_t len, const char *dir, const char *name);
 int admin_keygen(int argc, char **argv);
 int admin_client(int argc, char **argv);
 int admin_volume_key(int argc, char **argv);
+int admin_ping(int argc, char **argv);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * bftblk(8): the administration tool.  `bftblk keygen` creates a cluster
  * directory (keygen.c); `bftblk client` adds and revokes the clients
- * servers let in (client.c); `bftblk volume-key` creates the key of an
- * encrypted volume (volume.c).
+ * servers let in (client_keys.c); `bftblk volume-key` creates the key of an
+ * encrypted volume (volume.c); `bftblk ping` checks that this host
+ * reaches the cluster through libbftblk (ping.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -41,7 +42,11 @@ admin_usage(FILE *fp)
 	    "  Creates the key of an encrypted volume (plugin encrypt=on); "
 	    "AEAD is\n"
 	    "  aes256gcm (default where the CPU has AES-NI) or "
-	    "xchacha20poly1305.\n");
+	    "xchacha20poly1305.\n"
+	    "usage: bftblk ping --dir DIR [--keys FILE] [--timeout SECS]\n"
+	    "  Connects as the client of FILE (default DIR/client.key), "
+	    "lists the servers\n"
+	    "  it reaches, and reads block 0; exits 0 when I/O works.\n");
 }
 
 int
@@ -62,6 +67,8 @@ main(int argc, char **argv)
 		return admin_client(argc - 1, argv + 1);
 	if (strcmp(argv[1], "volume-key") == 0)
 		return admin_volume_key(argc - 1, argv + 1);
+	if (strcmp(argv[1], "ping") == 0)
+		return admin_ping(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
 		admin_usage(stdout);
 		return 0;
