@@ -5,7 +5,7 @@
 # their read-modify-writes, as documented) and 8 clients write 4 KiB
 # slots of 2 hot blocks and read the blocks whole for 15 s, so up to 8
 # small writes meet on a block and go out together
-# (nbd-plugin/coalesce.h).  Every slot is a register of its own (see
+# (lib/coalesce_int.h).  Every slot is a register of its own (see
 # record_history.py --slot); with a final read appended, the history
 # must be linearizable, no op may fail and no slot may hold bytes no
 # write wrote.  The plugin's counter must show writes that were

@@ -1,7 +1,7 @@
 /*
  * Fuzzes what a peer can send before and around the frame decoder: the
  * client hello a server parses and answers (server/handshake.c), the
- * server hello a client checks (nbd-plugin/conn.c), and sealed frames
+ * server hello a client checks (lib/conn.c), and sealed frames
  * opened on an established channel.  The first byte picks the target:
  *
  *   sel % 3 == 0:  the rest is a client hello for a server that knows

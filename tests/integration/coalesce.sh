@@ -1,6 +1,6 @@
 #!/bin/bash
 # Small writes to one block in flight together are written as one block
-# write (nbd-plugin/coalesce.h).  Checks, against a model, that batching
+# write (lib/coalesce_int.h).  Checks, against a model, that batching
 # loses or mixes nothing:
 #
 # 1. 4 KiB writes to every slot of 8 blocks, 64 in flight, several

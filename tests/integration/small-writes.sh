@@ -1,5 +1,5 @@
 #!/bin/bash
-# Small writes and the block cache (nbd-plugin/blockcache.h, write.c).
+# Small writes and the block cache (lib/blockcache_int.h, write.c).
 #
 # 1. One writer: random writes of 1 byte to 12 KiB, most of them 4 KiB
 #    and aligned, some across a block boundary, over 24 blocks, checked

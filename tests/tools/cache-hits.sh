@@ -1,6 +1,6 @@
 #!/bin/bash
 # Measures how often partial writes find their block in the block cache
-# (nbd-plugin/blockcache.h), the way fio-jobs/bench drives them: a fill
+# (lib/blockcache_int.h), the way fio-jobs/bench drives them: a fill
 # of FIO_SIZE with 64 KiB writes, then fio-jobs/rand-write-4k.fio for
 # FIO_RUNTIME seconds, once per cache size.  Not a test: it prints one
 # line per size from the plugin's statistics and never fails on the

@@ -27,7 +27,7 @@ appends those reads; it fails (status 1) when one of them fails.
 
 --slot N makes every write N bytes, an aligned slot of a hot block
 (4096: sixteen slots per block), so one nbdkit's small writes meet on a
-block and are coalesced (nbd-plugin/coalesce.h).  Each slot is then a
+block and are coalesced (lib/coalesce_int.h).  Each slot is then a
 register of its own: the history's "block" is block * slots + slot, and
 a read, still of the whole block, is recorded as one read per slot with
 the same call and return times (a read that linearizes at one point
