@@ -76,6 +76,13 @@ obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
 LIBCOMMON = $(BUILD)/libbftcommon.a
 SERVER    = $(BUILD)/bftblk-server
+# The server with the test-only options of server/testing/ (--byzantine,
+# --record-frames), for tests/faults/ and tests/fuzz/make-seeds.sh.  Its
+# objects are compiled with BFTBLK_TEST_SERVER into $(BUILD)/testserver/,
+# never mixed with the production server's.
+TESTSERVER = $(BUILD)/tests/bftblk-server-test
+TESTSERVER_SRC = $(SERVER_SRC)
+TESTSERVER_OBJ = $(patsubst %.c,$(BUILD)/testserver/%.o,$(TESTSERVER_SRC))
 PLUGIN    = $(BUILD)/nbdkit-bftblk-plugin.so
 ADMIN     = $(BUILD)/bftblk
 UNIT_BINS = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -88,7 +95,7 @@ FUZZ_UNIT_BINS = $(patsubst %,$(BUILD)/tests/test_%,$(FUZZ_NAMES))
 SERVER_LIB_OBJ = $(call obj,$(filter-out server/main.c,$(SERVER_SRC)))
 
 all: $(SERVER) $(PLUGIN) $(ADMIN) $(UNIT_BINS) $(TOOL_BINS) $(TESTCLIENT) \
-	$(FUZZ_UNIT_BINS)
+	$(FUZZ_UNIT_BINS) $(TESTSERVER)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -104,6 +111,14 @@ $(LIBCOMMON): $(call obj,$(COMMON_SRC)) \
 	rm -f $@ && ar rcs $@ $^
 
 $(SERVER): $(call obj,$(SERVER_SRC)) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/testserver/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DBFTBLK_TEST_SERVER -Iserver -MMD -MP -c $< -o $@
+
+$(TESTSERVER): $(TESTSERVER_OBJ) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(PLUGIN): $(call obj,$(PLUGIN_SRC)) $(LIBCOMMON)
