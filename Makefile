@@ -79,9 +79,10 @@ SERVER    = $(BUILD)/bftblk-server
 # The server with the test-only options of server/testing/ (--byzantine,
 # --record-frames), for tests/faults/ and tests/fuzz/make-seeds.sh.  Its
 # objects are compiled with BFTBLK_TEST_SERVER into $(BUILD)/testserver/,
-# never mixed with the production server's.
+# never mixed with the production server's: without that define,
+# server/test_hooks.h compiles to nothing and bftblk-server has none of it.
 TESTSERVER = $(BUILD)/tests/bftblk-server-test
-TESTSERVER_SRC = $(SERVER_SRC)
+TESTSERVER_SRC = $(SERVER_SRC) $(wildcard server/testing/*.c)
 TESTSERVER_OBJ = $(patsubst %.c,$(BUILD)/testserver/%.o,$(TESTSERVER_SRC))
 PLUGIN    = $(BUILD)/nbdkit-bftblk-plugin.so
 ADMIN     = $(BUILD)/bftblk
