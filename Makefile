@@ -1,6 +1,9 @@
 # bftblk: a Byzantine-fault-tolerant, erasure-coded network block device.
 #
-#   make                 build everything into build/
+#   make                 build everything into build/, with the test
+#                        server build/tests/bftblk-server-test (the
+#                        test-only options of server/testing/, which
+#                        bftblk-server never contains)
 #   make check           unit + integration tests (what CI runs)
 #   make check-unit      cmocka unit tests only
 #   make check-asan      unit + integration tests built with ASan+UBSan
