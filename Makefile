@@ -1,6 +1,9 @@
 # bftblk: a Byzantine-fault-tolerant, erasure-coded network block device.
 #
-#   make                 build everything into build/
+#   make                 build everything into build/, with the test
+#                        server build/tests/bftblk-server-test (the
+#                        test-only options of server/testing/, which
+#                        bftblk-server never contains)
 #   make check           unit + integration tests (what CI runs)
 #   make check-unit      cmocka unit tests only
 #   make check-asan      unit + integration tests built with ASan+UBSan
@@ -83,6 +86,14 @@ LIBBFTBLK = $(BUILD)/libbftblk.a
 LIBBFTBLK_SO = $(BUILD)/libbftblk.so.1
 LIBBFTBLK_LINK = $(BUILD)/libbftblk.so
 SERVER    = $(BUILD)/bftblk-server
+# The server with the test-only options of server/testing/ (--byzantine,
+# --record-frames), for tests/faults/ and tests/fuzz/make-seeds.sh.  Its
+# objects are compiled with BFTBLK_TEST_SERVER into $(BUILD)/testserver/,
+# never mixed with the production server's: without that define,
+# server/test_hooks.h compiles to nothing and bftblk-server has none of it.
+TESTSERVER = $(BUILD)/tests/bftblk-server-test
+TESTSERVER_SRC = $(SERVER_SRC) $(wildcard server/testing/*.c)
+TESTSERVER_OBJ = $(patsubst %.c,$(BUILD)/testserver/%.o,$(TESTSERVER_SRC))
 PLUGIN    = $(BUILD)/nbdkit-bftblk-plugin.so
 ADMIN     = $(BUILD)/bftblk
 UNIT_BINS = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -98,7 +109,7 @@ EXAMPLE   = $(BUILD)/tests/bftblk-example
 
 all: $(SERVER) $(LIBBFTBLK) $(LIBBFTBLK_LINK) $(PLUGIN) $(ADMIN) $(EXAMPLE) \
 	$(UNIT_BINS) $(TOOL_BINS) $(TESTCLIENT) \
-	$(FUZZ_UNIT_BINS)
+	$(FUZZ_UNIT_BINS) $(TESTSERVER)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -114,6 +125,14 @@ $(LIBCOMMON): $(call obj,$(COMMON_SRC)) \
 	rm -f $@ && ar rcs $@ $^
 
 $(SERVER): $(call obj,$(SERVER_SRC)) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/testserver/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DBFTBLK_TEST_SERVER -Iserver -MMD -MP -c $< -o $@
+
+$(TESTSERVER): $(TESTSERVER_OBJ) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 LIBBFTBLK_OBJ = $(call obj,$(LIB_SRC) $(COMMON_SRC)) \

@@ -15,7 +15,6 @@
 
 #include <uv.h>
 
-#include "byzantine.h"
 #include "config.h"
 #include "crypto.h"
 #include "keys.h"
@@ -23,18 +22,14 @@
 #include "handler.h"
 #include "net.h"
 #include "reload.h"
-#include "record.h"
 #include "store.h"
+#include "test_hooks.h"
 
 struct opts {
 	const char *config, *key, *data, *listen, *unix_path, *pidfile;
 	unsigned max_pending;
 	struct bft_net_limits lim;
 	int verbose;
-	unsigned byz_modes;		/* --byzantine, test only */
-	const char *record_dir;		/* --record-frames, test only */
-	uint64_t byz_seed;
-	bool byz_seeded;
 };
 
 struct server {
@@ -55,10 +50,7 @@ usage(FILE *f)
 	    "                     [--max-client-conns N] [--max-inflight N] "
 	    "[--max-client-stores N]\n"
 	    "                     [--handshake-timeout MS] "
-	    "[--client-store-window MS]\n"
-	    "                     [--byzantine MODE[,MODE...] "
-	    "[--byzantine-seed N]]  (tests only)\n"
-	    "                     [--record-frames DIR]  (tests only)\n");
+	    "[--client-store-window MS]\n" BFT_TEST_USAGE);
 }
 
 static int
@@ -129,14 +121,11 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "byzantine", required_argument, NULL, 'B' },
-		{ "byzantine-seed", required_argument, NULL, 'S' },
-		{ "record-frames", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
+		BFT_TEST_LONGOPTS
 		{ NULL, 0, NULL, 0 },
 	};
-	char err[512], *end;
-	int ch;
+	int ch, r;
 
 	memset(o, 0, sizeof *o);
 	o->max_pending = BFT_DEFAULT_MAX_PENDING;
@@ -149,7 +138,6 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'l': o->listen = optarg; break;
 		case 'u': o->unix_path = optarg; break;
 		case 'p': o->pidfile = optarg; break;
-		case 'R': o->record_dir = optarg; break;
 		case 'v': o->verbose = 1; break;
 		case 'P':
 			if (parse_count(optarg, &o->max_pending) < 0) {
@@ -180,28 +168,16 @@ parse_args(int argc, char **argv, struct opts *o)
 				o->lim.store_window_ms = v;
 			break;
 		}
-		case 'B':
-			if (bft_byz_parse(optarg, &o->byz_modes, err,
-			    sizeof err) < 0) {
-				bft_log("--byzantine: %s", err);
-				return -1;
-			}
-			break;
-		case 'S':
-			errno = 0;
-			o->byz_seed = strtoull(optarg, &end, 0);
-			if (errno || end == optarg || *end != '\0') {
-				bft_log("--byzantine-seed: not a number: %s",
-				    optarg);
-				return -1;
-			}
-			o->byz_seeded = true;
-			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
 		default:
-			usage(stderr);
+			/* The test server's options; production has none. */
+			r = bft_test_option(ch, optarg);
+			if (r > 0)
+				break;
+			if (r == 0)
+				usage(stderr);
 			return -1;
 		}
 	}
@@ -209,37 +185,6 @@ parse_args(int argc, char **argv, struct opts *o)
 		usage(stderr);
 		return -1;
 	}
-	/*
-	 * A server that lies must never come from a stray option in a
-	 * production unit file: the test harness says so explicitly.
-	 */
-	if ((o->byz_modes || o->byz_seeded || o->record_dir) &&
-	    (getenv(BFT_BYZ_ENV) == NULL ||
-	    strcmp(getenv(BFT_BYZ_ENV), "1") != 0)) {
-		bft_log("--byzantine and --byzantine-seed make this server lie "
-		    "to its clients, and --record-frames copies what they "
-		    "send to disk, for tests only; refused unless the "
-		    "environment has %s=1", BFT_BYZ_ENV);
-		return -1;
-	}
-	return 0;
-}
-
-/* Sets up the test-only Byzantine layer; 0 or -1. */
-static int
-start_byzantine(struct opts *o, uv_loop_t *loop, struct bft_handler *h,
-    struct bft_net *net, struct bft_byz **byz)
-{
-	if (o->byz_modes == 0)
-		return 0;
-	if (!o->byz_seeded)
-		bft_random(&o->byz_seed, sizeof o->byz_seed);
-	*byz = bft_byz_new(loop, h, o->byz_modes, o->byz_seed);
-	if (*byz == NULL) {
-		bft_log("out of memory");
-		return -1;
-	}
-	bft_net_set_byzantine(net, *byz);
 	return 0;
 }
 
@@ -398,7 +343,6 @@ main(int argc, char **argv)
 	struct bft_store_identity id;
 	struct bft_handler h;
 	struct bft_store *st = NULL;
-	struct bft_byz *byz = NULL;
 	struct server srv;
 	struct opts o;
 	uv_loop_t loop;
@@ -455,15 +399,7 @@ main(int argc, char **argv)
 		bft_log("out of memory");
 		goto out_loop;
 	}
-	if (o.record_dir &&
-	    bft_record_start(o.record_dir, err, sizeof err) < 0) {
-		bft_log("--record-frames: %s", err);
-		goto out_net;
-	}
-	if (o.record_dir)
-		bft_log("*** TEST MODE: recording received frames into %s",
-		    o.record_dir);
-	if (start_byzantine(&o, &loop, &h, srv.net, &byz) < 0 ||
+	if (bft_test_start(&loop, &h) < 0 ||
 	    start(&srv, &loop, &o, &cfg, &key) < 0)
 		goto out_net;
 	bft_log("listening on %s (server %u of %u, t=%u, %" PRIu64 " blocks)",
@@ -481,8 +417,7 @@ out_net:
 	stop(&srv);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	bft_net_free(srv.net);
-	bft_byz_free(byz);
-	bft_record_stop();
+	bft_test_stop();
 out_loop:
 	uv_loop_close(&loop);
 out_handler:

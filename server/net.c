@@ -15,12 +15,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "byzantine.h"
 #include "log.h"
-#include "record.h"
 #include "wire.h"
 #include "net.h"
 #include "net_int.h"
+#include "test_hooks.h"
 
 static void process(struct conn *c);
 
@@ -91,8 +90,7 @@ conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
-	bft_byz_conn_close(c->byz);
-	c->byz = NULL;
+	bft_test_conn_close(c);
 	/* libuv cancels a write in flight; its callback runs before ours. */
 	uv_close(&c->u.handle, on_conn_closed);
 }
@@ -308,8 +306,9 @@ send_reply(struct conn *c)
 }
 
 /*
- * Test only: a reply the Byzantine layer held back goes out now, sealed
- * in its turn like any other.
+ * A reply the test server held back (test_hooks.h) goes out now, sealed
+ * in its turn like any other.  Nothing calls it in the production build,
+ * where the compiler drops it.
  */
 static void
 send_held(void *ctx, const uint8_t *frame, size_t len)
@@ -373,8 +372,7 @@ dispatch(struct conn *c)
 		c->hello_ok = true;
 		bft_debug("conn %s: HELLO ok", c->peer);
 	}
-	if (c->byz != NULL && rc == 0 &&
-	    bft_byz_reply(c->byz, &net->req, &net->rep) != BFT_BYZ_SEND)
+	if (rc == 0 && bft_test_reply_taken(c))
 		return true;
 	if (!send_reply(c))
 		return false;
@@ -436,7 +434,7 @@ process(struct conn *c)
 			    "replayed, reordered or dropped in transit)");
 			return;
 		}
-		bft_record_frame(c->rbuf + c->rstart + 4, blen);
+		bft_test_frame(c->rbuf + c->rstart + 4, blen);
 		if (bft_wire_decode(c->rbuf + c->rstart + 4, blen, net->n,
 		    &net->req, &why) < 0) {
 			char msg[160];
@@ -532,8 +530,7 @@ bft_net_on_connection(uv_stream_t *server, int status)
 		conn_close(c);
 		return;
 	}
-	if (net->byz != NULL &&
-	    (c->byz = bft_byz_conn_new(net->byz, send_held, c)) == NULL) {
+	if (bft_test_conn_open(c, send_held) < 0) {
 		bft_log("conn %s: refused: out of memory", c->peer);
 		conn_close(c);
 		return;
@@ -548,12 +545,6 @@ bft_net_on_connection(uv_stream_t *server, int status)
 	net->nconns++;
 	bft_debug("conn %s: connected (%u open)", c->peer, net->nconns);
 	process(c);
-}
-
-void
-bft_net_set_byzantine(struct bft_net *net, struct bft_byz *byz)
-{
-	net->byz = byz;
 }
 
 const char *

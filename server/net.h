@@ -13,7 +13,6 @@
 
 #include <uv.h>
 
-#include "byzantine.h"
 #include "handler.h"
 
 #define BFT_DEFAULT_MAX_CONNS		256
@@ -61,12 +60,6 @@ int bft_net_listen_tcp(struct bft_net *net, const char *host, uint16_t port,
     char *err, size_t errlen);
 int bft_net_listen_unix(struct bft_net *net, const char *path,
     char *err, size_t errlen);
-
-/*
- * Test only: every connection's replies go through byz (see
- * byzantine.h).  Before the first connection; NULL turns it off.
- */
-void bft_net_set_byzantine(struct bft_net *net, struct bft_byz *byz);
 
 /* Where the listeners are, e.g. "127.0.0.1:7000 and unix:/run/s0". */
 const char *bft_net_where(const struct bft_net *net);

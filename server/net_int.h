@@ -45,7 +45,9 @@ struct conn {
 	struct bft_buf out;	/* encoded replies not yet handed to libuv */
 	struct bft_buf wbuf;	/* the replies of the write in flight */
 	uv_write_t wreq;
-	struct bft_byz_conn *byz;	/* test-only lies, or NULL */
+#ifdef BFTBLK_TEST_SERVER
+	struct bft_byz_conn *byz;	/* test_hooks.h: lies, or NULL */
+#endif
 	bool writing, reading, paused, hello_ok, closing, close_after_write;
 	enum { HS_HELLO, HS_FINISH, HS_DONE } hs;
 	struct bft_chan chan;
@@ -63,7 +65,6 @@ struct listener {
 struct bft_net {
 	uv_loop_t *loop;
 	struct bft_handler *h;
-	struct bft_byz *byz;		/* --byzantine, or NULL */
 	unsigned n, max_conns, nconns;
 	struct listener tcp, unx;
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];

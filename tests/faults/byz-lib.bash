@@ -1,6 +1,9 @@
 # shellcheck shell=bash
-# Sourced by tests/faults/byz-*.sh: Byzantine servers (bftblk-server
-# --byzantine, see server/byzantine.h) under a concurrent workload.
+# Sourced by tests/faults/byz-*.sh: Byzantine servers (the test build
+# build/tests/bftblk-server-test with --byzantine, see
+# server/testing/byzantine.h) under a concurrent workload.  Honest servers
+# run the production bftblk-server, so it is that binary the liars are
+# mixed with.
 #
 # (Named .bash, not .sh, so that `make check-faults` does not run it as a
 # scenario of its own.)
@@ -25,6 +28,7 @@ command -v fio >/dev/null || skip "fio is not installed"
 [[ " $(fio --enghelp 2>/dev/null | tr -s '\t\n' '  ') " == *" nbd "* ]] ||
     skip "fio has no nbd engine"
 
+[ -x "$TEST_SERVER" ] || fail "$TEST_SERVER is missing: run make first"
 export BFTBLK_TEST_BYZANTINE=1
 CLUSTER_SIZE=${CLUSTER_SIZE:-64M}
 BYZ_SEED=${BYZ_SEED:-$RANDOM$RANDOM}
@@ -107,8 +111,9 @@ def check(tags, what):
           % (what, len(tags)))
 "
 
-# byz_start I MODES: starts server I with --byzantine=MODES (comma list),
-# or honest when MODES is "honest".
+# byz_start I MODES: starts server I as the test server with
+# --byzantine=MODES (comma list), or as the production server when MODES
+# is "honest".
 byz_start()
 {
 	local i=$1 modes=$2
@@ -117,7 +122,8 @@ byz_start()
 		server_start "$i"
 		return 0
 	fi
-	SERVER_ARGS="${SERVER_ARGS:-} --byzantine=$modes --byzantine-seed=$BYZ_SEED" \
+	SERVER_BIN=$TEST_SERVER \
+	    SERVER_ARGS="${SERVER_ARGS:-} --byzantine=$modes --byzantine-seed=$BYZ_SEED" \
 	    server_start "$i"
 	grep -q 'BYZANTINE TEST MODE' "$TESTDIR/log/server-$i.log" ||
 	    fail "server-$i does not say it runs in Byzantine mode"

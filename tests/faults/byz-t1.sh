@@ -7,8 +7,8 @@
 # verification, a recorded two-writer history checked by lincheck, and
 # the known data of every phase so far read back byte for byte through
 # both nbdkit instances.  Its exit line must show that the mode really
-# changed or withheld replies.  Modes (server/byzantine.c says what each
-# attacks): corrupt-fragment, bad-checksum, stale, forge-candidate,
+# changed or withheld replies.  Modes (server/testing/byzantine.h says
+# what each attacks): corrupt-fragment, bad-checksum, stale, forge-candidate,
 # bad-mac, equivocate (honest to one nbdkit, lying to the other), refuse
 # (error statuses and misdirected replies), mute, slow.  At the end, with every server honest again, a fresh nbdkit must
 # read all known data, and the plugin's counters must show the forged

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Makes the seed corpora of the fuzz harnesses from real traffic:
 # starts a t=1 cluster of 64 blocks (the geometry of fuzz_handler) whose
-# servers record every frame body they receive (--record-frames), runs a
+# servers record every frame body they receive (--record-frames, so they
+# are the test build build/tests/bftblk-server-test), runs a
 # short workload through nbdkit (writes whole and partial blocks,
 # overwrites, reads, flushes, a server killed and back, so reads write
 # back) plus a crashed writer and forged write-backs from
@@ -25,7 +26,7 @@
 
 TC=$BUILD/tests/bftblk-testclient
 HARNESS=$BUILD/tests/test_fuzz_handler
-for f in "$TC" "$HARNESS"; do
+for f in "$TC" "$HARNESS" "$TEST_SERVER"; do
 	[ -x "$f" ] || fail "$f is missing: run make first"
 done
 REC=$TESTDIR/rec
@@ -42,7 +43,8 @@ server_start()
 	# A restarted server numbers its files from 0 again.
 	[ -e "$d" ] && d=$d.$SECONDS
 	mkdir -p "$d"
-	SERVER_ARGS="--record-frames $d" _lib_server_start "$1"
+	SERVER_BIN=$TEST_SERVER SERVER_ARGS="--record-frames $d" \
+	    _lib_server_start "$1"
 }
 
 CLUSTER_SIZE=4M cluster_start 1

@@ -19,6 +19,9 @@
 #   CLUSTER_SIZE disk size for cluster_start (default 64M)
 #   SERVER_ARGS extra arguments for every bftblk-server (e.g. -v)
 #   SERVER_ARGS_I extra arguments for bftblk-server I only
+#   SERVER_BIN  the server binary server_start runs (default $SERVER,
+#               the production bftblk-server; $TEST_SERVER for the
+#               test-only options --byzantine and --record-frames)
 #   CLUSTER_CHANNEL aead (default) or plain: cluster_start's keygen
 #               --channel
 #   NBDKIT_ARGS extra nbdkit options (e.g. -v)
@@ -34,6 +37,9 @@ case "$BUILD" in
 esac
 ADMIN=$BUILD/bftblk
 SERVER=$BUILD/bftblk-server
+# Built from the same sources plus server/testing/; only the tests that
+# lie or record pick it, through SERVER_BIN.
+TEST_SERVER=$BUILD/tests/bftblk-server-test
 PLUGIN=$BUILD/nbdkit-bftblk-plugin.so
 
 VALGRIND=${VALGRIND:-0}
@@ -278,7 +284,7 @@ server_start()
 	fi
 	own=SERVER_ARGS_$i
 	# shellcheck disable=SC2206 # SERVER_ARGS are lists of words.
-	cmd+=("$SERVER" --config "$CLUSTER_DIR/bftblk.conf"
+	cmd+=("${SERVER_BIN:-$SERVER}" --config "$CLUSTER_DIR/bftblk.conf"
 	    --key "$CLUSTER_DIR/server-$i.key"
 	    --data "$TESTDIR/data/server-$i" ${SERVER_ARGS:-} ${!own:-})
 	echo "== $(date +%T) ${cmd[*]}" >>"$logf"

@@ -1,9 +1,10 @@
 /*
- * Test only (--record-frames DIR): every frame body the server receives
- * is written to DIR/<seq>, before it is decoded, so that real traffic
- * can seed the fuzzers in tests/fuzz/.  Like --byzantine, the option is
- * refused unless the environment has BFTBLK_TEST_BYZANTINE=1: a server
- * must never copy what clients send to disk because of a stray option.
+ * Test server only (--record-frames DIR, server/test_hooks.h): every
+ * frame body the server receives is written to DIR/<seq>, before it is
+ * decoded, so that real traffic can seed the fuzzers in tests/fuzz/.
+ * Like --byzantine, the option is refused unless the environment has
+ * BFTBLK_TEST_BYZANTINE=1: a server must never copy what clients send
+ * to disk because of a stray option.
  */
 #ifndef BFTBLK_RECORD_H
 #define BFTBLK_RECORD_H

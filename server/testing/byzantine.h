@@ -1,5 +1,7 @@
 /*
- * Test-only Byzantine behaviour of bftblk-server (--byzantine=MODES).
+ * Test-only Byzantine behaviour of the test server, build/tests/
+ * bftblk-server-test (--byzantine=MODES); the production bftblk-server
+ * is built without it (server/test_hooks.h).
  *
  * The protocol handler always runs honestly, so the server's own state
  * stays that of a correct server; this layer then lies about it: given a
@@ -8,8 +10,8 @@
  * so a client has to reject it on its content, not on its framing.
  *
  * The option is refused unless the environment has BFTBLK_TEST_BYZANTINE=1,
- * so a stray option in a production unit file cannot turn a server into
- * a liar.
+ * so a stray option in a unit file that names the test build cannot
+ * turn a server into a liar.
  */
 #ifndef BFTBLK_BYZANTINE_H
 #define BFTBLK_BYZANTINE_H

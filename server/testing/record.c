@@ -1,7 +1,8 @@
 /*
  * Frame recording for fuzzing seeds (see record.h).  The server's event
  * loop is single-threaded, so one global state is enough, and it lets
- * net.c call in with a single line wherever a frame body is split off.
+ * net.c's hook (bft_test_frame) call in wherever a frame body is split
+ * off.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /*
- * Private to server/byzantine*.c: the server-wide state of the Byzantine
+ * Private to server/testing/byzantine*.c: the server-wide state of the Byzantine
  * test modes, shared by the plumbing (byzantine.c: modes, connections,
  * held replies) and the lies themselves (byzantine_lies.c).
  */
