@@ -168,7 +168,7 @@ $(EXAMPLE): docs/example.c lib/bftblk.h $(LIBBFTBLK_LINK)
 		-L$(BUILD) -lbftblk -Wl,-rpath,$(abspath $(BUILD))
 
 $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
-	$(BUILD)/tests/test_handler $(BUILD)/tests/test_clients: $(SERVER_LIB_OBJ)
+	$(BUILD)/tests/test_handler $(BUILD)/tests/test_quota: $(SERVER_LIB_OBJ)
 # Pieces of the engine that stand alone.
 $(BUILD)/tests/test_blockcache: $(BUILD)/lib/blockcache.o
 $(BUILD)/tests/test_coalesce: $(BUILD)/lib/coalesce.o

@@ -33,7 +33,7 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 	struct bft_net *net = c->net;
 	const struct bft_config *cfg = net->h->cfg;
 	struct bft_chan_hello h;
-	struct bft_client_state *cl;
+	struct bft_client_quota *cl;
 	uint8_t sh[BFT_CHAN_SHELLO_LEN];
 	char detail[96], fp[17];
 	bool oom;
@@ -47,7 +47,7 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 	if (h.mode != cfg->channel)
 		return refuse(c, BFT_CHAN_WRONG_MODE, "");
 	bft_chan_fingerprint(h.client_pk, fp);
-	cl = bft_clients_get(&net->clients, h.client_pk, &oom);
+	cl = bft_quota_get(&net->quotas, h.client_pk, &oom);
 	if (cl == NULL) {
 		if (oom) {
 			bft_net_conn_fail(c, "out of memory");
@@ -56,7 +56,7 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 		snprintf(detail, sizeof detail, " (key %s...)", fp);
 		return refuse(c, BFT_CHAN_UNKNOWN_CLIENT, detail);
 	}
-	if (cl->nconns >= net->clients.max_conns) {
+	if (cl->nconns >= net->quotas.max_conns) {
 		snprintf(detail, sizeof detail, ": client %s has %u "
 		    "(--max-client-conns)", cl->name, cl->nconns);
 		return refuse(c, BFT_CHAN_TOO_MANY, detail);
@@ -84,18 +84,18 @@ static int
 admit(struct conn *c)
 {
 	struct bft_net *net = c->net;
-	struct bft_client_state *cl;
+	struct bft_client_quota *cl;
 	char detail[96];
 	bool oom;
 
 	/* A SIGHUP between hello and finish may have revoked the key. */
-	cl = bft_clients_get(&net->clients, c->client_pk, &oom);
+	cl = bft_quota_get(&net->quotas, c->client_pk, &oom);
 	if (cl == NULL) {
 		bft_net_conn_fail(c, oom ? "out of memory" :
 		    "client revoked during the handshake");
 		return -1;
 	}
-	if (cl->nconns >= net->clients.max_conns) {
+	if (cl->nconns >= net->quotas.max_conns) {
 		snprintf(detail, sizeof detail, "client %s has %u connections "
 		    "(--max-client-conns)", cl->name, cl->nconns);
 		bft_net_conn_fail(c, detail);

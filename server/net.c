@@ -45,7 +45,7 @@ bft_net_new(uv_loop_t *loop, struct bft_handler *h,
 	if (net->lim.handshake_ms == 0)
 		net->lim.handshake_ms = BFT_DEFAULT_HANDSHAKE_MS;
 	net->max_conns = net->lim.max_conns;
-	bft_clients_init(&net->clients, h->cfg, lim->max_client_conns,
+	bft_quota_init(&net->quotas, h->cfg, lim->max_client_conns,
 	    lim->max_client_stores, lim->store_window_ms);
 	uv_timer_init(loop, &net->tick);
 	net->tick.data = net;
@@ -80,7 +80,7 @@ on_conn_closed(uv_handle_t *handle)
 	bft_buf_free(&c->out);
 	bft_buf_free(&c->wbuf);
 	bft_chan_clear(&c->chan);
-	bft_clients_put(&c->net->clients, c->client);
+	bft_quota_put(&c->net->quotas, c->client);
 	free(c);
 }
 
@@ -353,19 +353,19 @@ dispatch(struct conn *c)
 			    (unsigned long long)net->eperm);
 		return send_reply(c);
 	}
-	if (net->req.type == BFT_STORE && !bft_clients_admit_store(
-	    &net->clients, c->client, net->h->st, uv_now(net->loop))) {
+	if (net->req.type == BFT_STORE && !bft_quota_admit_store(
+	    &net->quotas, c->client, net->h->st, uv_now(net->loop))) {
 		refuse(c, BFT_EBUSY);
 		if (bft_log_sampled(++net->elimit))
 			bft_log("conn %s: client %s has %u STOREs waiting above "
 			    "lc (--max-client-stores): refused (%llu so far)",
-			    c->peer, c->client->name, net->clients.max_stores,
+			    c->peer, c->client->name, net->quotas.max_stores,
 			    (unsigned long long)net->elimit);
 		return send_reply(c);
 	}
 	rc = bft_handle(net->h, c->peer, &net->req, &net->rep);
 	if (net->req.type == BFT_STORE && net->rep.status == BFT_OK)
-		bft_clients_note_store(&net->clients, c->client,
+		bft_quota_note_store(&net->quotas, c->client,
 		    net->req.block, &net->req.ts, uv_now(net->loop));
 	if (net->req.type == BFT_HELLO && net->rep.status == BFT_OK &&
 	    !c->hello_ok) {
@@ -579,7 +579,7 @@ bft_net_shutdown(struct bft_net *net)
 void
 bft_net_free(struct bft_net *net)
 {
-	bft_clients_fini(&net->clients);
+	bft_quota_fini(&net->quotas);
 	free(net);
 }
 
@@ -607,7 +607,7 @@ bft_net_reload(struct bft_net *net)
 {
 	struct conn *c;
 
-	bft_clients_reload(&net->clients);
+	bft_quota_reload(&net->quotas);
 	for (c = net->conns; c != NULL; c = c->next) {
 		if (c->closing || c->client == NULL || c->client->listed)
 			continue;

@@ -1,7 +1,7 @@
 /*
  * What the server's network files share: the connection and listener
  * state.  net.c moves bytes and frames, listen.c opens the listeners,
- * handshake.c authenticates a new connection, clients.c keeps what is
+ * handshake.c authenticates a new connection, quota.c keeps what is
  * known of each client identity.
  */
 #ifndef BFTBLK_NET_INT_H
@@ -14,7 +14,7 @@
 #include <uv.h>
 
 #include "channel.h"
-#include "clients.h"
+#include "quota.h"
 #include "handler.h"
 #include "net.h"
 #include "wire.h"
@@ -51,7 +51,7 @@ struct conn {
 	bool writing, reading, paused, hello_ok, closing, close_after_write;
 	enum { HS_HELLO, HS_FINISH, HS_DONE } hs;
 	struct bft_chan chan;
-	struct bft_client_state *client;	/* set once the finish verified */
+	struct bft_client_quota *client;	/* set once the finish verified */
 	uint8_t client_pk[32];			/* what the hello claimed */
 	uint64_t accepted_ms;
 	unsigned nout, nw;	/* replies in out and in wbuf */
@@ -74,7 +74,7 @@ struct bft_net {
 	uint64_t refused, unix_seq;
 	bool shut;
 	const struct bft_server_key *key;
-	struct bft_clients clients;
+	struct bft_quotas quotas;
 	struct bft_net_limits lim;
 	uv_timer_t tick;		/* handshake deadlines */
 	bool tick_open;

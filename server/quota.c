@@ -1,13 +1,13 @@
 /*
- * Per-client state of the server; see clients.h.
+ * Per-client state of the server; see quota.h.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "clients.h"
+#include "quota.h"
 
 void
-bft_clients_init(struct bft_clients *cs, const struct bft_config *cfg,
+bft_quota_init(struct bft_quotas *cs, const struct bft_config *cfg,
     unsigned max_conns, unsigned max_stores, uint64_t window_ms)
 {
 	memset(cs, 0, sizeof *cs);
@@ -18,16 +18,16 @@ bft_clients_init(struct bft_clients *cs, const struct bft_config *cfg,
 }
 
 static void
-client_free(struct bft_client_state *cl)
+client_free(struct bft_client_quota *cl)
 {
 	free(cl->pend);
 	free(cl);
 }
 
 void
-bft_clients_fini(struct bft_clients *cs)
+bft_quota_fini(struct bft_quotas *cs)
 {
-	struct bft_client_state *cl;
+	struct bft_client_quota *cl;
 
 	while ((cl = cs->head) != NULL) {
 		cs->head = cl->next;
@@ -35,11 +35,11 @@ bft_clients_fini(struct bft_clients *cs)
 	}
 }
 
-struct bft_client_state *
-bft_clients_get(struct bft_clients *cs, const uint8_t *pk, bool *oom)
+struct bft_client_quota *
+bft_quota_get(struct bft_quotas *cs, const uint8_t *pk, bool *oom)
 {
 	const struct bft_client_ident *ci = bft_config_find_client(cs->cfg, pk);
-	struct bft_client_state *cl;
+	struct bft_client_quota *cl;
 
 	*oom = false;
 	if (ci == NULL)
@@ -64,9 +64,9 @@ bft_clients_get(struct bft_clients *cs, const uint8_t *pk, bool *oom)
 }
 
 static void
-unlink_client(struct bft_clients *cs, struct bft_client_state *cl)
+unlink_client(struct bft_quotas *cs, struct bft_client_quota *cl)
 {
-	struct bft_client_state **pp;
+	struct bft_client_quota **pp;
 
 	for (pp = &cs->head; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == cl) {
@@ -77,9 +77,9 @@ unlink_client(struct bft_clients *cs, struct bft_client_state *cl)
 }
 
 void
-bft_clients_reload(struct bft_clients *cs)
+bft_quota_reload(struct bft_quotas *cs)
 {
-	struct bft_client_state *cl, *next;
+	struct bft_client_quota *cl, *next;
 
 	for (cl = cs->head; cl != NULL; cl = next) {
 		const struct bft_client_ident *ci =
@@ -99,7 +99,7 @@ bft_clients_reload(struct bft_clients *cs)
 }
 
 void
-bft_clients_put(struct bft_clients *cs, struct bft_client_state *cl)
+bft_quota_put(struct bft_quotas *cs, struct bft_client_quota *cl)
 {
 	if (cl == NULL)
 		return;
@@ -111,7 +111,7 @@ bft_clients_put(struct bft_clients *cs, struct bft_client_state *cl)
 
 /* Drops the entries that no longer pin anything, keeping the order. */
 static void
-prune(struct bft_clients *cs, struct bft_client_state *cl,
+prune(struct bft_quotas *cs, struct bft_client_quota *cl,
     struct bft_store *st, uint64_t now_ms)
 {
 	unsigned j = 0;
@@ -131,7 +131,7 @@ prune(struct bft_clients *cs, struct bft_client_state *cl,
 }
 
 bool
-bft_clients_admit_store(struct bft_clients *cs, struct bft_client_state *cl,
+bft_quota_admit_store(struct bft_quotas *cs, struct bft_client_quota *cl,
     struct bft_store *st, uint64_t now_ms)
 {
 	if (cl->npend < cs->max_stores)
@@ -145,7 +145,7 @@ bft_clients_admit_store(struct bft_clients *cs, struct bft_client_state *cl,
 }
 
 void
-bft_clients_note_store(struct bft_clients *cs, struct bft_client_state *cl,
+bft_quota_note_store(struct bft_quotas *cs, struct bft_client_quota *cl,
     uint64_t block, const struct bft_ts *ts, uint64_t now_ms)
 {
 	struct bft_pending_store *np;

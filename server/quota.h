@@ -1,12 +1,12 @@
 /*
- * What a server keeps per client identity (a channel public key listed
- * in bftblk.conf): its role, how many connections it holds, and the
- * STOREs it has left waiting above lc.  The last is the per-client bound
+ * Per-client quotas: what a server keeps per client identity (a channel
+ * public key listed in bftblk.conf): its role, how many connections it
+ * holds, and the STOREs it has left waiting above lc.  The last is the per-client bound
  * on what one key holder can pin on this server's disk, next to the
  * handler's per-block bound (--max-pending).
  */
-#ifndef BFTBLK_CLIENTS_H
-#define BFTBLK_CLIENTS_H
+#ifndef BFTBLK_QUOTA_H
+#define BFTBLK_QUOTA_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,8 +24,8 @@ struct bft_pending_store {
 	uint64_t at_ms;			/* when it was stored */
 };
 
-struct bft_client_state {
-	struct bft_client_state *next;
+struct bft_client_quota {
+	struct bft_client_quota *next;
 	uint8_t pk[32];
 	char name[BFT_NAME_LEN + 1];
 	enum bft_role role;
@@ -36,43 +36,43 @@ struct bft_client_state {
 	uint64_t refused;		/* STOREs refused by the bound */
 };
 
-struct bft_clients {
+struct bft_quotas {
 	const struct bft_config *cfg;
-	struct bft_client_state *head;
+	struct bft_client_quota *head;
 	unsigned max_conns, max_stores;
 	uint64_t window_ms;
 };
 
-void bft_clients_init(struct bft_clients *cs, const struct bft_config *cfg,
+void bft_quota_init(struct bft_quotas *cs, const struct bft_config *cfg,
     unsigned max_conns, unsigned max_stores, uint64_t window_ms);
-void bft_clients_fini(struct bft_clients *cs);
+void bft_quota_fini(struct bft_quotas *cs);
 
 /*
  * The state of the client with channel key pk, created on first use;
  * NULL when pk is not listed in the configuration (or out of memory,
  * which *oom tells).
  */
-struct bft_client_state *bft_clients_get(struct bft_clients *cs,
+struct bft_client_quota *bft_quota_get(struct bft_quotas *cs,
     const uint8_t *pk, bool *oom);
 
 /*
  * After the configuration's client list changed: refreshes roles and
  * marks clients no longer listed; frees states nobody uses.
  */
-void bft_clients_reload(struct bft_clients *cs);
+void bft_quota_reload(struct bft_quotas *cs);
 /* A connection of cl closed: frees cl when it is unlisted and unused. */
-void bft_clients_put(struct bft_clients *cs, struct bft_client_state *cl);
+void bft_quota_put(struct bft_quotas *cs, struct bft_client_quota *cl);
 
 /*
  * Whether cl may leave one more STORE above lc.  Entries whose block's
  * lc has reached them, or older than the window (a writer that crashed
  * between STORE and COMPLETE), stop counting.
  */
-bool bft_clients_admit_store(struct bft_clients *cs,
-    struct bft_client_state *cl, struct bft_store *st, uint64_t now_ms);
+bool bft_quota_admit_store(struct bft_quotas *cs,
+    struct bft_client_quota *cl, struct bft_store *st, uint64_t now_ms);
 /* Records a STORE the server accepted for cl. */
-void bft_clients_note_store(struct bft_clients *cs,
-    struct bft_client_state *cl, uint64_t block, const struct bft_ts *ts,
+void bft_quota_note_store(struct bft_quotas *cs,
+    struct bft_client_quota *cl, uint64_t block, const struct bft_ts *ts,
     uint64_t now_ms);
 
 #endif
