@@ -547,3 +547,21 @@ bftblk_get_stats(struct bftblk *h, struct bftblk_stats *s)
 	}
 	return 0;
 }
+
+struct bft_engine *
+lib_engine(struct bftblk *h)
+{
+	return h->eng;
+}
+
+int
+lib_handle_fail(const struct bftblk *h, int err, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return failf(h, err, "%s", msg);
+}

@@ -108,6 +108,7 @@ struct op {
 	bool fast_on;			/* the 1-round read may still succeed */
 	bool fast_wait;			/* n-t replies in, fragments awaited */
 	bool fast_done;			/* decided in one round */
+	unsigned fast_pick;		/* ... by A[fast_pick]'s lc and cc */
 
 	/*
 	 * The arrays, 32 KiB of the op, are last: bft_op_new zeroes only
@@ -191,6 +192,12 @@ int bft_op_seal_write(struct op *op);
  */
 void bft_op_read_ts(const struct op *op, struct bft_ts *ts);
 /*
+ * The cross-checksum t+1 servers agreed on for the value a finished
+ * read returned, which its fragments matched; NULL for a never-written
+ * block.
+ */
+const uint8_t (*bft_op_read_cc(const struct op *op))[BFT_HASH_LEN];
+/*
  * After a read finished: decodes the chosen value into op->data, and
  * with encryption opens it.  0, or -1 with the reason in op->why (then
  * op->data holds no unauthenticated byte).
@@ -210,6 +217,12 @@ void bft_engine_submit(struct bft_engine *cl, struct op **ops, unsigned nops);
 void bft_batch_init(struct op_batch *b, unsigned pending);
 void bft_batch_wait(struct op_batch *b);
 void bft_batch_destroy(struct op_batch *b);
+
+/* The engine of a connected handle, or NULL (bftblk.c). */
+struct bft_engine *lib_engine(struct bftblk *h);
+/* Records err and why for h's caller and returns -err (bftblk.c). */
+int lib_handle_fail(const struct bftblk *h, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* A line for the front end's log, from any thread. */
 void eng_log(struct bft_engine *cl, enum bftblk_log_level level,

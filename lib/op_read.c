@@ -282,6 +282,17 @@ read_timeout(struct op *op)
 	op_done(op, EIO, "too few servers answered in time");
 }
 
+const uint8_t (*
+bft_op_read_cc(const struct op *op))[BFT_HASH_LEN]
+{
+	if (op->zero)
+		return NULL;
+	if (op->fast_done)
+		return (const uint8_t (*)[BFT_HASH_LEN])op->A[op->fast_pick].cc;
+	return (const uint8_t (*)[BFT_HASH_LEN])
+	    op->W[__builtin_ctz(op->quorum)].cc;
+}
+
 void
 bft_op_read_ts(const struct op *op, struct bft_ts *ts)
 {

@@ -127,6 +127,7 @@ fast_read_try(struct op *op)
 		op->fast_wait = false;
 		op->fast_done = true;
 		op->fast_have = have;
+		op->fast_pick = (unsigned)pick;
 		op->chosen = op->A[pick].lc;
 		tscache_note(cl, op->block, op->chosen.ts.num);
 		op_done(op, 0, NULL);

@@ -1,0 +1,66 @@
+/*
+ * Reads for a rebuilding server (bftblk_peer.h): the block layer's read,
+ * one op per block, with what decided each value handed back.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "bftblk_peer.h"
+#include "rounds_int.h"
+#include "error_int.h"
+
+int
+bftblk_peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
+    uint8_t *values, struct bftblk_proof *proofs, int *errs)
+{
+	struct bft_engine *cl = lib_engine(h);
+	struct op *ops[BFTBLK_PEER_BATCH];
+	unsigned made = 0;
+	int r = 0;
+
+	if (cl == NULL)
+		return lib_handle_fail(h, ENOTCONN, "the handle is not "
+		    "connected");
+	if (n > BFTBLK_PEER_BATCH)
+		return lib_handle_fail(h, EINVAL, "at most %u blocks at once",
+		    BFTBLK_PEER_BATCH);
+	for (; made < n; made++) {
+		if (blocks[made] >= cl->p.cfg->nblocks) {
+			r = lib_handle_fail(h, EINVAL, "block %llu is beyond "
+			    "the disk", (unsigned long long)blocks[made]);
+			goto out_free;
+		}
+		if ((ops[made] = bft_op_new(cl, OP_READ)) == NULL) {
+			r = lib_handle_fail(h, ENOMEM, "out of memory");
+			goto out_free;
+		}
+		ops[made]->block = blocks[made];
+		ops[made]->data = values + (size_t)made * BFT_BLOCK_SIZE;
+	}
+	/* Each op keeps its own result; the first failure is not all. */
+	(void)bft_engine_run(cl, ops, n);
+	for (unsigned i = 0; i < n; i++) {
+		struct bftblk_proof *p = &proofs[i];
+		const uint8_t (*cc)[BFT_HASH_LEN];
+
+		memset(p, 0, sizeof *p);
+		errs[i] = -ops[i]->err;
+		if (ops[i]->err == 0 && bft_op_finish_read(ops[i]) != 0) {
+			eng_log(cl, BFTBLK_LOG_WARN, "block %llu: %s",
+			    (unsigned long long)blocks[i], ops[i]->why);
+			errs[i] = -EIO;
+		}
+		if (errs[i] != 0)
+			continue;
+		if ((cc = bft_op_read_cc(ops[i])) == NULL) {
+			p->zero = true;
+			continue;
+		}
+		p->cand = ops[i]->chosen;
+		memcpy(p->cc, cc, (size_t)cl->n * BFT_HASH_LEN);
+	}
+out_free:
+	for (unsigned i = 0; i < made; i++)
+		bft_op_free(ops[i]);
+	return r;
+}
