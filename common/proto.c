@@ -31,6 +31,7 @@ bft_status_str(int status)
 	case BFT_ECLUSTER:	return "cluster identity or geometry mismatch";
 	case BFT_ESTALE:	return "timestamp already completed with other data";
 	case BFT_EPERM:		return "not permitted for this client's role";
+	case BFT_EAGAIN:	return "not rebuilt yet on this new server";
 	default:		return "unknown status";
 	}
 }

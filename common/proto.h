@@ -67,6 +67,7 @@ enum bft_status {
 	BFT_ECLUSTER = 7,	/* HELLO names another cluster or geometry */
 	BFT_ESTALE = 8,		/* STORE for a timestamp already completed */
 	BFT_EPERM = 9,		/* the client's role does not allow this */
+	BFT_EAGAIN = 10,	/* a new server has not rebuilt this block yet */
 };
 
 const char *bft_status_str(int status);

@@ -311,6 +311,10 @@ handle_collect(struct bft_handler *h, const char *peer,
 	const struct bft_hist_entry *e;
 	int err;
 
+	if (h->heal_lacking && bft_ts_is_zero(&bs->lc.ts)) {
+		rep->status = BFT_EAGAIN;
+		return;
+	}
 	rep->cands[0] = bs->lc;
 	rep->ncands = 1;
 	if (bft_ts_is_zero(&bs->lc.ts))
@@ -391,6 +395,11 @@ handle_filter(struct bft_handler *h, const char *peer,
 	 * a forged nonce, or lc written back without Hist), and a fragment
 	 * would count towards safe() for a candidate no server validated.
 	 */
+	/* Forgotten is not "never written": no vote against candidates. */
+	if (h->heal_lacking && bft_ts_is_zero(&bs->lc.ts)) {
+		rep->status = BFT_EAGAIN;
+		return;
+	}
 	for (unsigned j = 0; j < nc; j++)
 		if (bft_ts_cmp(&bs->lc.ts, &C[j].ts) <= 0)
 			lc_newest = false;

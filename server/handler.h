@@ -35,6 +35,12 @@ struct bft_handler {
 	unsigned max_pending;		/* STOREs above lc per writer and block */
 	struct bft_handler_stats stats;
 	uint8_t *fragbuf;		/* BFT_MAX_FRAG bytes for FILTER_ACK */
+	/*
+	 * A new data directory whose peers hold data it has not rebuilt
+	 * yet (rebuild.h): it answers EAGAIN instead of "never written"
+	 * when a reader asks about a block it holds nothing of.
+	 */
+	bool heal_lacking;
 };
 
 /* Sets up h over an open store; 0, or -1 when out of memory. */
