@@ -170,6 +170,9 @@ $(EXAMPLE): docs/example.c lib/bftblk.h $(LIBBFTBLK_LINK)
 $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 	$(BUILD)/tests/test_handler_info \
 	$(BUILD)/tests/test_handler $(BUILD)/tests/test_quota: $(SERVER_LIB_OBJ)
+# The library's handle, options and identities, without servers.
+$(BUILD)/tests/test_peer_key: $(call obj,$(LIB_SRC))
+$(BUILD)/tests/unit/test_peer_key.o: override CFLAGS += -Ilib
 # Pieces of the engine that stand alone.
 $(BUILD)/tests/test_blockcache: $(BUILD)/lib/blockcache.o
 $(BUILD)/tests/test_coalesce: $(BUILD)/lib/coalesce.o

@@ -50,8 +50,8 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 	bft_chan_fingerprint(h.client_pk, fp);
 	/* Nothing is gained by a server reading from itself. */
 	if (memcmp(h.client_pk, cfg->server_pk[net->key->index], 32) == 0)
-		return refuse(c, BFT_CHAN_UNKNOWN_CLIENT, " (this server's own "
-		    "key)");
+		return refuse(c, BFT_CHAN_UNKNOWN_CLIENT, ": it is this "
+		    "server's own key, which it never lets in");
 	cl = bft_quota_get(&net->quotas, h.client_pk, &oom);
 	if (cl == NULL) {
 		if (oom) {
