@@ -25,8 +25,11 @@ static const uint8_t all_types[NTYPES] = {
 	0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b,
 };
 
-/* Room for the longest of a fragment and an LCLIST_ACK, plus an offset. */
-#define BIGBUF	(BFT_LCLIST_MAX * BFT_LCENTRY_LEN + 2)
+/*
+ * Room for the longest of a fragment and an LCLIST_ACK, one entry more
+ * (what the decoder must refuse), and an offset.
+ */
+#define BIGBUF	((BFT_LCLIST_MAX + 1) * BFT_LCENTRY_LEN + 2)
 _Static_assert(BIGBUF >= BFT_MAX_FRAG + 2, "BIGBUF holds a fragment");
 static uint64_t rng_state;
 static uint8_t fragbuf[BIGBUF];
