@@ -168,7 +168,13 @@ $(EXAMPLE): docs/example.c lib/bftblk.h $(LIBBFTBLK_LINK)
 		-L$(BUILD) -lbftblk -Wl,-rpath,$(abspath $(BUILD))
 
 $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
+	$(BUILD)/tests/test_handler_info \
 	$(BUILD)/tests/test_handler $(BUILD)/tests/test_quota: $(SERVER_LIB_OBJ)
+# The library's handle, options and identities, without servers.
+$(BUILD)/tests/test_peer_key: $(call obj,$(LIB_SRC))
+$(BUILD)/tests/unit/test_peer_key.o: override CFLAGS += -Ilib
+# bftblk status's judging and printing, without sockets.
+$(BUILD)/tests/test_status_format: $(BUILD)/admin/status_format.o
 # Pieces of the engine that stand alone.
 $(BUILD)/tests/test_blockcache: $(BUILD)/lib/blockcache.o
 $(BUILD)/tests/test_coalesce: $(BUILD)/lib/coalesce.o

@@ -3,7 +3,8 @@
  * directory (keygen.c); `bftblk client` adds and revokes the clients
  * servers let in (client_keys.c); `bftblk volume-key` creates the key of an
  * encrypted volume (volume.c); `bftblk ping` checks that this host
- * reaches the cluster through libbftblk (ping.c).
+ * reaches the cluster through libbftblk (ping.c); `bftblk status` asks
+ * every server how it is and judges the cluster's health (status.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -46,7 +47,13 @@ admin_usage(FILE *fp)
 	    "usage: bftblk ping --dir DIR [--keys FILE] [--timeout SECS]\n"
 	    "  Connects as the client of FILE (default DIR/client.key), "
 	    "lists the servers\n"
-	    "  it reaches, and reads block 0; exits 0 when I/O works.\n");
+	    "  it reaches, and reads block 0; exits 0 when I/O works.\n"
+	    "usage: bftblk status --dir DIR [--keys FILE] [--json] "
+	    "[--timeout SECS]\n"
+	    "  Asks every server for its status and prints the cluster's "
+	    "health: OK,\n"
+	    "  DEGRADED, AT RISK or UNAVAILABLE (exit 0, 1, 1, 2; 3 when it "
+	    "cannot tell).\n");
 }
 
 int
@@ -69,6 +76,8 @@ main(int argc, char **argv)
 		return admin_volume_key(argc - 1, argv + 1);
 	if (strcmp(argv[1], "ping") == 0)
 		return admin_ping(argc - 1, argv + 1);
+	if (strcmp(argv[1], "status") == 0)
+		return admin_status(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
 		admin_usage(stdout);
 		return 0;

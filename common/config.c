@@ -293,6 +293,20 @@ bft_config_load(const char *path, struct bft_config *cfg, char *err,
 		    "writes them)", path, cfg->t, cfg->n - 1);
 		return -1;
 	}
+	/*
+	 * A server's key identifies that server, whose connections to its
+	 * peers are those of a peer; listed as a client too, it would be
+	 * two identities at once.
+	 */
+	for (unsigned i = 0; i < cfg->nclients; i++) {
+		int j = bft_config_find_server(cfg, cfg->clients[i].pk);
+
+		if (j >= 0) {
+			snprintf(err, errlen, "%s: client '%s' has the key of "
+			    "server %d", path, cfg->clients[i].name, j);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -305,6 +319,15 @@ bft_config_find_client(const struct bft_config *cfg, const uint8_t *pk)
 	return NULL;
 }
 
+int
+bft_config_find_server(const struct bft_config *cfg, const uint8_t *pk)
+{
+	for (unsigned i = 0; i < cfg->n; i++)
+		if (memcmp(cfg->server_pk[i], pk, 32) == 0)
+			return (int)i;
+	return -1;
+}
+
 bool
 bft_role_permits(enum bft_role role, uint8_t type)
 {
@@ -314,7 +337,11 @@ bft_role_permits(enum bft_role role, uint8_t type)
 	case BFT_FILTER:
 	case BFT_REPAIR:
 	case BFT_FLUSH:
-		return role == BFT_ROLE_RO || role == BFT_ROLE_RW;
+	case BFT_SUMMARY:
+	case BFT_LCLIST:
+	case BFT_STATUS:
+		return role == BFT_ROLE_RO || role == BFT_ROLE_RW ||
+		    role == BFT_ROLE_PEER;
 	case BFT_CLOCK:
 	case BFT_STORE:
 	case BFT_COMPLETE:
@@ -328,7 +355,7 @@ const char *
 bft_role_str(enum bft_role role)
 {
 	return role == BFT_ROLE_RW ? "read-write" : role == BFT_ROLE_RO ?
-	    "read-only" : "none";
+	    "read-only" : role == BFT_ROLE_PEER ? "peer" : "none";
 }
 
 int

@@ -11,7 +11,8 @@
  *   channel    = aead | plain      (optional, default aead; plain is
  *                                   for measuring what encryption costs)
  *   client.NAME = rw|ro PK         (one per client allowed in: its role
- *                                   and 64-hex-digit channel public key)
+ *                                   and 64-hex-digit channel public key,
+ *                                   which no server may have)
  */
 #ifndef BFTBLK_CONFIG_H
 #define BFTBLK_CONFIG_H
@@ -26,11 +27,20 @@
 #define BFT_MAX_CLIENTS 256
 #define BFT_NAME_LEN 32
 
-/* What a client may do; checked by every server on every request. */
+/*
+ * What a client may do; checked by every server on every request.  Every
+ * role may also send HELLO, SUMMARY, LCLIST and STATUS.
+ */
 enum bft_role {
 	BFT_ROLE_NONE = 0,
 	BFT_ROLE_RO = 1,	/* COLLECT, FILTER, REPAIR, FLUSH */
 	BFT_ROLE_RW = 2,	/* and CLOCK, STORE, COMPLETE */
+	/*
+	 * Another server of the cluster, named by its server.J.pk: it reads
+	 * (with write-back) like a read-only client, to rebuild its own
+	 * data from its peers, and never writes.
+	 */
+	BFT_ROLE_PEER = 3,
 };
 
 struct bft_client_ident {
@@ -70,11 +80,15 @@ bool bft_config_name_ok(const char *s);
 const struct bft_client_ident *bft_config_find_client(
     const struct bft_config *cfg, const uint8_t *pk);
 
+/* The server whose channel key is pk (0..n-1), or -1. */
+int bft_config_find_server(const struct bft_config *cfg, const uint8_t *pk);
+
 /*
  * Whether a client of this role may send a request of this type.  A
  * reader's write-back (FILTER, REPAIR) is part of reading, so read-only
- * clients keep it; what makes a new value (CLOCK, STORE, COMPLETE) is
- * for writers only.
+ * clients and peers keep it; what makes a new value (CLOCK, STORE,
+ * COMPLETE) is for writers only.  SUMMARY, LCLIST and STATUS reveal no
+ * data, and every identity may ask them.
  */
 bool bft_role_permits(enum bft_role role, uint8_t type);
 const char *bft_role_str(enum bft_role role);

@@ -75,6 +75,30 @@ bft_hash(const void *data, size_t len, uint8_t out[BFT_HASH_LEN])
 }
 #endif
 
+_Static_assert(sizeof(blake3_hasher) <= sizeof(struct bft_hasher),
+    "struct bft_hasher holds a blake3_hasher");
+_Static_assert(_Alignof(blake3_hasher) <= _Alignof(struct bft_hasher),
+    "struct bft_hasher is aligned for a blake3_hasher");
+
+void
+bft_hasher_init(struct bft_hasher *hs)
+{
+	blake3_hasher_init((blake3_hasher *)hs->u.bytes);
+}
+
+void
+bft_hasher_update(struct bft_hasher *hs, const void *data, size_t len)
+{
+	blake3_hasher_update((blake3_hasher *)hs->u.bytes, data, len);
+}
+
+void
+bft_hasher_final(const struct bft_hasher *hs, uint8_t out[BFT_HASH_LEN])
+{
+	blake3_hasher_finalize((const blake3_hasher *)hs->u.bytes, out,
+	    BFT_HASH_LEN);
+}
+
 void
 bft_random(void *buf, size_t len)
 {

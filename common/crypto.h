@@ -26,6 +26,24 @@
 int bft_crypto_init(void);
 
 void bft_hash(const void *data, size_t len, uint8_t out[BFT_HASH_LEN]);
+
+/*
+ * H over data that arrives in pieces (the range digests of
+ * common/summary.h), without gathering it first.  The state is BLAKE3's
+ * own, kept opaque so that only crypto.c needs the BLAKE3 header.
+ * Unlike bft_hash, it computes BLAKE3 in the benchmark-only
+ * BENCH_NOVERIFY build too: nothing it hashes is a protocol check.
+ */
+struct bft_hasher {
+	union {
+		uint64_t align;
+		uint8_t bytes[2048];
+	} u;
+};
+void bft_hasher_init(struct bft_hasher *hs);
+void bft_hasher_update(struct bft_hasher *hs, const void *data, size_t len);
+void bft_hasher_final(const struct bft_hasher *hs,
+    uint8_t out[BFT_HASH_LEN]);
 void bft_random(void *buf, size_t len);
 /* Zeroes a secret in a way the compiler cannot drop. */
 void bft_wipe(void *buf, size_t len);

@@ -168,6 +168,16 @@ bft_client_key_load(const char *path, struct bft_client_key *key, char *err,
 	return 0;
 }
 
+void
+bft_peer_key(const struct bft_server_key *sk, struct bft_client_key *ck)
+{
+	memset(ck, 0, sizeof *ck);
+	memcpy(ck->cluster_id, sk->cluster_id, BFT_CLUSTER_ID_LEN);
+	snprintf(ck->name, sizeof ck->name, "server-%u", sk->index);
+	ck->role = BFT_ROLE_PEER;
+	ck->chan = sk->chan;
+}
+
 int
 bft_volume_key_load(const char *path, struct bft_volume_key *key, char *err,
     size_t errlen)

@@ -49,6 +49,13 @@ int bft_server_key_load(const char *path, struct bft_server_key *key,
 			char *err, size_t errlen);
 int bft_client_key_load(const char *path, struct bft_client_key *key,
 			char *err, size_t errlen);
+/*
+ * The identity a server uses to connect to its peers, as a client key:
+ * its channel key pair, role peer, name "server-I", no MAC key (a peer
+ * never writes).
+ */
+void bft_peer_key(const struct bft_server_key *sk, struct bft_client_key *ck);
+
 /* Write with mode 0600, refusing to overwrite.  0, or -1 with errno. */
 int bft_server_key_write(const char *path, const struct bft_server_key *key);
 int bft_client_key_write(const char *path, const struct bft_client_key *key);

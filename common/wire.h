@@ -24,6 +24,18 @@
  *   FILTER   [type, id, block, [cand, ...]]   (1..n candidates)
  *   REPAIR   [type, id, block, cand]
  *   FLUSH    [type, id, 0]
+ *   SUMMARY  [type, id, block, count (uint), span (uint)]
+ *            (digests of lc over blocks [block, block+count) in ranges of
+ *             span blocks; 1 <= span, 1 <= count, ceil(count/span) <=
+ *             BFT_SUMMARY_MAX; the digest is common/summary.h's)
+ *   LCLIST   [type, id, block, count (uint)]
+ *            (the written blocks of [block, block+count) and their lc
+ *             timestamps; count 1..BFT_LCLIST_MAX)
+ *   STATUS   [type, id, 0]
+ *            (the server's health: struct bft_status_info)
+ *
+ * SUMMARY, LCLIST and STATUS let one server compare its state with its
+ * peers' and report progress; any authenticated identity may send them.
  *
  * Replies (server -> client), type | BFT_ACK:
  *   every reply: [type|ACK, id, block, status, ...]; when status != 0
@@ -40,12 +52,24 @@
  *                 without its cross-checksum)
  *   FILTER_ACK   [..., status, ts, vec, cc, frag]  (Hist[c_rt.ts]; when
  *                 c_rt is c0, ts is zero, vec and cc all zero, frag empty)
+ *   SUMMARY_ACK  [..., status, digests (bin)]  (32 bytes per range, in
+ *                 order; the all-zero digest for a range with no written
+ *                 block)
+ *   LCLIST_ACK   [..., status, entries (bin)]  (24 bytes per written
+ *                 block, in increasing block order: be64(block) ||
+ *                 be64(lc.ts.num) || be64(lc.ts.wid))
+ *   STATUS_ACK   [..., status, [u0, ..., u(K-1)]]  (exactly
+ *                 BFT_STATUS_NFIELDS uints: the fields of struct
+ *                 bft_status_info in bft_status_fields[] order)
  *
  * The decoder checks every field: types, array lengths, bin lengths
  * (vec exactly n*16, cc exactly n*32 (COLLECT_ACK: 0 or n*32), nonce
  * and nh exactly 32, mac 16, cluster id 16, frag at most BFT_MAX_FRAG,
  * and empty in a COLLECT_ACK without cc), want 0 or 1, candidate counts
- * (1..BFT_MAX_N), trailing garbage, and the frame limit.  It never reads
+ * (1..BFT_MAX_N), SUMMARY's count and span and LCLIST's count (as
+ * above), digests a multiple of 32 bytes and at most BFT_SUMMARY_MAX of
+ * them, entries a multiple of 24 and at most BFT_LCLIST_MAX, STATUS_ACK's
+ * field count, trailing garbage, and the frame limit.  It never reads
  * outside the buffer it is given.
  */
 #ifndef BFTBLK_WIRE_H
@@ -68,7 +92,60 @@ enum bft_msg_type {
 	BFT_FILTER = 6,
 	BFT_REPAIR = 7,
 	BFT_FLUSH = 8,
+	BFT_SUMMARY = 9,
+	BFT_LCLIST = 10,
+	BFT_STATUS = 11,
 };
+/* The highest request type; replies are these | BFT_ACK. */
+#define BFT_MSG_TYPE_MAX	BFT_STATUS
+/* Request and reply types together (type_names in wire.c). */
+#define BFT_MSG_NTYPES		(2 * BFT_MSG_TYPE_MAX)
+
+/* Ranges of one SUMMARY, blocks of one LCLIST, and their record sizes. */
+#define BFT_SUMMARY_MAX		1024u
+#define BFT_SUMMARY_DIGEST_LEN	BFT_HASH_LEN
+#define BFT_LCLIST_MAX		4096u
+#define BFT_LCENTRY_LEN		24u
+
+/* What a STATUS_ACK's rebuild_state says. */
+enum bft_rebuild_state {
+	BFT_REBUILD_IDLE = 0,
+	BFT_REBUILD_SCANNING = 1,	/* comparing with peers */
+	BFT_REBUILD_REBUILDING = 2,	/* copying blocks in */
+	BFT_REBUILD_WAITING = 3,	/* too few peers to rebuild from */
+	BFT_REBUILD_DONE = 4,
+};
+
+/*
+ * A server's answer to STATUS, every field a uint on the wire.  To add
+ * one: append it here, append its row to bft_status_fields[] (wire.c)
+ * and raise BFT_STATUS_NFIELDS.  Older peers then refuse the longer
+ * STATUS_ACK, so bump version along with it when that matters.
+ */
+struct bft_status_info {
+	uint64_t version;		/* data directory format (BFT_STORE_FORMAT) */
+	uint64_t server_index;
+	uint64_t uptime_s;
+	uint64_t blocks_held;		/* blocks whose lc is not c0 */
+	uint64_t bytes_total;		/* log bytes on disk */
+	uint64_t bytes_live;		/* of which still referenced */
+	uint64_t damaged_records;	/* torn or corrupt: at open, and later */
+	uint64_t repaired_records;
+	uint64_t rebuild_state;		/* enum bft_rebuild_state */
+	uint64_t rebuild_done, rebuild_total;	/* blocks */
+	uint64_t rebuild_bytes;		/* rebuilt so far */
+	uint64_t rebuild_rate;		/* bytes/s, recently */
+	uint64_t scrub_done, scrub_total;
+};
+#define BFT_STATUS_NFIELDS	15
+
+/* One field of struct bft_status_info: its name (for JSON) and place. */
+struct bft_status_field {
+	const char *name;
+	size_t offset;
+};
+/* The wire order of STATUS_ACK's fields. */
+extern const struct bft_status_field bft_status_fields[BFT_STATUS_NFIELDS];
 
 /*
  * One decoded or to-be-encoded message.  Which fields matter depends on
@@ -100,6 +177,18 @@ struct bft_msg {
 	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
 	uint32_t hello_n, hello_t, block_size, server_index;
 	uint64_t nblocks;
+
+	uint32_t count, span;		/* SUMMARY (both), LCLIST (count) */
+	/*
+	 * SUMMARY_ACK: ndigests digests of BFT_SUMMARY_DIGEST_LEN bytes;
+	 * LCLIST_ACK: nentries entries of BFT_LCENTRY_LEN bytes.  Like frag,
+	 * they point into the decoded body, or to the caller's data.
+	 */
+	const uint8_t *digests;
+	uint32_t ndigests;
+	const uint8_t *entries;
+	uint32_t nentries;
+	struct bft_status_info info;	/* STATUS_ACK */
 };
 
 /* Writes a frame's 4-byte big-endian length prefix. */

@@ -2,6 +2,7 @@
  * The raw pre-scan of a frame body (see wire_scan.h): bounds every count
  * and length before msgpack-c allocates anything for it.
  */
+#include "wire.h"
 #include "wire_scan.h"
 
 /*
@@ -13,6 +14,12 @@
 #define WIRE_MAX_DEPTH	4
 #define WIRE_MAX_ARRAY	BFT_MAX_N
 _Static_assert(BFT_MAX_N >= 9, "HELLO has 9 elements");
+/*
+ * STATUS_ACK's fields are one flat array; more of them than this bound
+ * needs the bound raised here (with its effect on the worst case above).
+ */
+_Static_assert(BFT_STATUS_NFIELDS <= WIRE_MAX_ARRAY,
+    "STATUS_ACK's field array fits the pre-scan's bound");
 
 /* Reads a big-endian integer of w bytes at *pos, if that many are left. */
 static int

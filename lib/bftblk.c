@@ -39,6 +39,7 @@ _Static_assert(BFTBLK_MAX_SERVERS == BFT_MAX_N, "one server bound");
 struct bftblk {
 	/* Options. */
 	char *config_path, *keys_path, *ec_backend, *volume_key_path;
+	char *server_key_path;		/* a peer: a server's own key file */
 	bool encrypt;
 	uint64_t export_size;		/* 0: the whole cluster disk */
 	unsigned timeout_s;
@@ -50,6 +51,7 @@ struct bftblk {
 
 	/* From bftblk_load. */
 	bool loaded;
+	uint32_t skip;			/* servers never connected to */
 	struct bft_config cfg;
 	struct bft_client_key key;
 	struct bft_ec *ec;
@@ -181,6 +183,8 @@ bftblk_set_option(struct bftblk *h, const char *k, const char *value)
 		return set_path(h, &h->config_path, value);
 	if (strcmp(k, "keys") == 0)
 		return set_path(h, &h->keys_path, value);
+	if (strcmp(k, "server-key") == 0)
+		return set_path(h, &h->server_key_path, value);
 	if (strcmp(k, "volume-key") == 0)
 		return set_path(h, &h->volume_key_path, value);
 	if (strcmp(k, "ec-backend") == 0)
@@ -268,6 +272,52 @@ setup_encryption(struct bftblk *h)
 	return 0;
 }
 
+/*
+ * server-key=FILE: a server connects to its peers under its own
+ * channel key, as the peer the other servers let in (role peer, which
+ * reads like a read-only client).  It never connects to itself: that
+ * server refuses its own key.
+ */
+static int
+load_server_key(struct bftblk *h)
+{
+	struct bft_server_key sk;
+	char err[512];
+
+	if (bft_server_key_load(h->server_key_path, &sk, err,
+	    sizeof err) != 0)
+		return failf(h, EINVAL, "%s", err);
+	if (memcmp(sk.cluster_id, h->cfg.cluster_id,
+	    BFT_CLUSTER_ID_LEN) != 0 || sk.index >= h->cfg.n ||
+	    memcmp(sk.chan.pk, h->cfg.server_pk[sk.index], 32) != 0) {
+		bft_wipe(&sk, sizeof sk);
+		return failf(h, EINVAL, "%s is not the key of a server of the "
+		    "cluster in %s", h->server_key_path, h->config_path);
+	}
+	bft_peer_key(&sk, &h->key);
+	h->skip = 1u << sk.index;
+	bft_wipe(&sk, sizeof sk);
+	return 0;
+}
+
+/* keys= or server-key=: the identity this handle connects under. */
+static int
+load_identity(struct bftblk *h)
+{
+	char err[512];
+
+	if (h->server_key_path != NULL)
+		return load_server_key(h);
+	if (bft_client_key_load(h->keys_path, &h->key, err, sizeof err) != 0)
+		return failf(h, EINVAL, "%s", err);
+	if (memcmp(h->key.cluster_id, h->cfg.cluster_id,
+	    BFT_CLUSTER_ID_LEN) != 0 ||
+	    (h->key.role == BFT_ROLE_RW && h->key.n != h->cfg.n))
+		return failf(h, EINVAL, "%s is not a key of the cluster in %s",
+		    h->keys_path, h->config_path);
+	return 0;
+}
+
 int
 bftblk_load(struct bftblk *h)
 {
@@ -276,19 +326,16 @@ bftblk_load(struct bftblk *h)
 
 	if (h->loaded)
 		return 0;
-	if (h->config_path == NULL || h->keys_path == NULL)
-		return failf(h, EINVAL, "config=FILE and keys=FILE are "
-		    "required");
+	if (h->config_path == NULL ||
+	    (h->keys_path == NULL) == (h->server_key_path == NULL))
+		return failf(h, EINVAL, "config=FILE and one of keys=FILE "
+		    "and server-key=FILE are required");
 	if (bft_crypto_init() != 0)
 		return failf(h, EIO, "cannot initialise crypto");
-	if (bft_config_load(h->config_path, &h->cfg, err, sizeof err) != 0 ||
-	    bft_client_key_load(h->keys_path, &h->key, err, sizeof err) != 0)
+	if (bft_config_load(h->config_path, &h->cfg, err, sizeof err) != 0)
 		return failf(h, EINVAL, "%s", err);
-	if (memcmp(h->key.cluster_id, h->cfg.cluster_id,
-	    BFT_CLUSTER_ID_LEN) != 0 ||
-	    (h->key.role == BFT_ROLE_RW && h->key.n != h->cfg.n))
-		return failf(h, EINVAL, "%s is not a key of the cluster in %s",
-		    h->keys_path, h->config_path);
+	if ((r = load_identity(h)) != 0)
+		return r;
 	if (h->want_t && h->want_t != h->cfg.t)
 		return failf(h, EINVAL, "t=%u given, but the cluster has t=%u",
 		    h->want_t, h->cfg.t);
@@ -331,7 +378,7 @@ bftblk_connect(struct bftblk *h)
 		.cfg = &h->cfg, .key = &h->key, .ec = h->ec,
 		.vc = h->encrypt ? &h->vc : NULL,
 		.timeout_ms = h->timeout_s * 1000, .writer_id = h->writer_id,
-		.log = h->log, .log_opaque = h->log_opaque,
+		.skip = h->skip, .log = h->log, .log_opaque = h->log_opaque,
 	};
 	if (h->cache_bytes > 0 && h->cache == NULL &&
 	    (h->cache = bft_bc_new(h->cache_bytes)) == NULL)
@@ -380,7 +427,8 @@ bftblk_open(const char *config, const char *keys, const char *options,
 	if (h == NULL)
 		return failf(NULL, ENOMEM, "out of memory");
 	if ((r = bftblk_set_option(h, "config", config)) != 0 ||
-	    (r = bftblk_set_option(h, "keys", keys)) != 0 ||
+	    (keys != NULL &&
+	    (r = bftblk_set_option(h, "keys", keys)) != 0) ||
 	    (r = set_options(h, options)) != 0 ||
 	    (r = bftblk_connect(h)) != 0) {
 		err_handle = NULL;	/* the message outlives h */
@@ -403,6 +451,7 @@ bftblk_close(struct bftblk *h)
 	bft_wipe(&h->key, sizeof h->key);
 	free(h->config_path);
 	free(h->keys_path);
+	free(h->server_key_path);
 	free(h->ec_backend);
 	free(h->volume_key_path);
 	free(h);
@@ -438,8 +487,9 @@ check_io(struct bftblk *h, size_t count, uint64_t offset, bool write,
 		    "the end of the disk (%" PRIu64 " bytes)", count, offset,
 		    h->export_size);
 	if (write && h->key.role != BFT_ROLE_RW)
-		return failf(h, EPERM, "the key of '%s' is read-only",
-		    h->key.name);
+		return failf(h, EPERM, "the key of '%s' is read-only%s",
+		    h->key.name, h->key.role == BFT_ROLE_PEER ?
+		    " (a server's key: its peers let it read only)" : "");
 	return 0;
 }
 

@@ -40,16 +40,20 @@ struct bftblk *bftblk_create(void);
 /* Before bftblk_load; NULL fn restores the default (stderr). */
 void bftblk_set_log(struct bftblk *h, bftblk_log_fn *fn, void *opaque);
 /*
- * Before bftblk_load.  Keys: config, keys (required), size, timeout,
- * writer-id, t, ec-backend, cache, encrypt, volume-key: see
- * BFTBLK_OPTIONS_HELP and nbdkit-bftblk-plugin(1).
+ * Before bftblk_load.  Keys: config (required), keys or server-key (one
+ * of them), size, timeout, writer-id, t, ec-backend, cache, encrypt,
+ * volume-key: see BFTBLK_OPTIONS_HELP and nbdkit-bftblk-plugin(1).
+ * server-key=FILE connects as that server, a peer of the others: it
+ * reads, never writes (-EPERM), and skips the server whose key it is.
  */
 int bftblk_set_option(struct bftblk *h, const char *key, const char *value);
 const char *bftblk_options_help(void);
 #define BFTBLK_OPTIONS_HELP \
     "config=FILE     (required) cluster configuration, bftblk.conf(5)\n" \
-    "keys=FILE       (required) client key file from bftblk keygen\n" \
-    "                or bftblk client add (role ro: read-only export)\n" \
+    "keys=FILE       client key file from bftblk keygen or bftblk\n" \
+    "                client add (role ro: read-only export)\n" \
+    "server-key=FILE instead of keys=: a server's key file; connects as\n" \
+    "                that server, a read-only peer of the others\n" \
     "size=SIZE       export only the first SIZE bytes\n" \
     "timeout=SECS    per-round timeout (default 10)\n" \
     "writer-id=N     this writer's id (default random)\n" \
@@ -62,7 +66,10 @@ const char *bftblk_options_help(void);
 int bftblk_load(struct bftblk *h);
 /* Loads if needed, starts the event loop and connects (asynchronously). */
 int bftblk_connect(struct bftblk *h);
-/* One call for the common case: create, options "k=v k=v", connect. */
+/*
+ * One call for the common case: create, options "k=v k=v", connect.
+ * keys may be NULL when the options name server-key.
+ */
 int bftblk_open(const char *config, const char *keys, const char *options,
     struct bftblk **hp);
 /* Stops the loop and frees everything; in-flight I/O must be done. */

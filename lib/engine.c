@@ -405,7 +405,8 @@ bft_engine_start(const struct bft_engine_params *p)
 		    &lp->conns[i].addr) != 0)
 			goto out_free;
 	for (unsigned i = 0; i < cl->n; i++)
-		conn_connect(&lp->conns[i]);
+		if (!(p->skip & (1u << i)))
+			conn_connect(&lp->conns[i]);
 	if (pthread_create(&lp->thread, NULL, loop_main, lp) != 0)
 		goto out_free;
 	return cl;

@@ -157,6 +157,7 @@ struct bft_engine_params {
 	const struct bft_volcrypt *vc;	/* NULL unless encrypt=on */
 	unsigned timeout_ms;
 	uint64_t writer_id;
+	uint32_t skip;			/* servers never to connect to */
 	bftblk_log_fn *log;		/* never NULL */
 	void *log_opaque;
 };

@@ -76,7 +76,7 @@ plug_config(const char *k, const char *value)
 		return -1;
 	}
 	if (strcmp(k, "config") == 0 || strcmp(k, "keys") == 0 ||
-	    strcmp(k, "volume-key") == 0) {
+	    strcmp(k, "volume-key") == 0 || strcmp(k, "server-key") == 0) {
 		if ((abs = nbdkit_absolute_path(value)) == NULL)
 			return -1;
 		value = abs;

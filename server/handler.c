@@ -24,7 +24,11 @@ bft_handler_init(struct bft_handler *h, const struct bft_config *cfg,
 	h->st = st;
 	h->max_pending = max_pending ? max_pending : BFT_DEFAULT_MAX_PENDING;
 	h->fragbuf = malloc(BFT_MAX_FRAG);
-	return h->fragbuf ? 0 : -1;
+	if (h->fragbuf == NULL || bft_handler_info_init(h) < 0) {
+		bft_handler_fini(h);
+		return -1;
+	}
+	return 0;
 }
 
 void
@@ -32,6 +36,8 @@ bft_handler_fini(struct bft_handler *h)
 {
 	free(h->fragbuf);
 	h->fragbuf = NULL;
+	free(h->infobuf);
+	h->infobuf = NULL;
 }
 
 static int
@@ -449,7 +455,7 @@ bft_handle(struct bft_handler *h, const char *peer,
 	rep->block = req->block;
 	rep->status = BFT_OK;
 	if ((req->type & BFT_ACK) || req->type < BFT_HELLO ||
-	    req->type > BFT_FLUSH) {
+	    req->type > BFT_MSG_TYPE_MAX) {
 		rep->status = BFT_EPROTO;
 		return 1;
 	}
@@ -467,6 +473,11 @@ bft_handle(struct bft_handler *h, const char *peer,
 		return 0;
 	}
 	switch (req->type) {
+	case BFT_SUMMARY:
+	case BFT_LCLIST:
+	case BFT_STATUS:
+		bft_handle_info(h, req, rep);
+		break;
 	case BFT_CLOCK:			/* lines 111-112 */
 		rep->ts = bft_store_block(h->st, req->block)->lc.ts;
 		break;
@@ -498,11 +509,13 @@ bft_handler_log_stats(const struct bft_handler *h)
 
 	bft_debug("requests: hello %" PRIu64 " clock %" PRIu64 " store %"
 	    PRIu64 " complete %" PRIu64 " collect %" PRIu64 " filter %" PRIu64
-	    " repair %" PRIu64 " flush %" PRIu64, s->requests[BFT_HELLO],
+	    " repair %" PRIu64 " flush %" PRIu64 " summary %" PRIu64
+	    " lclist %" PRIu64 " status %" PRIu64, s->requests[BFT_HELLO],
 	    s->requests[BFT_CLOCK], s->requests[BFT_STORE],
 	    s->requests[BFT_COMPLETE], s->requests[BFT_COLLECT],
 	    s->requests[BFT_FILTER], s->requests[BFT_REPAIR],
-	    s->requests[BFT_FLUSH]);
+	    s->requests[BFT_FLUSH], s->requests[BFT_SUMMARY],
+	    s->requests[BFT_LCLIST], s->requests[BFT_STATUS]);
 	bft_debug("refused: eauth %" PRIu64 " ebusy %" PRIu64 " estale %"
 	    PRIu64 " hello-mismatch %" PRIu64 "; superseded stores %" PRIu64
 	    "; write-backs %" PRIu64 " repairs %" PRIu64 " store errors %"

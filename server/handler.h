@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "heal.h"
 #include "keys.h"
 #include "proto.h"
 #include "wire.h"
@@ -17,7 +18,7 @@
 #define BFT_DEFAULT_MAX_PENDING 8
 
 struct bft_handler_stats {
-	uint64_t requests[BFT_FLUSH + 1];	/* indexed by request type */
+	uint64_t requests[BFT_MSG_TYPE_MAX + 1];	/* by request type */
 	uint64_t eauth;			/* STORE/COMPLETE with a bad MAC */
 	uint64_t ebusy;			/* STOREs refused by the pending cap */
 	uint64_t estale;
@@ -41,6 +42,11 @@ struct bft_handler {
 	 * when a reader asks about a block it holds nothing of.
 	 */
 	bool heal_lacking;
+	/* SUMMARY_ACK's digests or LCLIST_ACK's entries (INFO_BUF_LEN). */
+	uint8_t *infobuf;
+	uint64_t started_ms;		/* CLOCK_MONOTONIC, for uptime */
+	/* Rebuild and scrub progress for STATUS; NULL reports zeros. */
+	const struct bft_heal_progress *heal;
 };
 
 /* Sets up h over an open store; 0, or -1 when out of memory. */
@@ -58,6 +64,15 @@ void bft_handler_fini(struct bft_handler *h);
  */
 int bft_handle(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep);
+
+/*
+ * handler_info.c: SUMMARY, LCLIST and STATUS, for req->block < nblocks
+ * (STATUS: block 0).  rep->digests and rep->entries point to h->infobuf.
+ */
+void bft_handle_info(struct bft_handler *h, const struct bft_msg *req,
+    struct bft_msg *rep);
+/* What the handler needs for them: 0, or -1 when out of memory. */
+int bft_handler_info_init(struct bft_handler *h);
 
 /* Logs the counters through bft_debug (shown with -v). */
 void bft_handler_log_stats(const struct bft_handler *h);

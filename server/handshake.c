@@ -1,8 +1,9 @@
 /*
  * The server's side of the channel handshake (see common/channel.h):
  * the client hello names the client by its public key, which must be
- * listed in bftblk.conf; the client finish proves the client holds the
- * matching secret.  Until then nothing the client sends is decoded.
+ * listed in bftblk.conf, as a client's or as another server's (a peer);
+ * the client finish proves the client holds the matching secret.  Until
+ * then nothing the client sends is decoded.
  */
 #include <stdio.h>
 #include <string.h>
@@ -47,6 +48,10 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 	if (h.mode != cfg->channel)
 		return refuse(c, BFT_CHAN_WRONG_MODE, "");
 	bft_chan_fingerprint(h.client_pk, fp);
+	/* Nothing is gained by a server reading from itself. */
+	if (memcmp(h.client_pk, cfg->server_pk[net->key->index], 32) == 0)
+		return refuse(c, BFT_CHAN_UNKNOWN_CLIENT, ": it is this "
+		    "server's own key, which it never lets in");
 	cl = bft_quota_get(&net->quotas, h.client_pk, &oom);
 	if (cl == NULL) {
 		if (oom) {

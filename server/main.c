@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -30,6 +31,7 @@ struct opts {
 	unsigned max_pending;
 	struct bft_net_limits lim;
 	int verbose;
+	bool create_data;		/* --create-data-dir */
 };
 
 struct server {
@@ -44,9 +46,11 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: bftblk-server --config FILE --key FILE --data DIR "
-	    "[--listen HOST:PORT]\n"
+	    "[--create-data-dir]\n"
+	    "                     [--listen HOST:PORT]"
+	    " [--pidfile FILE] [-v]\n"
 	    "                     [--unix PATH] [--max-pending N] "
-	    "[--max-conns N] [--pidfile FILE] [-v]\n"
+	    "[--max-conns N]\n"
 	    "                     [--max-client-conns N] [--max-inflight N] "
 	    "[--max-client-stores N]\n"
 	    "                     [--handshake-timeout MS] "
@@ -110,6 +114,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "config", required_argument, NULL, 'c' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "data", required_argument, NULL, 'd' },
+		{ "create-data-dir", no_argument, NULL, 'D' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "unix", required_argument, NULL, 'u' },
 		{ "max-pending", required_argument, NULL, 'P' },
@@ -135,6 +140,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'c': o->config = optarg; break;
 		case 'k': o->key = optarg; break;
 		case 'd': o->data = optarg; break;
+		case 'D': o->create_data = true; break;
 		case 'l': o->listen = optarg; break;
 		case 'u': o->unix_path = optarg; break;
 		case 'p': o->pidfile = optarg; break;
@@ -186,6 +192,25 @@ parse_args(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * A missing data directory is most likely a disk that failed to mount:
+ * creating it would make an empty server out of one that holds data, and
+ * it would then serve as if it had never been written.  Only a new
+ * server, said so with --create-data-dir, gets one created (by the
+ * store).  An existing empty directory is a new server's as before.
+ */
+static int
+check_data_dir(const struct opts *o)
+{
+	struct stat sb;
+
+	if (stat(o->data, &sb) == 0 || errno != ENOENT || o->create_data)
+		return 0;
+	bft_log("data directory %s does not exist; create it (mkdir) or "
+	    "pass --create-data-dir if this is a new server", o->data);
+	return -1;
 }
 
 /* Checks that the key belongs to the configured cluster. */
@@ -369,6 +394,8 @@ main(int argc, char **argv)
 		bft_log("cannot initialize the crypto libraries");
 		return 1;
 	}
+	if (check_data_dir(&o) < 0)
+		return 1;
 	memset(&id, 0, sizeof id);
 	memcpy(id.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
 	id.server_index = key.index;

@@ -45,8 +45,9 @@ bft_net_new(uv_loop_t *loop, struct bft_handler *h,
 	if (net->lim.handshake_ms == 0)
 		net->lim.handshake_ms = BFT_DEFAULT_HANDSHAKE_MS;
 	net->max_conns = net->lim.max_conns;
-	bft_quota_init(&net->quotas, h->cfg, lim->max_client_conns,
-	    lim->max_client_stores, lim->store_window_ms);
+	bft_quota_init(&net->quotas, h->cfg, key->index,
+	    lim->max_client_conns, lim->max_client_stores,
+	    lim->store_window_ms);
 	uv_timer_init(loop, &net->tick);
 	net->tick.data = net;
 	net->tick_open = true;

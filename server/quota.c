@@ -1,6 +1,7 @@
 /*
  * Per-client state of the server; see quota.h.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,10 +9,12 @@
 
 void
 bft_quota_init(struct bft_quotas *cs, const struct bft_config *cfg,
-    unsigned max_conns, unsigned max_stores, uint64_t window_ms)
+    unsigned self, unsigned max_conns, unsigned max_stores,
+    uint64_t window_ms)
 {
 	memset(cs, 0, sizeof *cs);
 	cs->cfg = cfg;
+	cs->self = self;
 	cs->max_conns = max_conns ? max_conns : BFT_DEFAULT_CLIENT_CONNS;
 	cs->max_stores = max_stores ? max_stores : BFT_DEFAULT_CLIENT_STORES;
 	cs->window_ms = window_ms ? window_ms : BFT_DEFAULT_STORE_WINDOW_MS;
@@ -35,14 +38,40 @@ bft_quota_fini(struct bft_quotas *cs)
 	}
 }
 
+/*
+ * Who pk is: a listed client, or another server (bftblk.conf never
+ * gives a client a server's key).  Fills name and role; false when pk
+ * is neither, this server's own key included.
+ */
+static bool
+lookup(const struct bft_quotas *cs, const uint8_t *pk,
+    char name[BFT_NAME_LEN + 1], enum bft_role *role)
+{
+	const struct bft_client_ident *ci = bft_config_find_client(cs->cfg, pk);
+	int j;
+
+	if (ci != NULL) {
+		strcpy(name, ci->name);
+		*role = ci->role;
+		return true;
+	}
+	j = bft_config_find_server(cs->cfg, pk);
+	if (j < 0 || (unsigned)j == cs->self)
+		return false;
+	snprintf(name, BFT_NAME_LEN + 1, "server-%d", j);
+	*role = BFT_ROLE_PEER;
+	return true;
+}
+
 struct bft_client_quota *
 bft_quota_get(struct bft_quotas *cs, const uint8_t *pk, bool *oom)
 {
-	const struct bft_client_ident *ci = bft_config_find_client(cs->cfg, pk);
+	char name[BFT_NAME_LEN + 1];
 	struct bft_client_quota *cl;
+	enum bft_role role;
 
 	*oom = false;
-	if (ci == NULL)
+	if (!lookup(cs, pk, name, &role))
 		return NULL;
 	for (cl = cs->head; cl != NULL; cl = cl->next)
 		if (memcmp(cl->pk, pk, 32) == 0)
@@ -57,8 +86,8 @@ bft_quota_get(struct bft_quotas *cs, const uint8_t *pk, bool *oom)
 		cs->head = cl;
 	}
 	/* A reload may have renamed the key or changed its role. */
-	strcpy(cl->name, ci->name);
-	cl->role = ci->role;
+	strcpy(cl->name, name);
+	cl->role = role;
 	cl->listed = true;
 	return cl;
 }
@@ -82,15 +111,9 @@ bft_quota_reload(struct bft_quotas *cs)
 	struct bft_client_quota *cl, *next;
 
 	for (cl = cs->head; cl != NULL; cl = next) {
-		const struct bft_client_ident *ci =
-		    bft_config_find_client(cs->cfg, cl->pk);
-
 		next = cl->next;
-		if (ci != NULL) {
-			strcpy(cl->name, ci->name);
-			cl->role = ci->role;
+		if (lookup(cs, cl->pk, cl->name, &cl->role))
 			continue;
-		}
 		cl->listed = false;
 		cl->role = BFT_ROLE_NONE;
 		if (cl->nconns == 0)

@@ -1,9 +1,10 @@
 /*
  * Per-client quotas: what a server keeps per client identity (a channel
- * public key listed in bftblk.conf): its role, how many connections it
- * holds, and the STOREs it has left waiting above lc.  The last is the per-client bound
- * on what one key holder can pin on this server's disk, next to the
- * handler's per-block bound (--max-pending).
+ * public key listed in bftblk.conf as a client, or another server's key,
+ * a peer): its role, how many connections it holds, and the STOREs it
+ * has left waiting above lc.  The last is the per-client bound on what
+ * one key holder can pin on this server's disk, next to the handler's
+ * per-block bound (--max-pending).
  */
 #ifndef BFTBLK_QUOTA_H
 #define BFTBLK_QUOTA_H
@@ -38,19 +39,25 @@ struct bft_client_quota {
 
 struct bft_quotas {
 	const struct bft_config *cfg;
+	unsigned self;			/* this server's index: not a peer */
 	struct bft_client_quota *head;
 	unsigned max_conns, max_stores;
 	uint64_t window_ms;
 };
 
+/*
+ * self is this server's index: the other servers' keys are let in as
+ * peers ("server-J", role peer), its own is not.
+ */
 void bft_quota_init(struct bft_quotas *cs, const struct bft_config *cfg,
-    unsigned max_conns, unsigned max_stores, uint64_t window_ms);
+    unsigned self, unsigned max_conns, unsigned max_stores,
+    uint64_t window_ms);
 void bft_quota_fini(struct bft_quotas *cs);
 
 /*
  * The state of the client with channel key pk, created on first use;
- * NULL when pk is not listed in the configuration (or out of memory,
- * which *oom tells).
+ * NULL when pk is neither listed in the configuration nor another
+ * server's (or out of memory, which *oom tells).
  */
 struct bft_client_quota *bft_quota_get(struct bft_quotas *cs,
     const uint8_t *pk, bool *oom);

@@ -177,6 +177,8 @@ st_lc_apply(struct bft_store *st, struct blk *b, const struct bft_cand *c,
 
 	if (cmp < 0)
 		return false;
+	if (bft_ts_is_zero(&b->pub.lc.ts) && !bft_ts_is_zero(&c->ts))
+		st->held++;
 	if (b->lc_loc != 0)
 		live_dec(st, b->lc_loc, len);
 	b->pub.lc = *c;
@@ -377,6 +379,7 @@ bft_store_stats(const struct bft_store *st, struct bft_store_stats *out)
 	out->segments = st->nseg;
 	out->compactions = st->compactions;
 	out->bytes_copied = st->copied;
+	out->blocks_held = st->held;
 	for (size_t i = 0; i < st->nseg; i++) {
 		out->bytes_live += st->segs[i].live;
 		out->bytes_total += st->segs[i].size;

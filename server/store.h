@@ -21,6 +21,15 @@
 
 #include "proto.h"
 
+/*
+ * The data directory's format.  2: H is BLAKE3.  The records themselves
+ * did not change, but every cross-checksum in them was computed with
+ * BLAKE2b under format 1, so such a directory would serve only
+ * "corrupt" fragments; it is refused instead.  STATUS reports it as
+ * the version a server speaks.
+ */
+#define BFT_STORE_FORMAT	2
+
 /* What a data directory belongs to; open refuses a mismatch. */
 struct bft_store_identity {
 	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
@@ -127,6 +136,7 @@ struct bft_store_stats {
 	uint64_t bytes_live, bytes_total;
 	uint64_t compactions;
 	uint64_t bytes_copied;		/* by compaction, since open */
+	uint64_t blocks_held;		/* blocks whose lc is not c0 */
 };
 void bft_store_stats(const struct bft_store *st, struct bft_store_stats *out);
 

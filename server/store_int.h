@@ -61,6 +61,7 @@ struct bft_store {
 	uint64_t cmp_off;
 	bool cmp_failing;		/* its error is logged already */
 	uint64_t replayed, compactions, copied;
+	uint64_t held;			/* blocks whose lc is not c0 */
 	struct bft_store_replay rp;
 	struct bg_job *bg_job;		/* background sync, or NULL */
 	pthread_t bg_thread;

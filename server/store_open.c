@@ -20,13 +20,6 @@
 #include "config.h"
 #include "store_log.h"
 
-/*
- * The data directory's format.  2: H is BLAKE3.  The records themselves
- * did not change, but every cross-checksum in them was computed with
- * BLAKE2b under format 1, so such a directory would serve only
- * "corrupt" fragments; it is refused instead.
- */
-#define BFT_STORE_FORMAT	2
 #define IDENTITY_FILE	"identity"
 #define IDENTITY_TMP	"identity.tmp"
 #define MAX_NBLOCKS	(1ull << 32)

@@ -1,21 +1,39 @@
 /*
- * Fuzzes every message decoder in common/wire.c.  The first input byte
- * picks n and one of the 16 message types (8 requests, 8 replies), and
- * the body is made to claim that type, so each type's field decoder
- * gets inputs of its own rather than waiting for the fuzzer to guess a
- * type byte.  Decoded messages must survive an encoder round trip.
+ * Fuzzes every message decoder in common/wire_decode.c.  The first
+ * input byte picks n and one of the 22 message types (11 requests, 11
+ * replies), and the body is made to claim that type, so each type's
+ * field decoder gets inputs of its own rather than waiting for the
+ * fuzzer to guess a type byte.  Decoded messages must survive an
+ * encoder round trip.
  *
  * Input: [sel] [array header byte] [rest of the body after the type];
  * the type element (fixint for requests, uint8 for replies, as the
  * encoder writes it) goes between the header and the rest.
- *   sel % 16:      type index: 0..7 = HELLO..FLUSH, 8..15 their ACKs
- *   sel / 16 % 5:  t - 1, i.e. n = 4, 7, 10, 13 or 16
+ *   sel % 32:      type index ti (taken modulo 22):
+ *                    0..7   HELLO..FLUSH       8..15  their ACKs
+ *                    16..18 SUMMARY..STATUS    19..21 their ACKs
+ *                  (the first 16 as before the last six were added, so
+ *                  older seeds keep their types)
+ *   sel / 32 % 5:  t - 1, i.e. n = 4, 7, 10, 13 or 16
  */
 #include <string.h>
 
 #include "util.h"
 
 static struct bft_msg m;
+
+/* The type of selector index ti (see above). */
+static uint8_t
+sel_type(unsigned ti)
+{
+	if (ti < 8)
+		return (uint8_t)(ti + 1);
+	if (ti < 16)
+		return (uint8_t)((ti - 7) | BFT_ACK);
+	if (ti < 19)
+		return (uint8_t)(ti - 16 + BFT_SUMMARY);
+	return (uint8_t)((ti - 19 + BFT_SUMMARY) | BFT_ACK);
+}
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -35,9 +53,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 2)
 		return 0;
-	ti = data[0] % 16u;
-	type = (uint8_t)(ti < 8 ? ti + 1 : (ti - 7) | BFT_ACK);
-	n = fuzz_n((uint8_t)(data[0] / 16u));
+	ti = data[0] % 32u % BFT_MSG_NTYPES;
+	type = sel_type(ti);
+	n = fuzz_n((uint8_t)(data[0] / 32u));
 	hl = type & BFT_ACK ? 2 : 1;
 	len = 1 + hl + (size - 2);
 	body = malloc(len);

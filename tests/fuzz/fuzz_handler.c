@@ -459,7 +459,14 @@ mut_msg(struct bft_msg *m, struct bft_msg *other, uint32_t *x)
 			    m->frag_len + 1 : 64);
 		break;
 	case 4:
-		m->block = (r >> 8) % 4;
+		/* SUMMARY and LCLIST: a run that may pass the disk's end. */
+		if (m->type == BFT_SUMMARY || m->type == BFT_LCLIST) {
+			m->block = (r >> 8) % NBLOCKS;
+			m->count = 1 + (r >> 14) % (NBLOCKS + 2);
+			m->span = 1 + (r >> 22) % 9;
+		} else {
+			m->block = (r >> 8) % 4;
+		}
 		break;
 	case 5:
 		/* A candidate more or less: up to BFT_MAX_N, beyond n. */
@@ -478,9 +485,11 @@ mut_msg(struct bft_msg *m, struct bft_msg *other, uint32_t *x)
 			bft_hash(other->nonce, BFT_NONCE_LEN, m->nh);
 		break;
 	default:
-		m->type = (uint8_t)(BFT_CLOCK + (r >> 8) % 7);
+		m->type = (uint8_t)(BFT_CLOCK + (r >> 8) % 10);
 		if (m->type == BFT_FILTER && m->ncands == 0)
 			m->ncands = 1;
+		if (m->count == 0 || m->span == 0)
+			m->count = m->span = 1;
 		break;
 	}
 }

@@ -186,7 +186,13 @@ for b in reqs + reps:
 for t, bodies in sorted(by_type.items()):
     bodies = sorted(bodies, key=len)
     pick = bodies[:6] + ([bodies[-1]] if len(bodies) > 6 else [])
-    ti = (t & 0x7f) - 1 + (8 if t & 0x80 else 0)
+    # fuzz_decode's selector: HELLO..FLUSH 0..7, their ACKs 8..15,
+    # SUMMARY..STATUS 16..18, their ACKs 19..21.
+    base = t & 0x7f
+    if base <= 8:
+        ti = base - 1 + (8 if t & 0x80 else 0)
+    else:
+        ti = base - 9 + (19 if t & 0x80 else 16)
     hl = 2 if t & 0x80 else 1
     for b in pick:
         save('fuzz_decode', bytes([ti]) + b[:1] + b[1 + hl:])

@@ -47,6 +47,28 @@ frag_equal(const struct bft_msg *a, const struct bft_msg *b)
 	    (a->frag_len == 0 || memcmp(a->frag, b->frag, a->frag_len) == 0);
 }
 
+/* SUMMARY_ACK's digests or LCLIST_ACK's entries, as bytes. */
+struct recs {
+	const uint8_t *p;
+	size_t len;
+};
+
+static struct recs
+a_recs(const struct bft_msg *m)
+{
+	return (struct recs){
+		.p = m->ndigests ? m->digests : m->entries,
+		.len = (size_t)m->ndigests * BFT_SUMMARY_DIGEST_LEN +
+		    (size_t)m->nentries * BFT_LCENTRY_LEN,
+	};
+}
+
+static bool
+records_equal(struct recs a, struct recs b)
+{
+	return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
+}
+
 /* The fields a message of m's type and status carries on the wire. */
 static bool
 fields_equal(const struct bft_msg *m, const struct bft_msg *d, unsigned n)
@@ -57,8 +79,9 @@ fields_equal(const struct bft_msg *m, const struct bft_msg *d, unsigned n)
 
 	if (d->type != m->type || d->id != m->id)
 		return false;
-	/* The encoder sends block 0 for HELLO and FLUSH, whatever m says. */
-	if (!reply && (base == BFT_HELLO || base == BFT_FLUSH)) {
+	/* The encoder sends block 0 for these, whatever m says. */
+	if (!reply && (base == BFT_HELLO || base == BFT_FLUSH ||
+	    base == BFT_STATUS)) {
 		if (d->block != 0)
 			return false;
 	} else if (d->block != m->block) {
@@ -101,22 +124,35 @@ fields_equal(const struct bft_msg *m, const struct bft_msg *d, unsigned n)
 		return ts_equal(&d->ts, &m->ts) &&
 		    memcmp(d->vec, m->vec, vl) == 0 &&
 		    memcmp(d->cc, m->cc, cl) == 0 && frag_equal(d, m);
+	case BFT_SUMMARY:
+		return d->count == m->count && d->span == m->span;
+	case BFT_LCLIST:
+		return d->count == m->count;
+	case BFT_SUMMARY | BFT_ACK:
+	case BFT_LCLIST | BFT_ACK:
+		return records_equal(a_recs(m), a_recs(d));
+	case BFT_STATUS | BFT_ACK:
+		return memcmp(&d->info, &m->info, sizeof d->info) == 0;
 	default:
 		return true;
 	}
 }
 
-/* Whole-struct equality but for where frag points (its bytes compared). */
+/*
+ * Whole-struct equality but for where frag, digests and entries point
+ * (their bytes compared).
+ */
 static bool
 all_equal(const struct bft_msg *a, const struct bft_msg *b)
 {
 	static struct bft_msg x, y;
 
-	if (!frag_equal(a, b))
+	if (!frag_equal(a, b) || !records_equal(a_recs(a), a_recs(b)))
 		return false;
 	x = *a;
 	y = *b;
 	x.frag = y.frag = NULL;
+	x.digests = y.digests = x.entries = y.entries = NULL;
 	return memcmp(&x, &y, sizeof x) == 0;
 }
 

@@ -1,6 +1,11 @@
 #!/bin/bash
 # Data directories that are not what they should be (t=1).
 #
+# 0. A data dir that does not exist (a disk that failed to mount): the
+#    server must refuse to start, saying so, and create nothing; with
+#    --create-data-dir it creates the dir and starts.  An existing empty
+#    dir is a new server's and is initialised (the other cluster's
+#    server 0 below).
 # 1. A data dir made by server 0 of another cluster: this cluster's
 #    server 0 must refuse it (non-zero exit, message naming the other
 #    cluster); this cluster's server 1 key on server 0's own dir must be
@@ -63,6 +68,29 @@ _forget_pid "$fpid"
 [ "$_STATUS" -eq 0 ] || fail "the other cluster's server exited $_STATUS"
 [ -e "$foreign/identity" ] || fail "no identity file in $foreign"
 log "the other cluster's server 0 made $foreign and stopped"
+
+missing=$TESTDIR/data/missing
+must_refuse missing-dir "data directory $missing does not exist; create it" \
+    --config "$other/bftblk.conf" --key "$other/server-1.key" \
+    --data "$missing" --listen "127.0.0.1:$(spare_port)"
+grep -q -- "--create-data-dir if this is a new server" \
+    "$TESTDIR/log/refuse-missing-dir.log" ||
+    fail "the refusal does not name --create-data-dir"
+[ ! -e "$missing" ] || fail "the refused server created $missing"
+clog=$TESTDIR/log/created-server.log
+: >"$clog"
+"$SERVER" --config "$other/bftblk.conf" --key "$other/server-1.key" \
+    --data "$missing" --create-data-dir \
+    --listen "127.0.0.1:$(spare_port)" >>"$clog" 2>&1 </dev/null &
+cpid=$!
+_track "$cpid" created-server
+_wait_log "$cpid" "$clog" 0 "listening on" "the server with --create-data-dir"
+_stop_pid "$cpid" TERM
+_forget_pid "$cpid"
+[ "$_STATUS" -eq 0 ] || fail "the server with --create-data-dir exited" \
+    "$_STATUS"
+[ -e "$missing/identity" ] || fail "--create-data-dir made no $missing"
+log "with --create-data-dir the server made $missing and started"
 
 other_id=$(sed -n 's/^cluster-id *= *//p' "$other/bftblk.conf")
 must_refuse foreign-cluster "$other_id" \

@@ -271,6 +271,7 @@ server_start()
 	if [ -n "${SERVER_PID[$i]:-}" ]; then
 		fail "server_start $i: server $i is running (pid ${SERVER_PID[$i]})"
 	fi
+	# bftblk-server refuses a data dir that does not exist.
 	mkdir -p "$TESTDIR/data/server-$i"
 	logf=$TESTDIR/log/server-$i.log
 	touch "$logf"

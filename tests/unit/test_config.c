@@ -198,6 +198,11 @@ test_refusals(void **state)
 	refuse(HEAD "size = 1G\nblock-size = 131072\n", ":4:",
 	    "block-size must be 65536");
 	refuse(HEAD "just some words\n", ":3:", "expected key = value");
+	/* A server's key is that server's; no client may have it. */
+	refuse(HEAD "size = 1G\n" SERVERS "client.x = rw " PK_HEX "\n",
+	    "client 'x' has the key of server 0", NULL);
+	refuse(HEAD "size = 1G\nclient.y = ro " PK_HEX "\n" SERVERS,
+	    "client 'y' has the key of server 0", NULL);
 	/* A host name longer than the address buffer. */
 	memset(longline, 'h', 600);
 	strcpy(longline + 600, ":7000");

@@ -1,8 +1,10 @@
 /*
- * The server's per-client state (server/quota.c): only listed keys get
- * a state, roles follow reloads, revoked clients go once unused, and the
- * pending-STORE bound refuses exactly when a client has that many STOREs
- * above lc, counting neither completed ones nor ones past the window.
+ * The server's per-client state (server/quota.c): only listed keys and
+ * the other servers' keys (peers) get a state, roles follow reloads,
+ * revoked clients go once unused, and the pending-STORE bound refuses
+ * exactly when a client has that many STOREs above lc, counting neither
+ * completed ones nor ones past the window.  What each role may send
+ * (common/config.c) is here too.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,11 +20,13 @@
 
 #include "../../server/quota.h"
 #include "crypto.h"
+#include "wire.h"
 #include "../../server/store.h"
 
 #define NBLOCKS		8
 #define MAX_STORES	4
 #define WINDOW_MS	1000
+#define ME		1	/* this server's index */
 
 static struct bft_config cfg;
 static struct bft_store *st;
@@ -47,6 +51,8 @@ setup(void **state)
 	strcpy(cfg.clients[1].name, "r");
 	cfg.clients[1].role = BFT_ROLE_RO;
 	bft_random(cfg.clients[1].pk, 32);
+	for (unsigned j = 0; j < cfg.n; j++)
+		bft_random(cfg.server_pk[j], 32);
 	memset(&id, 0, sizeof id);
 	id.n = 4;
 	id.t = 1;
@@ -86,7 +92,7 @@ test_identities(void **state)
 	bool oom;
 
 	(void)state;
-	bft_quota_init(&cs, &cfg, 0, MAX_STORES, WINDOW_MS);
+	bft_quota_init(&cs, &cfg, ME, 0, MAX_STORES, WINDOW_MS);
 	bft_random(stranger, sizeof stranger);
 	assert_null(bft_quota_get(&cs, stranger, &oom));
 	assert_false(oom);
@@ -123,6 +129,103 @@ test_identities(void **state)
 	cfg.nclients = 2;
 }
 
+/*
+ * The other servers' keys are peers named server-J, kept across
+ * reloads; this server's own key is nobody.
+ */
+static void
+test_peers(void **state)
+{
+	struct bft_quotas cs;
+	struct bft_client_quota *p0, *p3;
+	bool oom;
+
+	(void)state;
+	bft_quota_init(&cs, &cfg, ME, 0, MAX_STORES, WINDOW_MS);
+	p0 = bft_quota_get(&cs, cfg.server_pk[0], &oom);
+	p3 = bft_quota_get(&cs, cfg.server_pk[3], &oom);
+	assert_non_null(p0);
+	assert_non_null(p3);
+	assert_int_equal(p0->role, BFT_ROLE_PEER);
+	assert_string_equal(p0->name, "server-0");
+	assert_string_equal(p3->name, "server-3");
+	assert_null(bft_quota_get(&cs, cfg.server_pk[ME], &oom));
+	assert_false(oom);
+	assert_ptr_equal(bft_quota_get(&cs, cfg.server_pk[0], &oom), p0);
+	/* A reload that drops every client leaves the peers in. */
+	p0->nconns = 1;
+	cfg.nclients = 0;
+	bft_quota_reload(&cs);
+	assert_true(p0->listed && p3->listed);
+	assert_int_equal(p0->role, BFT_ROLE_PEER);
+	bft_quota_put(&cs, p0);
+	assert_non_null(bft_quota_get(&cs, cfg.server_pk[3], &oom));
+	bft_quota_fini(&cs);
+	cfg.nclients = 2;
+	/* Another server's view: server 1 is a peer, server 3 is itself. */
+	bft_quota_init(&cs, &cfg, 3, 0, MAX_STORES, WINDOW_MS);
+	assert_null(bft_quota_get(&cs, cfg.server_pk[3], &oom));
+	assert_string_equal(bft_quota_get(&cs, cfg.server_pk[ME],
+	    &oom)->name, "server-1");
+	bft_quota_fini(&cs);
+}
+
+/*
+ * What each role may send: every identity reads, writes back and asks
+ * SUMMARY, LCLIST and STATUS; only writers make values; nobody without
+ * a role does anything, and unknown types are refused to all.
+ */
+static void
+test_roles(void **state)
+{
+	static const enum bft_role roles[] = { BFT_ROLE_NONE, BFT_ROLE_RO,
+	    BFT_ROLE_RW, BFT_ROLE_PEER };
+	struct bft_config cfg;
+	uint8_t pk[32];
+
+	(void)state;
+	for (size_t r = 0; r < sizeof roles / sizeof roles[0]; r++) {
+		enum bft_role role = roles[r];
+		bool any = role != BFT_ROLE_NONE;
+
+		for (unsigned type = 0; type <= 0xff; type++) {
+			bool want;
+
+			switch (type) {
+			case BFT_HELLO: case BFT_COLLECT: case BFT_FILTER:
+			case BFT_REPAIR: case BFT_FLUSH: case BFT_SUMMARY:
+			case BFT_LCLIST: case BFT_STATUS:
+				want = any;
+				break;
+			case BFT_CLOCK: case BFT_STORE: case BFT_COMPLETE:
+				want = role == BFT_ROLE_RW;
+				break;
+			default:
+				want = false;
+			}
+			assert_int_equal(bft_role_permits(role, (uint8_t)type),
+			    want);
+		}
+	}
+	assert_string_equal(bft_role_str(BFT_ROLE_PEER), "peer");
+	assert_string_equal(bft_role_str(BFT_ROLE_RO), "read-only");
+	assert_string_equal(bft_role_str(BFT_ROLE_RW), "read-write");
+	assert_string_equal(bft_role_str(BFT_ROLE_NONE), "none");
+
+	memset(&cfg, 0, sizeof cfg);
+	cfg.n = 4;
+	for (unsigned i = 0; i < 4; i++)
+		bft_random(cfg.server_pk[i], 32);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(bft_config_find_server(&cfg,
+		    cfg.server_pk[i]), (int)i);
+	bft_random(pk, sizeof pk);
+	assert_int_equal(bft_config_find_server(&cfg, pk), -1);
+	/* Only the first n keys are servers'. */
+	memcpy(cfg.server_pk[4], pk, 32);
+	assert_int_equal(bft_config_find_server(&cfg, pk), -1);
+}
+
 static void
 test_store_bound(void **state)
 {
@@ -133,7 +236,7 @@ test_store_bound(void **state)
 	bool oom;
 
 	(void)state;
-	bft_quota_init(&cs, &cfg, 0, MAX_STORES, WINDOW_MS);
+	bft_quota_init(&cs, &cfg, ME, 0, MAX_STORES, WINDOW_MS);
 	w = bft_quota_get(&cs, cfg.clients[0].pk, &oom);
 	assert_non_null(w);
 	for (unsigned b = 0; b < MAX_STORES; b++) {
@@ -170,6 +273,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_identities),
+		cmocka_unit_test(test_peers),
+		cmocka_unit_test(test_roles),
 		cmocka_unit_test(test_store_bound),
 	};
 

@@ -18,7 +18,7 @@ test_round_trip(void **state)
 
 	(void)state;
 	for (n = 4; n <= 7; n += 3) {
-		for (ti = 0; ti < 16; ti++) {
+		for (ti = 0; ti < NTYPES; ti++) {
 			for (i = 0; i < 30; i++) {
 				st = i % 3 ? 0 : (int32_t)(rnd() | 1);
 				make_msg(&m, all_types[ti], st, n,
@@ -40,7 +40,7 @@ test_round_trip(void **state)
 static void
 test_encode(void **state)
 {
-	static const uint8_t bad_types[] = { 0, 9, 0x7f, 0x80, 0x89, 0xff };
+	static const uint8_t bad_types[] = { 0, 12, 0x7f, 0x80, 0x8c, 0xff };
 	static struct bft_msg m1, m2, d;
 	struct bft_buf b = { 0 };
 	uint32_t l1, l2;
@@ -100,8 +100,113 @@ test_encode(void **state)
 	    "STORE_ACK");
 	assert_string_equal(bft_msg_type_str(BFT_FLUSH | BFT_ACK),
 	    "FLUSH_ACK");
+	assert_string_equal(bft_msg_type_str(BFT_STATUS), "STATUS");
+	assert_string_equal(bft_msg_type_str(BFT_SUMMARY | BFT_ACK),
+	    "SUMMARY_ACK");
+	assert_string_equal(bft_msg_type_str(BFT_STATUS | BFT_ACK),
+	    "STATUS_ACK");
 	assert_string_equal(bft_msg_type_str(0), "UNKNOWN");
-	assert_string_equal(bft_msg_type_str(0x89), "UNKNOWN");
+	assert_string_equal(bft_msg_type_str(0x8c), "UNKNOWN");
+}
+
+/*
+ * The encoder refuses what the decoder would: SUMMARY's and LCLIST's
+ * bounds, too many digests or entries, records without their bytes.
+ * STATUS carries block 0 whatever the caller left in it.
+ */
+static void
+test_encode_heal(void **state)
+{
+	static const struct { uint32_t count, span; int ok; } sums[] = {
+		{ 1, 1, 0 }, { 0, 1, -1 }, { 1, 0, -1 }, { 0, 0, -1 },
+		{ BFT_SUMMARY_MAX, 1, 0 }, { BFT_SUMMARY_MAX + 1, 1, -1 },
+		{ 4 * BFT_SUMMARY_MAX, 4, 0 }, { 4 * BFT_SUMMARY_MAX + 1, 4, -1 },
+		{ UINT32_MAX, UINT32_MAX, 0 }, { UINT32_MAX, 1u << 22, 0 },
+		{ UINT32_MAX, (1u << 22) - 1, -1 },
+	};
+	static struct bft_msg m;
+	struct bft_buf b = { 0 };
+	uint32_t bl;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(sums) / sizeof(sums[0]); i++) {
+		make_msg(&m, BFT_SUMMARY, 0, 4, 0);
+		m.count = sums[i].count;
+		m.span = sums[i].span;
+		b.len = 0;
+		assert_int_equal(bft_wire_encode(&m, 4, &b), sums[i].ok);
+		if (sums[i].ok == 0) {
+			expect(b.data + 4, b.len - 4, 4, NULL);
+			assert_true(dec.count == m.count && dec.span == m.span);
+		}
+	}
+	make_msg(&m, BFT_LCLIST, 0, 4, 0);
+	for (m.count = 0; m.count <= BFT_LCLIST_MAX + 1; m.count++) {
+		b.len = 0;
+		assert_int_equal(bft_wire_encode(&m, 4, &b),
+		    m.count >= 1 && m.count <= BFT_LCLIST_MAX ? 0 : -1);
+		if (m.count == 2)
+			m.count = BFT_LCLIST_MAX - 1;
+	}
+
+	make_msg(&m, BFT_SUMMARY | BFT_ACK, 0, 4, 0);
+	m.digests = fragbuf;
+	m.ndigests = BFT_SUMMARY_MAX;
+	bl = encode_one(&m, 4, &b);
+	expect(b.data + 4, bl, 4, NULL);
+	assert_int_equal(dec.ndigests, BFT_SUMMARY_MAX);
+	m.ndigests = BFT_SUMMARY_MAX + 1;
+	assert_int_equal(bft_wire_encode(&m, 4, &b), -1);
+	m.digests = NULL;
+	m.ndigests = 1;
+	assert_int_equal(bft_wire_encode(&m, 4, &b), -1);
+	m.ndigests = 0;
+	bl = encode_one(&m, 4, &b);
+	expect(b.data + 4, bl, 4, NULL);
+	assert_int_equal(dec.ndigests, 0);
+	/* An error reply carries nothing, whatever the fields say. */
+	m.status = BFT_ERANGE;
+	m.ndigests = BFT_SUMMARY_MAX + 1;
+	bl = encode_one(&m, 4, &b);
+	expect(b.data + 4, bl, 4, NULL);
+	assert_true(dec.status == BFT_ERANGE && dec.ndigests == 0);
+
+	make_msg(&m, BFT_LCLIST | BFT_ACK, 0, 4, 0);
+	m.entries = fragbuf;
+	m.nentries = BFT_LCLIST_MAX;
+	bl = encode_one(&m, 4, &b);
+	expect(b.data + 4, bl, 4, NULL);
+	assert_int_equal(dec.nentries, BFT_LCLIST_MAX);
+	assert_memory_equal(dec.entries, fragbuf,
+	    BFT_LCLIST_MAX * BFT_LCENTRY_LEN);
+	m.nentries = BFT_LCLIST_MAX + 1;
+	assert_int_equal(bft_wire_encode(&m, 4, &b), -1);
+	m.entries = NULL;
+	m.nentries = 2;
+	assert_int_equal(bft_wire_encode(&m, 4, &b), -1);
+
+	make_msg(&m, BFT_STATUS, 0, 4, 0);
+	m.block = 77;
+	bl = encode_one(&m, 4, &b);
+	expect(b.data + 4, bl, 4, NULL);
+	assert_true(dec.type == BFT_STATUS && dec.block == 0);
+
+	/* STATUS_ACK: every field in table order, uint64 range included. */
+	make_msg(&m, BFT_STATUS | BFT_ACK, 0, 4, 0);
+	m.info.version = 2;
+	m.info.scrub_total = UINT64_MAX;
+	m.info.rebuild_state = BFT_REBUILD_WAITING;
+	bl = encode_one(&m, 4, &b);
+	expect(b.data + 4, bl, 4, NULL);
+	assert_memory_equal(&dec.info, &m.info, sizeof(m.info));
+	assert_string_equal(bft_status_fields[0].name, "version");
+	assert_string_equal(bft_status_fields[BFT_STATUS_NFIELDS - 1].name,
+	    "scrub_total");
+	for (i = 0; i < BFT_STATUS_NFIELDS; i++)
+		assert_int_equal(bft_status_fields[i].offset,
+		    i * sizeof(uint64_t));
+	bft_buf_free(&b);
 }
 
 static void
@@ -139,20 +244,20 @@ static void
 test_mutation_fuzz(void **state)
 {
 	static struct bft_msg m, d, d2;
-	struct bft_buf pool[16] = { { 0 } }, b = { 0 };
+	struct bft_buf pool[NTYPES] = { { 0 } }, b = { 0 };
 	unsigned it, flips, accepted = 0;
-	uint32_t plen[16], bl;
+	uint32_t plen[NTYPES], bl;
 	const char *why;
 	uint8_t *copy;
 	size_t len, k;
 
 	(void)state;
-	for (k = 0; k < 16; k++) {
+	for (k = 0; k < NTYPES; k++) {
 		make_msg(&m, all_types[k], 0, 4, 48);
 		plen[k] = encode_one(&m, 4, &pool[k]);
 	}
 	for (it = 0; it < 20000; it++) {
-		k = rnd() % 16;
+		k = rnd() % NTYPES;
 		len = rnd() % 8 ? plen[k] : rnd() % (plen[k] + 1);
 		copy = malloc(len ? len : 1);
 		assert_non_null(copy);
@@ -164,6 +269,12 @@ test_mutation_fuzz(void **state)
 			accepted++;
 			assert_true(d.frag_len == 0 || (d.frag >= copy &&
 			    d.frag + d.frag_len <= copy + len));
+			assert_true(d.ndigests == 0 || (d.digests >= copy &&
+			    d.digests + (size_t)d.ndigests *
+			    BFT_SUMMARY_DIGEST_LEN <= copy + len));
+			assert_true(d.nentries == 0 || (d.entries >= copy &&
+			    d.entries + (size_t)d.nentries *
+			    BFT_LCENTRY_LEN <= copy + len));
 			bl = encode_one(&d, 4, &b);
 			assert_int_equal(bft_wire_decode(b.data + 4, bl, 4, &d2,
 			    &why), 0);
@@ -176,7 +287,7 @@ test_mutation_fuzz(void **state)
 	/* Flipped payload bytes leave many bodies valid; all of them would
 	 * mean the decoder checks nothing. */
 	assert_true(accepted > 0 && accepted < 20000);
-	for (k = 0; k < 16; k++)
+	for (k = 0; k < NTYPES; k++)
 		bft_buf_free(&pool[k]);
 	bft_buf_free(&b);
 }
@@ -187,6 +298,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_round_trip, setup),
 		cmocka_unit_test_setup(test_encode, setup),
+		cmocka_unit_test_setup(test_encode_heal, setup),
 		cmocka_unit_test(test_frame),
 		cmocka_unit_test_setup(test_mutation_fuzz, setup),
 	};

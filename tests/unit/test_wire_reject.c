@@ -54,8 +54,12 @@ texpect(struct tree *t, const char *want)
 	msgpack_sbuffer_destroy(&sb);
 }
 
-/* R_OPTCC: COLLECT_ACK's cc, which may also be empty. */
-enum role { R_PLAIN, R_STATUS, R_CANDS, R_FRAG, R_OPTCC };
+/*
+ * R_OPTCC: COLLECT_ACK's cc, which may also be empty.  R_RECORDS:
+ * SUMMARY_ACK's digests and LCLIST_ACK's entries, which may be empty
+ * too, and whose lengths test_reject_heal walks.
+ */
+enum role { R_PLAIN, R_STATUS, R_CANDS, R_FRAG, R_OPTCC, R_RECORDS };
 
 static const msgpack_object substitutes[] = {
 	{ .type = MSGPACK_OBJECT_NIL },
@@ -96,7 +100,12 @@ mutate(struct tree *t, msgpack_object *o, enum role role, unsigned *tries)
 		++*tries;
 	}
 	*o = save;
-	if (save.type == MSGPACK_OBJECT_BIN && role != R_FRAG &&
+	if (save.type == MSGPACK_OBJECT_BIN && role == R_RECORDS) {
+		o->via.bin.ptr = (const char *)zeros;
+		o->via.bin.size = save.via.bin.size + 1;
+		texpect(t, ANY);
+		++*tries;
+	} else if (save.type == MSGPACK_OBJECT_BIN && role != R_FRAG &&
 	    (role != R_OPTCC || save.via.bin.size > 0)) {
 		o->via.bin.ptr = (const char *)zeros;
 		o->via.bin.size = save.via.bin.size + 1;
@@ -141,6 +150,10 @@ mutate(struct tree *t, msgpack_object *o, enum role role, unsigned *tries)
 		else if (o == &t->u.data && type == (BFT_COLLECT | BFT_ACK) &&
 		    i == 5)
 			role = R_OPTCC;
+		else if (o == &t->u.data && i == 4 &&
+		    (type == (BFT_SUMMARY | BFT_ACK) ||
+		    type == (BFT_LCLIST | BFT_ACK)))
+			role = R_RECORDS;
 		mutate(t, &save.via.array.ptr[i], role, tries);
 	}
 }
@@ -154,7 +167,7 @@ test_reject_every_field(void **state)
 
 	(void)state;
 	for (n = 4; n <= 7; n += 3) {
-		for (ti = 0; ti < 16; ti++) {
+		for (ti = 0; ti < NTYPES; ti++) {
 			for (st = 0; st <= 3; st += 3) {
 				tree_make(&t, all_types[ti], st, n, 64);
 				tries = 0;
@@ -171,7 +184,7 @@ test_reject_every_field(void **state)
 static void
 test_reject_values(void **state)
 {
-	static const uint64_t bad_types[] = { 0, 9, 0x7f, 0x80, 0x89, 0xff,
+	static const uint64_t bad_types[] = { 0, 12, 0x7f, 0x80, 0x8c, 0xff,
 	    0x100, 0x183, 0x100000003 };
 	msgpack_object big[BFT_MAX_N + 1];
 	struct tree t;
@@ -267,6 +280,134 @@ test_reject_values(void **state)
 	tree_free(&t);
 }
 
+/* Sets a bin node to len bytes of zeros. */
+static void
+set_bin(msgpack_object *o, size_t len)
+{
+	o->type = MSGPACK_OBJECT_BIN;
+	o->via.bin.ptr = (const char *)zeros;
+	o->via.bin.size = (uint32_t)len;
+}
+
+/* Every bound of SUMMARY, LCLIST, STATUS and their replies. */
+static void
+test_reject_heal(void **state)
+{
+	msgpack_object info[BFT_STATUS_NFIELDS + 1];
+	struct tree t;
+	unsigned i;
+
+	(void)state;
+	tree_make(&t, BFT_SUMMARY, 0, 4, 0);
+	t.a[3].via.u64 = BFT_SUMMARY_MAX;
+	t.a[4].via.u64 = 1;
+	texpect(&t, NULL);
+	assert_true(dec.count == BFT_SUMMARY_MAX && dec.span == 1);
+	t.a[3].via.u64 = BFT_SUMMARY_MAX + 1;
+	texpect(&t, "SUMMARY: more than BFT_SUMMARY_MAX ranges");
+	t.a[4].via.u64 = 2;
+	texpect(&t, NULL);
+	t.a[3].via.u64 = 2 * BFT_SUMMARY_MAX + 1;
+	texpect(&t, "SUMMARY: more than BFT_SUMMARY_MAX ranges");
+	t.a[3].via.u64 = UINT32_MAX;
+	t.a[4].via.u64 = 1u << 22;
+	texpect(&t, NULL);
+	t.a[4].via.u64 = (1u << 22) - 1;
+	texpect(&t, "SUMMARY: more than BFT_SUMMARY_MAX ranges");
+	t.a[4].via.u64 = UINT32_MAX;
+	texpect(&t, NULL);
+	t.a[4].via.u64 = (uint64_t)UINT32_MAX + 1;
+	texpect(&t, "SUMMARY: span is not a uint32");
+	t.a[4].via.u64 = 0;
+	texpect(&t, "SUMMARY: span is 0");
+	t.a[4].via.u64 = 1;
+	t.a[3].via.u64 = 0;
+	texpect(&t, "SUMMARY: count is 0");
+	t.a[3].via.u64 = (uint64_t)UINT32_MAX + 1;
+	texpect(&t, "SUMMARY: count is not a uint32");
+	t.a[3].via.u64 = 1;
+	t.u.data.via.array.size = 4;
+	texpect(&t, "SUMMARY: wrong number of elements");
+	tree_free(&t);
+
+	tree_make(&t, BFT_LCLIST, 0, 4, 0);
+	t.a[3].via.u64 = 1;
+	texpect(&t, NULL);
+	t.a[3].via.u64 = BFT_LCLIST_MAX;
+	texpect(&t, NULL);
+	assert_int_equal(dec.count, BFT_LCLIST_MAX);
+	t.a[3].via.u64 = BFT_LCLIST_MAX + 1;
+	texpect(&t, "LCLIST: count over BFT_LCLIST_MAX");
+	t.a[3].via.u64 = 0;
+	texpect(&t, "LCLIST: count is 0");
+	t.a[3].via.u64 = (uint64_t)UINT32_MAX + 1;
+	texpect(&t, "LCLIST: count is not a uint32");
+	tree_free(&t);
+
+	tree_make(&t, BFT_STATUS, 0, 4, 0);
+	texpect(&t, NULL);
+	t.a[2].via.u64 = 1;
+	texpect(&t, "STATUS: block != 0");
+	tree_free(&t);
+
+	tree_make(&t, BFT_SUMMARY | BFT_ACK, 0, 4, 0);
+	for (i = 0; i <= 2 * BFT_SUMMARY_DIGEST_LEN + 1; i++) {
+		set_bin(&t.a[4], i);
+		texpect(&t, i % BFT_SUMMARY_DIGEST_LEN ? "SUMMARY_ACK: digests "
+		    "not 32-byte records, at most BFT_SUMMARY_MAX" : NULL);
+	}
+	set_bin(&t.a[4], BFT_SUMMARY_MAX * BFT_SUMMARY_DIGEST_LEN);
+	texpect(&t, NULL);
+	assert_int_equal(dec.ndigests, BFT_SUMMARY_MAX);
+	set_bin(&t.a[4], (BFT_SUMMARY_MAX + 1) * BFT_SUMMARY_DIGEST_LEN);
+	texpect(&t, "SUMMARY_ACK: digests not 32-byte records, at most "
+	    "BFT_SUMMARY_MAX");
+	tree_free(&t);
+
+	tree_make(&t, BFT_LCLIST | BFT_ACK, 0, 4, 0);
+	for (i = 0; i <= 2 * BFT_LCENTRY_LEN + 1; i++) {
+		set_bin(&t.a[4], i);
+		texpect(&t, i % BFT_LCENTRY_LEN ? "LCLIST_ACK: entries not "
+		    "24-byte records, at most BFT_LCLIST_MAX" : NULL);
+	}
+	set_bin(&t.a[4], BFT_LCLIST_MAX * BFT_LCENTRY_LEN);
+	texpect(&t, NULL);
+	assert_int_equal(dec.nentries, BFT_LCLIST_MAX);
+	set_bin(&t.a[4], (BFT_LCLIST_MAX + 1) * BFT_LCENTRY_LEN);
+	texpect(&t, "LCLIST_ACK: entries not 24-byte records, at most "
+	    "BFT_LCLIST_MAX");
+	t.a[4].type = MSGPACK_OBJECT_STR;
+	t.a[4].via.str.size = BFT_LCENTRY_LEN;
+	texpect(&t, "LCLIST_ACK: entries is not a bin");
+	tree_free(&t);
+
+	/* Exactly BFT_STATUS_NFIELDS uints, each up to 2^64-1. */
+	tree_make(&t, BFT_STATUS | BFT_ACK, 0, 4, 0);
+	for (i = 0; i < BFT_STATUS_NFIELDS; i++) {
+		info[i] = t.a[4].via.array.ptr[i];
+		info[i].via.u64 = i == 3 ? UINT64_MAX : i;
+	}
+	info[BFT_STATUS_NFIELDS] = info[0];
+	t.a[4].via.array.ptr = info;
+	texpect(&t, NULL);
+	assert_true(dec.info.version == 0 && dec.info.server_index == 1 &&
+	    dec.info.blocks_held == UINT64_MAX &&
+	    dec.info.scrub_total == BFT_STATUS_NFIELDS - 1);
+	t.a[4].via.array.size = BFT_STATUS_NFIELDS - 1;
+	texpect(&t, "STATUS_ACK: info is not an array of BFT_STATUS_NFIELDS");
+	t.a[4].via.array.size = BFT_STATUS_NFIELDS + 1;
+	texpect(&t, "STATUS_ACK: info is not an array of BFT_STATUS_NFIELDS");
+	t.a[4].via.array.size = BFT_STATUS_NFIELDS;
+	info[7].type = MSGPACK_OBJECT_NEGATIVE_INTEGER;
+	info[7].via.i64 = -1;
+	texpect(&t, "STATUS_ACK: info field is not a uint");
+	info[7].type = MSGPACK_OBJECT_BIN;
+	info[7].via.bin.size = 8;
+	info[7].via.bin.ptr = (const char *)zeros;
+	texpect(&t, "STATUS_ACK: info field is not a uint");
+	tree_free(&t);
+}
+
 static void
 test_reject_raw(void **state)
 {
@@ -314,6 +455,15 @@ test_reject_raw(void **state)
 	/* The next frame's prefix is trailing garbage to this one. */
 	assert_int_equal(bft_wire_encode(&m, 4, &b), 0);
 	expect(b.data + 4, bl + 1, 4, "trailing bytes after message");
+
+	/* A STATUS_ACK followed by one byte too many. */
+	make_msg(&m, BFT_STATUS | BFT_ACK, 0, 4, 0);
+	bl = encode_one(&m, 4, &b);
+	expect(b.data + 4, bl, 4, NULL);
+	assert_int_equal(bft_wire_encode(&m, 4, &b), 0);
+	expect(b.data + 4, bl + 1, 4, "trailing bytes after message");
+	for (i = 0; i < bl; i++)
+		expect(b.data + 4, i, 4, ANY);
 
 	/* n is checked even where no field depends on it. */
 	make_msg(&m, BFT_CLOCK, 0, 4, 0);
@@ -401,6 +551,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_reject_every_field, setup),
 		cmocka_unit_test_setup(test_reject_values, setup),
+		cmocka_unit_test_setup(test_reject_heal, setup),
 		cmocka_unit_test_setup(test_reject_raw, setup),
 		cmocka_unit_test(test_every_format),
 	};

@@ -19,13 +19,21 @@
 
 #include "wire.h"
 
-static const uint8_t all_types[16] = {
-	1, 2, 3, 4, 5, 6, 7, 8, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88,
+#define NTYPES	BFT_MSG_NTYPES
+static const uint8_t all_types[NTYPES] = {
+	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+	0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b,
 };
 
+/*
+ * Room for the longest of a fragment and an LCLIST_ACK, one entry more
+ * (what the decoder must refuse), and an offset.
+ */
+#define BIGBUF	((BFT_LCLIST_MAX + 1) * BFT_LCENTRY_LEN + 2)
+_Static_assert(BIGBUF >= BFT_MAX_FRAG + 2, "BIGBUF holds a fragment");
 static uint64_t rng_state;
-static uint8_t fragbuf[BFT_MAX_FRAG + 2];
-static const uint8_t zeros[BFT_MAX_FRAG + 2];
+static uint8_t fragbuf[BIGBUF];
+static const uint8_t zeros[BIGBUF];
 /* The last message that expect() decoded. */
 static struct bft_msg dec;
 /* For expect(): refused, for whatever reason. */
@@ -59,7 +67,8 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 	memset(m, 0, sizeof(*m));
 	m->type = type;
 	m->id = rnd();
-	m->block = (type == BFT_HELLO || type == BFT_FLUSH) ? 0 : rnd();
+	m->block = (type == BFT_HELLO || type == BFT_FLUSH ||
+	    type == BFT_STATUS) ? 0 : rnd();
 	m->status = (type & BFT_ACK) ? status : 0;
 	if (m->status != 0)
 		return;
@@ -116,6 +125,35 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 	case BFT_CLOCK | BFT_ACK:
 		rnd_bytes(&m->ts, sizeof(m->ts));
 		break;
+	case BFT_SUMMARY:
+		/* Any span, and a count it covers in 1..BFT_SUMMARY_MAX ranges. */
+		m->span = 1 + (uint32_t)(rnd() % (rnd() & 1 ? 16 : UINT32_MAX));
+		m->count = 1 + (uint32_t)(rnd() % ((uint64_t)m->span *
+		    BFT_SUMMARY_MAX < UINT32_MAX ? m->span * BFT_SUMMARY_MAX :
+		    UINT32_MAX));
+		break;
+	case BFT_LCLIST:
+		m->count = (uint32_t[]){ 1, BFT_LCLIST_MAX,
+		    1 + (uint32_t)(rnd() % BFT_LCLIST_MAX) }[rnd() % 3];
+		break;
+	case BFT_SUMMARY | BFT_ACK:
+		/* max_frag bounds every message's bulk, to keep bodies small. */
+		i = max_frag >= BFT_MAX_FRAG ? BFT_SUMMARY_MAX :
+		    max_frag / BFT_SUMMARY_DIGEST_LEN;
+		m->ndigests = (uint32_t[]){ 0, i,
+		    (uint32_t)(rnd() % (i + 1)) }[rnd() % 3];
+		m->digests = fragbuf + rnd() % 2;
+		break;
+	case BFT_LCLIST | BFT_ACK:
+		i = max_frag >= BFT_MAX_FRAG ? BFT_LCLIST_MAX :
+		    max_frag / BFT_LCENTRY_LEN;
+		m->nentries = (uint32_t[]){ 0, i,
+		    (uint32_t)(rnd() % (i + 1)) }[rnd() % 3];
+		m->entries = fragbuf + rnd() % 2;
+		break;
+	case BFT_STATUS | BFT_ACK:
+		rnd_bytes(&m->info, sizeof(m->info));
+		break;
 	}
 }
 
@@ -143,6 +181,17 @@ assert_msg_equal(const struct bft_msg *a, const struct bft_msg *b)
 	assert_int_equal(a->frag_len, b->frag_len);
 	if (a->frag_len)
 		assert_memory_equal(a->frag, b->frag, a->frag_len);
+	assert_int_equal(a->count, b->count);
+	assert_int_equal(a->span, b->span);
+	assert_int_equal(a->ndigests, b->ndigests);
+	if (a->ndigests)
+		assert_memory_equal(a->digests, b->digests,
+		    (size_t)a->ndigests * BFT_SUMMARY_DIGEST_LEN);
+	assert_int_equal(a->nentries, b->nentries);
+	if (a->nentries)
+		assert_memory_equal(a->entries, b->entries,
+		    (size_t)a->nentries * BFT_LCENTRY_LEN);
+	assert_memory_equal(&a->info, &b->info, sizeof(a->info));
 }
 
 /* Encodes m alone into b (emptied first) and returns the body length. */
@@ -178,6 +227,12 @@ expect(const void *body, size_t len, unsigned n, const char *want)
 		assert_int_equal(rc, 0);
 		assert_true(dec.frag_len == 0 || (dec.frag >= copy &&
 		    dec.frag + dec.frag_len <= copy + len));
+		assert_true(dec.ndigests == 0 || (dec.digests >= copy &&
+		    dec.digests + (size_t)dec.ndigests *
+		    BFT_SUMMARY_DIGEST_LEN <= copy + len));
+		assert_true(dec.nentries == 0 || (dec.entries >= copy &&
+		    dec.entries + (size_t)dec.nentries * BFT_LCENTRY_LEN <=
+		    copy + len));
 	} else {
 		assert_int_equal(rc, -1);
 		assert_true(why != NULL && *why != '\0');

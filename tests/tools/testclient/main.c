@@ -28,8 +28,9 @@
  * L is a comma-separated list of server indices (default: all).  With
  * --hang, partial-write waits to be killed where it would have exited.
  * The forgers, probe, tamper, peek and pipeline take any client key
- * file, a read-only one too; partial-write and stutter need a writer's
- * (they sign timestamps and MAC vectors).
+ * file, a read-only one too, or a server's key file (the tool is then
+ * that server, a peer of the others); partial-write and stutter need a
+ * writer's (they sign timestamps and MAC vectors).
  *
  * The code: main.c (options, loading, dispatch), chan.c (connections,
  * the channel handshake, sealed requests and replies), write.c
@@ -68,8 +69,9 @@ tc_parse_list(const char *s)
 }
 
 /*
- * Loads the configuration and the client key file (any role).  A
- * subcommand that signs (need_mac) refuses a read-only key file.
+ * Loads the configuration and the client key file (any role, or a
+ * server's key file, which connects as that server: a peer).  A
+ * subcommand that signs (need_mac) refuses a key file without MAC keys.
  */
 void
 tc_load(bool need_mac)
@@ -87,16 +89,24 @@ tc_load(bool need_mac)
 	if (opt.keys == NULL)
 		errx(1, "--keys is required (a client key file: the channel "
 		    "needs an identity)");
-	if (bft_client_key_load(opt.keys, &key, e, sizeof e) != 0)
-		errx(1, "%s", e);
+	if (bft_client_key_load(opt.keys, &key, e, sizeof e) != 0) {
+		struct bft_server_key sk;
+		char e2[512];
+
+		/* A server's key file: connect as that server, a peer. */
+		if (bft_server_key_load(opt.keys, &sk, e2, sizeof e2) != 0)
+			errx(1, "%s", e);
+		bft_peer_key(&sk, &key);
+		bft_wipe(&sk, sizeof sk);
+	}
 	if (memcmp(key.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN) != 0)
 		errx(1, "%s is a key of another cluster", opt.keys);
 	if (key.role != BFT_ROLE_RW) {
 		if (need_mac)
-			errx(1, "%s is the read-only client '%s': it holds no "
-			    "MAC keys, and %s signs timestamps and MAC vectors; "
-			    "use a writer's key file", opt.keys, key.name,
-			    opt.cmd);
+			errx(1, "%s is the %s client '%s': it holds no MAC "
+			    "keys, and %s signs timestamps and MAC vectors; "
+			    "use a writer's key file", opt.keys,
+			    bft_role_str(key.role), key.name, opt.cmd);
 		return;
 	}
 	if (key.n != n)

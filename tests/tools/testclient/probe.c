@@ -4,8 +4,9 @@
  * or pipelined.
  *
  * probe sends CLOCK, STORE (made-up fragment and MACs), COMPLETE,
- * COLLECT and FLUSH to each server and prints "server I: TYPE status
- * N (name)" for each: what a role may do.
+ * COLLECT, FLUSH, SUMMARY and LCLIST (of the block alone) and STATUS to
+ * each server and prints "server I: TYPE status N (name)" for each:
+ * what a role may do.
  *
  * tamper, to the first server of L, after HELLO (M: what the frames
  * that follow suffer):
@@ -67,13 +68,15 @@ connect_one(unsigned i)
 
 /*
  * What each request type gets from every server under this key's role:
- * CLOCK, a STORE and a COMPLETE with made-up MACs, COLLECT and FLUSH.
+ * CLOCK, a STORE and a COMPLETE with made-up MACs, COLLECT, FLUSH,
+ * SUMMARY, LCLIST and STATUS.
  */
 int
 tc_cmd_probe(void)
 {
 	static const uint8_t types[] = {
 		BFT_CLOCK, BFT_STORE, BFT_COMPLETE, BFT_COLLECT, BFT_FLUSH,
+		BFT_SUMMARY, BFT_LCLIST, BFT_STATUS,
 	};
 	static uint8_t frag[4096];
 	uint32_t mask;
@@ -98,6 +101,9 @@ tc_cmd_probe(void)
 				req.frag = frag;
 				req.frag_len = sizeof frag;
 			}
+			req.count = req.span = 1;
+			if (types[k] == BFT_STATUS)
+				req.block = 0;
 			st = tc_xfer(i);
 			printf("server %u: %s status %d (%s)\n", i,
 			    bft_msg_type_str(types[k]), st, tc_status_name(st));

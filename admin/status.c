@@ -1,0 +1,209 @@
+/*
+ * bftblk status: how the cluster is, from what each server says of
+ * itself.  Every server is asked STATUS over a session of its own (the
+ * channel handshake and HELLO as any client, then one request), all at
+ * once, each on a thread, so that servers that hang cost one timeout in
+ * all rather than one each.  The judging and printing are
+ * status_format.c's.
+ */
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+#include "config.h"
+#include "crypto.h"
+#include "keys.h"
+#include "log.h"
+#include "session_int.h"
+#include "status_format.h"
+
+/* Exit status when the status cannot be known: usage, files. */
+#define EXIT_UNKNOWN	3
+
+struct asker {
+	pthread_t thread;
+	bool started;
+	const struct bft_config *cfg;
+	const struct bft_client_key *key;
+	unsigned timeout_ms;
+	struct status_server *out;
+};
+
+/* Says why a session could not be opened, in out->why. */
+static void
+session_failed(struct status_server *out, const struct bft_session_fail *f)
+{
+	switch (f->step) {
+	case BFT_SESS_CONNECT:
+		snprintf(out->why, sizeof out->why, "%s", f->why);
+		break;
+	case BFT_SESS_CHANNEL:
+		snprintf(out->why, sizeof out->why, "channel: %s", f->why);
+		break;
+	case BFT_SESS_HELLO:
+		snprintf(out->why, sizeof out->why, "HELLO: %s%s%s", f->why,
+		    f->status ? ": " : "", f->status ?
+		    bft_status_str(f->status) : "");
+		break;
+	}
+}
+
+static void *
+ask(void *arg)
+{
+	struct asker *a = arg;
+	struct status_server *out = a->out;
+	struct bft_session_fail f;
+	struct bft_session s;
+	struct bft_msg *req, *rep;
+	const char *why = "";
+	int st;
+
+	req = calloc(1, sizeof *req);
+	rep = calloc(1, sizeof *rep);
+	if (req == NULL || rep == NULL) {
+		snprintf(out->why, sizeof out->why, "out of memory");
+		goto out_free;
+	}
+	if (bft_session_open(&s, a->cfg, a->key, out->index, a->timeout_ms,
+	    true, &f) != 0) {
+		session_failed(out, &f);
+		goto out_free;
+	}
+	req->type = BFT_STATUS;
+	st = bft_session_call(&s, req, rep, &why);
+	if (st < 0) {
+		snprintf(out->why, sizeof out->why, "STATUS: %s", why);
+	} else if (st != BFT_OK) {
+		snprintf(out->why, sizeof out->why, "STATUS refused: %s",
+		    bft_status_str(st));
+	} else {
+		out->info = rep->info;
+		out->reachable = true;
+	}
+	bft_session_close(&s);
+out_free:
+	free(req);
+	free(rep);
+	return NULL;
+}
+
+/* The identity to ask with: a client key file of any role. */
+static int
+load_key(const char *path, const struct bft_config *cfg,
+    struct bft_client_key *key)
+{
+	char err[512];
+
+	if (bft_client_key_load(path, key, err, sizeof err) != 0) {
+		bft_log("%s", err);
+		return -1;
+	}
+	if (memcmp(key->cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN)) {
+		bft_log("%s is a key of another cluster", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+status(const char *dir, const char *keys, bool json, unsigned timeout_s)
+{
+	static struct bft_config cfg;
+	static struct bft_client_key key;
+	static struct status_report r;
+	struct asker a[BFT_MAX_N];
+	char conf[4096], keypath[4096], err[512];
+	int rc = EXIT_UNKNOWN;
+
+	if (admin_path_in(conf, sizeof conf, dir, "bftblk.conf") != 0 ||
+	    (keys == NULL && admin_path_in(keypath, sizeof keypath, dir,
+	    "client.key") != 0))
+		return EXIT_UNKNOWN;
+	if (keys != NULL)
+		snprintf(keypath, sizeof keypath, "%s", keys);
+	if (bft_config_load(conf, &cfg, err, sizeof err) != 0) {
+		bft_log("%s", err);
+		return EXIT_UNKNOWN;
+	}
+	if (load_key(keypath, &cfg, &key) != 0)
+		goto out_wipe;
+	memset(&r, 0, sizeof r);
+	r.n = cfg.n;
+	r.t = cfg.t;
+	for (unsigned i = 0; i < cfg.n; i++) {
+		r.servers[i].index = i;
+		snprintf(r.servers[i].addr, sizeof r.servers[i].addr, "%s:%u",
+		    cfg.servers[i].host, cfg.servers[i].port);
+		a[i] = (struct asker){ .cfg = &cfg, .key = &key,
+		    .timeout_ms = timeout_s * 1000, .out = &r.servers[i] };
+		a[i].started = pthread_create(&a[i].thread, NULL, ask,
+		    &a[i]) == 0;
+		if (!a[i].started)
+			ask(&a[i]);
+	}
+	for (unsigned i = 0; i < cfg.n; i++)
+		if (a[i].started)
+			pthread_join(a[i].thread, NULL);
+	status_assess(&r);
+	if ((json ? status_print_json(&r, stdout) :
+	    status_print_text(&r, stdout)) != 0 || fflush(stdout) != 0) {
+		bft_log("cannot write the report");
+		goto out_wipe;
+	}
+	rc = status_exit_code(r.health);
+out_wipe:
+	bft_wipe(&key, sizeof key);
+	return rc;
+}
+
+int
+admin_status(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "keys", required_argument, NULL, 'k' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dir = NULL, *keys = NULL;
+	unsigned timeout_s = 3;
+	bool json = false;
+	char *end;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "d:k:jt:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'k':
+			keys = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 't':
+			timeout_s = (unsigned)strtoul(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end != '\0' ||
+			    timeout_s == 0 || timeout_s > 3600) {
+				bft_log("--timeout must be 1..3600 seconds");
+				return EXIT_UNKNOWN;
+			}
+			break;
+		default:
+			admin_usage(stderr);
+			return EXIT_UNKNOWN;
+		}
+	}
+	if (dir == NULL || optind != argc) {
+		admin_usage(stderr);
+		return EXIT_UNKNOWN;
+	}
+	return status(dir, keys, json, timeout_s);
+}

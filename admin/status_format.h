@@ -1,0 +1,73 @@
+/*
+ * `bftblk status`, the part without sockets: what every server answered
+ * to STATUS goes into a struct status_report, status_assess() judges the
+ * cluster's health from it, and the report is printed as text or JSON.
+ * All of it is pure over the struct, so tests/unit/test_status_format.c
+ * checks it without a cluster; status.c does the asking.
+ *
+ * The health rules (also in bftblk(8)), with U servers that did not
+ * answer:
+ *   UNAVAILABLE  fewer than n-t servers answer: I/O cannot proceed.
+ *   AT RISK      I/O works but one more fault could stop it or lose
+ *                data: U >= t (no fault left to spare), or a server
+ *                answering is scanning, rebuilding or waiting for peers,
+ *                or reports more damaged records than it repaired, or
+ *                the servers answering hold different numbers of blocks
+ *                (some block is held by fewer than all of them).
+ *   DEGRADED     none of that, but 1 <= U < t: faults to spare remain.
+ *   OK           every server answers and none has anything to report.
+ * The reason lists every finding, most serious first.
+ */
+#ifndef BFTBLK_STATUS_FORMAT_H
+#define BFTBLK_STATUS_FORMAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "wire.h"
+
+enum status_health {
+	STATUS_OK, STATUS_DEGRADED, STATUS_AT_RISK, STATUS_UNAVAILABLE,
+};
+
+struct status_server {
+	unsigned index;
+	char addr[BFT_HOST_LEN + 8];	/* HOST:PORT from bftblk.conf */
+	bool reachable;			/* answered STATUS */
+	char why[160];			/* when not: what went wrong */
+	struct bft_status_info info;	/* when it did */
+};
+
+struct status_report {
+	unsigned n, t;
+	struct status_server servers[BFT_MAX_N];
+	/* status_assess() fills these. */
+	enum status_health health;
+	unsigned reachable;
+	char reason[1024];
+};
+
+/* Judges r's health by the rules above; sets health, reachable, reason. */
+void status_assess(struct status_report *r);
+
+/* "OK", "DEGRADED", "AT RISK", "UNAVAILABLE". */
+const char *status_health_str(enum status_health h);
+/* The exit status of `bftblk status`: 0 OK, 1 DEGRADED or AT RISK, 2. */
+int status_exit_code(enum status_health h);
+/* "idle", "scanning", "rebuilding", "waiting for peers", "done". */
+const char *status_rebuild_str(uint64_t state);
+
+/*
+ * The report as text: the health line, a cluster line, one line per
+ * server.  0, or -1 when writing to fp failed.
+ */
+int status_print_text(const struct status_report *r, FILE *fp);
+/* The report as one JSON object and a newline.  0 or -1. */
+int status_print_json(const struct status_report *r, FILE *fp);
+
+/* Writes s as a JSON string (quotes, escapes, valid UTF-8 only). */
+void status_json_string(FILE *fp, const char *s);
+
+#endif

@@ -1,0 +1,156 @@
+/*
+ * SUMMARY, LCLIST and STATUS (wire.h): what a server tells a peer that
+ * compares its state, and an operator who asks how it is.  None of them
+ * changes anything, so they are answered from memory: lc of every block
+ * is there, and the log's figures are the store's counters.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "handler.h"
+#include "summary.h"
+
+#define INFO_BUF_LEN	(BFT_LCLIST_MAX * BFT_LCENTRY_LEN)
+_Static_assert(INFO_BUF_LEN >= BFT_SUMMARY_MAX * BFT_SUMMARY_DIGEST_LEN,
+    "infobuf holds the longest SUMMARY_ACK too");
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int
+bft_handler_info_init(struct bft_handler *h)
+{
+	h->started_ms = now_ms();
+	h->infobuf = malloc(INFO_BUF_LEN);
+	return h->infobuf ? 0 : -1;
+}
+
+/* The bounds wire.h gives count and span. */
+static bool
+shape_ok(const struct bft_msg *req)
+{
+	uint32_t nr;
+
+	if (req->type == BFT_LCLIST)
+		return req->count >= 1 && req->count <= BFT_LCLIST_MAX;
+	nr = bft_summary_nranges(req->count, req->span);
+	return nr >= 1 && nr <= BFT_SUMMARY_MAX;
+}
+
+/*
+ * [block, block + count) within the disk; bft_handle checked block.
+ * Written so that block + count cannot overflow.
+ */
+static bool
+in_disk(const struct bft_handler *h, const struct bft_msg *req)
+{
+	return req->count <= h->cfg->nblocks - req->block;
+}
+
+/* One digest per span blocks; the decoder bounded their number. */
+static void
+handle_summary(struct bft_handler *h, const struct bft_msg *req,
+    struct bft_msg *rep)
+{
+	uint32_t nr = bft_summary_nranges(req->count, req->span);
+	uint64_t b = req->block, end = req->block + req->count;
+	struct bft_summary s;
+
+	for (uint32_t r = 0; r < nr; r++) {
+		uint64_t stop = end - b > req->span ? b + req->span : end;
+
+		bft_summary_init(&s);
+		for (; b < stop; b++)
+			bft_summary_add(&s, b,
+			    &bft_store_block(h->st, b)->lc.ts);
+		bft_summary_final(&s, h->infobuf +
+		    (size_t)r * BFT_SUMMARY_DIGEST_LEN);
+	}
+	rep->digests = h->infobuf;
+	rep->ndigests = nr;
+}
+
+static void
+handle_lclist(struct bft_handler *h, const struct bft_msg *req,
+    struct bft_msg *rep)
+{
+	const struct bft_ts *ts;
+	uint32_t ne = 0;
+
+	for (uint64_t b = req->block; b < req->block + req->count; b++) {
+		ts = &bft_store_block(h->st, b)->lc.ts;
+		if (bft_ts_is_zero(ts))
+			continue;
+		bft_lcentry_put(h->infobuf + (size_t)ne * BFT_LCENTRY_LEN, b,
+		    ts);
+		ne++;
+	}
+	rep->entries = h->infobuf;
+	rep->nentries = ne;
+}
+
+static void
+handle_status(struct bft_handler *h, struct bft_msg *rep)
+{
+	static const struct bft_heal_progress none;
+	const struct bft_heal_progress *hp = h->heal ? h->heal : &none;
+	struct bft_status_info *in = &rep->info;
+	struct bft_store_replay rp;
+	struct bft_store_stats ss;
+
+	bft_store_stats(h->st, &ss);
+	bft_store_replay_info(h->st, &rp);
+	in->version = BFT_STORE_FORMAT;
+	in->server_index = h->key->index;
+	in->uptime_s = (now_ms() - h->started_ms) / 1000;
+	in->blocks_held = ss.blocks_held;
+	in->bytes_total = ss.bytes_total;
+	in->bytes_live = ss.bytes_live;
+	in->damaged_records = rp.torn_records + rp.corrupt_records +
+	    hp->damaged_records_later;
+	in->repaired_records = hp->repaired_records;
+	in->rebuild_state = hp->rebuild_state;
+	in->rebuild_done = hp->rebuild_done;
+	in->rebuild_total = hp->rebuild_total;
+	in->rebuild_bytes = hp->rebuild_bytes;
+	in->rebuild_rate = hp->rebuild_rate;
+	in->scrub_done = hp->scrub_done;
+	in->scrub_total = hp->scrub_total;
+}
+
+void
+bft_handle_info(struct bft_handler *h, const struct bft_msg *req,
+    struct bft_msg *rep)
+{
+	switch (req->type) {
+	case BFT_SUMMARY:
+	case BFT_LCLIST:
+		/*
+		 * The decoder checked count and span; a caller other than
+		 * the network (a test) is held to the same bounds here.
+		 */
+		if (!shape_ok(req)) {
+			rep->status = BFT_EPROTO;
+			return;
+		}
+		if (!in_disk(h, req)) {
+			rep->status = BFT_ERANGE;
+			return;
+		}
+		if (req->type == BFT_SUMMARY)
+			handle_summary(h, req, rep);
+		else
+			handle_lclist(h, req, rep);
+		return;
+	case BFT_STATUS:
+		handle_status(h, rep);
+		return;
+	}
+}

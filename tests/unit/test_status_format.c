@@ -1,0 +1,316 @@
+/*
+ * bftblk status without a cluster (admin/status_format.c): the health
+ * rules of bftblk(8) case by case and at their boundaries for t = 1 and
+ * t = 2, the reason's wording and order, the exit statuses, the text
+ * lines (sizes, uptimes, rebuild progress and ETA), and the JSON: an
+ * exact document, and string escaping of quotes, control bytes, valid
+ * UTF-8 and every kind of invalid UTF-8.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../admin/status_format.h"
+
+static struct status_report r;
+static char *text;
+static size_t textlen;
+
+/* A healthy report: n = 3t+1 servers holding `held` blocks each. */
+static void
+healthy(unsigned t, uint64_t held)
+{
+	memset(&r, 0, sizeof r);
+	r.t = t;
+	r.n = 3 * t + 1;
+	for (unsigned i = 0; i < r.n; i++) {
+		struct status_server *s = &r.servers[i];
+
+		s->index = i;
+		snprintf(s->addr, sizeof s->addr, "10.0.0.%u:7700", i + 1);
+		s->reachable = true;
+		s->info.version = 2;
+		s->info.server_index = i;
+		s->info.uptime_s = 3725;
+		s->info.blocks_held = held;
+		s->info.bytes_total = 3u << 20;
+		s->info.bytes_live = 1536u << 10;
+	}
+}
+
+static void
+down(unsigned i, const char *why)
+{
+	r.servers[i].reachable = false;
+	snprintf(r.servers[i].why, sizeof r.servers[i].why, "%s", why);
+	memset(&r.servers[i].info, 0, sizeof r.servers[i].info);
+}
+
+static void
+expect(enum status_health h, const char *reason)
+{
+	status_assess(&r);
+	assert_string_equal(r.reason, reason);
+	assert_int_equal(r.health, h);
+}
+
+/* Prints r with fn into text. */
+static void
+print(int (*fn)(const struct status_report *, FILE *))
+{
+	FILE *fp;
+
+	free(text);
+	text = NULL;
+	fp = open_memstream(&text, &textlen);
+	assert_non_null(fp);
+	assert_int_equal(fn(&r, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	free(text);
+	text = NULL;
+	return 0;
+}
+
+static void
+test_unreachable(void **state)
+{
+	(void)state;
+	healthy(1, 8);
+	expect(STATUS_OK, "");
+	assert_int_equal(r.reachable, 4);
+	assert_int_equal(status_exit_code(r.health), 0);
+	/* t = 1: one down leaves no fault to spare. */
+	down(3, "cannot connect");
+	expect(STATUS_AT_RISK, "server 3 unreachable: no fault left to spare");
+	assert_int_equal(r.reachable, 3);
+	assert_int_equal(status_exit_code(r.health), 1);
+	down(0, "cannot connect");
+	expect(STATUS_UNAVAILABLE, "2 of 4 servers answer, I/O needs 3; "
+	    "servers 0, 3 unreachable");
+	assert_int_equal(status_exit_code(r.health), 2);
+
+	/* t = 2: one down is DEGRADED, two AT RISK, three UNAVAILABLE. */
+	healthy(2, 8);
+	expect(STATUS_OK, "");
+	down(4, "x");
+	expect(STATUS_DEGRADED, "server 4 unreachable: 1 more fault "
+	    "tolerated");
+	assert_int_equal(status_exit_code(r.health), 1);
+	down(1, "x");
+	expect(STATUS_AT_RISK, "servers 1, 4 unreachable: no fault left to "
+	    "spare");
+	down(6, "x");
+	expect(STATUS_UNAVAILABLE, "4 of 7 servers answer, I/O needs 5; "
+	    "servers 1, 4, 6 unreachable");
+	healthy(3, 0);
+	down(9, "x");
+	expect(STATUS_DEGRADED, "server 9 unreachable: 2 more faults "
+	    "tolerated");
+}
+
+static void
+test_at_risk(void **state)
+{
+	(void)state;
+	healthy(1, 8);
+	r.servers[1].info.rebuild_state = BFT_REBUILD_REBUILDING;
+	r.servers[1].info.rebuild_done = 3;
+	r.servers[1].info.rebuild_total = 8;
+	expect(STATUS_AT_RISK, "server 1 rebuilding (3/8 blocks)");
+	r.servers[1].info.rebuild_state = BFT_REBUILD_SCANNING;
+	expect(STATUS_AT_RISK, "server 1 scanning");
+	r.servers[1].info.rebuild_state = BFT_REBUILD_WAITING;
+	expect(STATUS_AT_RISK, "server 1 waiting for peers");
+	r.servers[1].info.rebuild_state = BFT_REBUILD_DONE;
+	expect(STATUS_OK, "");
+	r.servers[1].info.rebuild_state = 77;
+	expect(STATUS_AT_RISK, "server 1 in rebuild state 77");
+	r.servers[1].info.rebuild_state = BFT_REBUILD_IDLE;
+
+	r.servers[2].info.damaged_records = 3;
+	r.servers[2].info.repaired_records = 1;
+	expect(STATUS_AT_RISK, "server 2 has 2 damaged records not repaired");
+	r.servers[2].info.repaired_records = 3;
+	expect(STATUS_OK, "");
+
+	r.servers[0].info.blocks_held = 5;
+	expect(STATUS_AT_RISK, "server 0 holds 5 blocks, others up to 8");
+	r.servers[3].info.blocks_held = 9;
+	expect(STATUS_AT_RISK, "server 0 holds 5 blocks, others up to 9; "
+	    "server 1 holds 8 blocks, others up to 9; server 2 holds 8 "
+	    "blocks, others up to 9");
+
+	/*
+	 * An unreachable server's zeros are no evidence of missing blocks;
+	 * the most serious findings come first.
+	 */
+	healthy(2, 8);
+	down(2, "x");
+	r.servers[5].info.rebuild_state = BFT_REBUILD_WAITING;
+	expect(STATUS_AT_RISK, "server 5 waiting for peers; server 2 "
+	    "unreachable: 1 more fault tolerated");
+	assert_string_equal(status_health_str(STATUS_OK), "OK");
+	assert_string_equal(status_health_str(STATUS_DEGRADED), "DEGRADED");
+	assert_string_equal(status_health_str(STATUS_AT_RISK), "AT RISK");
+	assert_string_equal(status_health_str(STATUS_UNAVAILABLE),
+	    "UNAVAILABLE");
+}
+
+static void
+test_text(void **state)
+{
+	struct bft_status_info *in;
+
+	(void)state;
+	healthy(1, 1234);
+	in = &r.servers[1].info;
+	in->rebuild_state = BFT_REBUILD_REBUILDING;
+	in->rebuild_done = 10;
+	in->rebuild_total = 110;
+	in->rebuild_bytes = 10 * 32768;
+	in->rebuild_rate = 1000000;
+	in->damaged_records = 4;
+	in->repaired_records = 1;
+	in->uptime_s = 45;
+	in->bytes_total = 1023;
+	in->bytes_live = 0;
+	in = &r.servers[2].info;
+	in->scrub_done = 7;
+	in->scrub_total = 100;
+	in->uptime_s = 3 * 86400 + 5 * 3600 + 59;
+	in->bytes_total = 5ull << 40;
+	in->bytes_live = (3ull << 30) + (1ull << 29);
+	down(3, "channel: unknown client key");
+	status_assess(&r);
+	print(status_print_text);
+	assert_string_equal(text,
+	    "health: AT RISK (server 3 unreachable: no fault left to spare; "
+	    "server 1 rebuilding (10/110 blocks); server 1 has 3 damaged "
+	    "records not repaired)\n"
+	    "cluster: t=1 n=4, 3 of 4 servers answer, I/O needs 3\n"
+	    "server 0 10.0.0.1:7700: reachable, version 2, up 1h02m, 1234 "
+	    "blocks, 3.0 MiB on disk (1.5 MiB live), 0 damaged, 0 repaired, "
+	    "idle\n"
+	    "server 1 10.0.0.2:7700: reachable, version 2, up 45s, 1234 "
+	    "blocks, 1023 B on disk (0 B live), 4 damaged, 1 repaired, "
+	    "rebuilding 10/110 blocks, 1.0 MB/s, ETA 3s\n"
+	    "server 2 10.0.0.3:7700: reachable, version 2, up 3d05h, 1234 "
+	    "blocks, 5.0 TiB on disk (3.5 GiB live), 0 damaged, 0 repaired, "
+	    "idle, scrub 7/100\n"
+	    "server 3 10.0.0.4:7700: unreachable (channel: unknown client "
+	    "key)\n");
+
+	/* Without a rate or anything rebuilt yet, no ETA to give. */
+	healthy(1, 0);
+	in = &r.servers[0].info;
+	in->rebuild_state = BFT_REBUILD_REBUILDING;
+	in->rebuild_total = 64;
+	in->uptime_s = 600;
+	status_assess(&r);
+	print(status_print_text);
+	assert_non_null(strstr(text, "server 0 10.0.0.1:7700: reachable, "
+	    "version 2, up 10m00s, 0 blocks, 3.0 MiB on disk (1.5 MiB live), "
+	    "0 damaged, 0 repaired, rebuilding 0/64 blocks, 0.0 MB/s, ETA "
+	    "unknown\n"));
+	in->rebuild_state = BFT_REBUILD_DONE;
+	in->rebuild_done = 64;
+	status_assess(&r);
+	print(status_print_text);
+	assert_non_null(strstr(text, "0 repaired, done 64/64 blocks\n"));
+	assert_string_equal(status_rebuild_str(99), "unknown");
+}
+
+static void
+test_json(void **state)
+{
+	(void)state;
+	healthy(1, 2);
+	r.servers[0].info.rebuild_state = BFT_REBUILD_WAITING;
+	r.servers[0].info.scrub_total = UINT64_MAX;
+	down(1, "say \"no\"\\\n");
+	r.n = 2;	/* a short document: n = 2 is for formatting only */
+	status_assess(&r);
+	print(status_print_json);
+	assert_string_equal(text,
+	    "{\"health\":\"AT RISK\",\"reason\":\"server 1 unreachable: "
+	    "no fault left to spare; server 0 waiting for peers\",\"t\":1,"
+	    "\"n\":2,\"reachable\":1,\"needed\":1,"
+	    "\"servers\":[{\"index\":0,\"address\":\"10.0.0.1:7700\","
+	    "\"reachable\":true,\"version\":2,\"server_index\":0,"
+	    "\"uptime_s\":3725,\"blocks_held\":2,\"bytes_total\":3145728,"
+	    "\"bytes_live\":1572864,\"damaged_records\":0,"
+	    "\"repaired_records\":0,\"rebuild_state\":3,\"rebuild_done\":0,"
+	    "\"rebuild_total\":0,\"rebuild_bytes\":0,\"rebuild_rate\":0,"
+	    "\"scrub_done\":0,\"scrub_total\":18446744073709551615,"
+	    "\"rebuild_state_name\":\"waiting for peers\"},"
+	    "{\"index\":1,\"address\":\"10.0.0.2:7700\",\"reachable\":false,"
+	    "\"error\":\"say \\\"no\\\"\\\\\\n\"}]}\n");
+}
+
+static void
+test_json_string(void **state)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{ "", "\"\"" },
+		{ "plain text", "\"plain text\"" },
+		{ "q\"b\\s/", "\"q\\\"b\\\\s/\"" },
+		{ "\b\f\n\r\t", "\"\\b\\f\\n\\r\\t\"" },
+		{ "\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\"" },
+		/* Valid UTF-8 of two, three and four bytes passes. */
+		{ "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+		    "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"" },
+		{ "\xef\xbf\xbd\xf4\x8f\xbf\xbf",
+		    "\"\xef\xbf\xbd\xf4\x8f\xbf\xbf\"" },
+		/* Stray, overlong, surrogate, too high, cut short. */
+		{ "a\xff" "b", "\"a\\ufffdb\"" },
+		{ "\x80", "\"\\ufffd\"" },
+		{ "\xc0\xaf", "\"\\ufffd\\ufffd\"" },
+		{ "\xc1\xbf", "\"\\ufffd\\ufffd\"" },
+		{ "\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\"" },
+		{ "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" },
+		{ "\xf0\x8f\xbf\xbf", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"" },
+		{ "\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"" },
+		{ "\xf5\x80\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"" },
+		{ "\xe2\x82", "\"\\ufffd\\ufffd\"" },
+		{ "\xe2\x82x", "\"\\ufffd\\ufffdx\"" },
+		{ "\xf0\x9f\x98", "\"\\ufffd\\ufffd\\ufffd\"" },
+	};
+	FILE *fp;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		free(text);
+		text = NULL;
+		fp = open_memstream(&text, &textlen);
+		assert_non_null(fp);
+		status_json_string(fp, cases[i].in);
+		assert_int_equal(fclose(fp), 0);
+		assert_string_equal(text, cases[i].out);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_unreachable, teardown),
+		cmocka_unit_test_teardown(test_at_risk, teardown),
+		cmocka_unit_test_teardown(test_text, teardown),
+		cmocka_unit_test_teardown(test_json, teardown),
+		cmocka_unit_test_teardown(test_json_string, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
