@@ -103,7 +103,10 @@ TESTCLIENT = $(BUILD)/tests/bftblk-testclient
 # regressions and seeds once (tests/fuzz/standalone.c): test_fuzz_frame...
 FUZZ_UNIT_BINS = $(patsubst %,$(BUILD)/tests/test_%,$(FUZZ_NAMES))
 # Unit tests of server internals link the server's objects except main.
-SERVER_LIB_OBJ = $(call obj,$(filter-out server/main.c,$(SERVER_SRC)))
+# The rebuild (server/rebuild*.c) reads from peers through libbftblk;
+# the handler's tests and fuzzers need neither.
+SERVER_CORE_SRC = $(filter-out server/main.c server/rebuild%,$(SERVER_SRC))
+SERVER_LIB_OBJ = $(call obj,$(SERVER_CORE_SRC))
 
 EXAMPLE   = $(BUILD)/tests/bftblk-example
 
@@ -124,14 +127,17 @@ $(LIBCOMMON): $(call obj,$(COMMON_SRC)) \
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(SERVER): $(call obj,$(SERVER_SRC)) $(LIBCOMMON)
+# A server rebuilding reads from its peers through libbftblk, which
+# holds the common code too.
+$(BUILD)/server/%.o: override CFLAGS += -Ilib
+$(SERVER): $(call obj,$(SERVER_SRC)) $(LIBBFTBLK)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(BUILD)/testserver/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DBFTBLK_TEST_SERVER -Iserver -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) -DBFTBLK_TEST_SERVER -Iserver -Ilib -MMD -MP -c $< -o $@
 
-$(TESTSERVER): $(TESTSERVER_OBJ) $(LIBCOMMON)
+$(TESTSERVER): $(TESTSERVER_OBJ) $(LIBBFTBLK)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
@@ -272,7 +278,7 @@ FUZZ_CFLAGS = -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
 	$(shell pkg-config --cflags $(PKGS)) $(FUZZ_SAN)
 FUZZ_LIB_OBJ = $(patsubst %.c,$(FUZZ_BUILD)/%.o,tests/fuzz/util.c \
 	$(filter-out common/log.c,$(COMMON_SRC)) \
-	$(filter-out server/main.c,$(SERVER_SRC))) \
+	$(SERVER_CORE_SRC)) \
 	$(patsubst %,$(FUZZ_BUILD)/blake3/%.o,$(BLAKE3_SRC))
 FUZZ_BINS = $(addprefix $(FUZZ_BUILD)/,$(FUZZ_NAMES))
 

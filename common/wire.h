@@ -30,7 +30,10 @@
  *             BFT_SUMMARY_MAX; the digest is common/summary.h's)
  *   LCLIST   [type, id, block, count (uint)]
  *            (the written blocks of [block, block+count) and their lc
- *             timestamps; count 1..BFT_LCLIST_MAX)
+ *             timestamps; count 1..BFT_LCLIST_MAX.  Both count a block
+ *             only where the server holds the fragment backing its lc,
+ *             so a server that has lc from a write-back but not the
+ *             fragment differs from its peers and rebuilds it)
  *   STATUS   [type, id, 0]
  *            (the server's health: struct bft_status_info)
  *

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "handler.h"
+#include "predicates.h"
 #include "summary.h"
 
 #define INFO_BUF_LEN	(BFT_LCLIST_MAX * BFT_LCENTRY_LEN)
@@ -54,6 +55,28 @@ in_disk(const struct bft_handler *h, const struct bft_msg *req)
 	return req->count <= h->cfg->nblocks - req->block;
 }
 
+/*
+ * The timestamp a block counts under in SUMMARY and LCLIST: lc's, when
+ * this server holds the fragment that backs it, else zero (not
+ * counted).  A write-back sets lc without a fragment; comparing lc
+ * alone would make a server that holds nothing of a block look in step
+ * with its peers, and it would never rebuild that block.
+ */
+static const struct bft_ts *
+held_ts(struct bft_handler *h, uint64_t b)
+{
+	static const struct bft_ts none;
+	const struct bft_block_state *bs = bft_store_block(h->st, b);
+	const struct bft_hist_entry *e;
+
+	if (bft_ts_is_zero(&bs->lc.ts))
+		return &none;
+	e = bft_store_hist(h->st, b, &bs->lc.ts);
+	if (e == NULL || !bft_valid_by_hist(&bs->lc, &e->meta))
+		return &none;
+	return &bs->lc.ts;
+}
+
 /* One digest per span blocks; the decoder bounded their number. */
 static void
 handle_summary(struct bft_handler *h, const struct bft_msg *req,
@@ -68,8 +91,7 @@ handle_summary(struct bft_handler *h, const struct bft_msg *req,
 
 		bft_summary_init(&s);
 		for (; b < stop; b++)
-			bft_summary_add(&s, b,
-			    &bft_store_block(h->st, b)->lc.ts);
+			bft_summary_add(&s, b, held_ts(h, b));
 		bft_summary_final(&s, h->infobuf +
 		    (size_t)r * BFT_SUMMARY_DIGEST_LEN);
 	}
@@ -85,7 +107,7 @@ handle_lclist(struct bft_handler *h, const struct bft_msg *req,
 	uint32_t ne = 0;
 
 	for (uint64_t b = req->block; b < req->block + req->count; b++) {
-		ts = &bft_store_block(h->st, b)->lc.ts;
+		ts = held_ts(h, b);
 		if (bft_ts_is_zero(ts))
 			continue;
 		bft_lcentry_put(h->infobuf + (size_t)ne * BFT_LCENTRY_LEN, b,

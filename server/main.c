@@ -23,6 +23,7 @@
 #include "handler.h"
 #include "net.h"
 #include "reload.h"
+#include "rebuild.h"
 #include "store.h"
 #include "test_hooks.h"
 
@@ -32,6 +33,7 @@ struct opts {
 	struct bft_net_limits lim;
 	int verbose;
 	bool create_data;		/* --create-data-dir */
+	struct bft_rebuild_opts rebuild;
 };
 
 struct server {
@@ -40,6 +42,7 @@ struct server {
 	bool signals;
 	const char *config;
 	struct bft_config *cfg;
+	struct bft_rebuild *rb;
 };
 
 static void
@@ -53,6 +56,7 @@ usage(FILE *f)
 	    "[--max-conns N]\n"
 	    "                     [--max-client-conns N] [--max-inflight N] "
 	    "[--max-client-stores N]\n"
+	    "                     [--rebuild-rate MB] [--rebuild-interval S]\n"
 	    "                     [--handshake-timeout MS] "
 	    "[--client-store-window MS]\n" BFT_TEST_USAGE);
 }
@@ -115,6 +119,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "key", required_argument, NULL, 'k' },
 		{ "data", required_argument, NULL, 'd' },
 		{ "create-data-dir", no_argument, NULL, 'D' },
+		{ "rebuild-rate", required_argument, NULL, 'R' },
+		{ "rebuild-interval", required_argument, NULL, 'N' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "unix", required_argument, NULL, 'u' },
 		{ "max-pending", required_argument, NULL, 'P' },
@@ -135,12 +141,30 @@ parse_args(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof *o);
 	o->max_pending = BFT_DEFAULT_MAX_PENDING;
 	o->lim.max_conns = BFT_DEFAULT_MAX_CONNS;
+	o->rebuild.rate = BFT_REBUILD_DEFAULT_RATE;
+	o->rebuild.interval_s = BFT_REBUILD_DEFAULT_INTERVAL;
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': o->config = optarg; break;
 		case 'k': o->key = optarg; break;
 		case 'd': o->data = optarg; break;
 		case 'D': o->create_data = true; break;
+		case 'R':
+		case 'N': {
+			unsigned v;
+
+			if (parse_count(optarg, &v) < 0 ||
+			    (ch == 'N' && v == 0)) {
+				bft_log("%s: not a count: %s",
+				    argv[optind - 1], optarg);
+				return -1;
+			}
+			if (ch == 'R')
+				o->rebuild.rate = (uint64_t)v * 1000000;
+			else
+				o->rebuild.interval_s = v;
+			break;
+		}
 		case 'l': o->listen = optarg; break;
 		case 'u': o->unix_path = optarg; break;
 		case 'p': o->pidfile = optarg; break;
@@ -267,6 +291,8 @@ write_pidfile(const char *path)
 static void
 stop(struct server *srv)
 {
+	bft_rebuild_stop(srv->rb);
+	srv->rb = NULL;
 	bft_net_shutdown(srv->net);
 	if (srv->signals) {
 		srv->signals = false;
@@ -409,6 +435,16 @@ main(int argc, char **argv)
 		return 1;
 	}
 	log_replay(o.data, st);
+	/*
+	 * A new data directory cannot tell a new cluster from a lost disk:
+	 * the rebuild asks the peers, and the marker keeps the question
+	 * open across restarts until it has an answer.
+	 */
+	if (bft_store_created(st) && bft_rebuild_mark_new(o.data) < 0) {
+		bft_log("%s/%s: %s", o.data, BFT_REBUILD_MARKER,
+		    strerror(errno));
+		goto out_store;
+	}
 	if (bft_handler_init(&h, &cfg, &key, st, o.max_pending) < 0) {
 		bft_log("out of memory");
 		goto out_store;
@@ -435,6 +471,13 @@ main(int argc, char **argv)
 		bft_log("%s: %s", o.pidfile, strerror(errno));
 		goto out_net;
 	}
+	o.rebuild.config_path = o.config;
+	o.rebuild.key_path = o.key;
+	o.rebuild.data_dir = o.data;
+	srv.rb = bft_rebuild_start(&loop, &h, &cfg, &key, &o.rebuild);
+	if (srv.rb == NULL)
+		bft_log("warning: cannot start the rebuild; this server will "
+		    "not catch up with its peers by itself");
 	uv_run(&loop, UV_RUN_DEFAULT);
 	rc = 0;
 	if (o.pidfile)

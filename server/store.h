@@ -16,6 +16,7 @@
 #ifndef BFTBLK_STORE_H
 #define BFTBLK_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -151,5 +152,11 @@ struct bft_store_replay {
 };
 void bft_store_replay_info(const struct bft_store *st,
 			   struct bft_store_replay *out);
+
+/*
+ * Whether this open made the data directory's identity: a new server,
+ * or one whose disk was lost, which cannot tell the two apart alone.
+ */
+bool bft_store_created(const struct bft_store *st);
 
 #endif

@@ -63,6 +63,7 @@ struct bft_store {
 	uint64_t replayed, compactions, copied;
 	uint64_t held;			/* blocks whose lc is not c0 */
 	struct bft_store_replay rp;
+	bool created;			/* this open made the identity file */
 	struct bg_job *bg_job;		/* background sync, or NULL */
 	pthread_t bg_thread;
 };

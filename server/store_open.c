@@ -371,6 +371,7 @@ check_identity(struct bft_store *st, char *err, size_t errlen)
 		if ((e = identity_write(st->dirfd, a)) < 0)
 			snprintf(err, errlen, "%s/%s: %s", st->dir,
 			    IDENTITY_FILE, strerror(-e));
+		st->created = e == 0;
 		return e;
 	}
 	if (e < 0)
@@ -515,4 +516,10 @@ bft_store_close(struct bft_store *st)
 	free(st->rbuf);
 	free(st->dir);
 	free(st);
+}
+
+bool
+bft_store_created(const struct bft_store *st)
+{
+	return st->created;
 }

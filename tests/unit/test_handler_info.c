@@ -169,10 +169,17 @@ status(struct srv *s)
 	return ask(s);
 }
 
-/* lc of block := (num, wid), with a server-specific MAC vector. */
+/*
+ * lc of block := (num, wid), with a server-specific MAC vector; with
+ * frag, the fragment backing it is stored first (a STORE then COMPLETE),
+ * without, lc alone (a write-back).
+ */
 static void
-set_lc(struct srv *s, uint64_t block, uint64_t num, uint64_t wid)
+set_lc_how(struct srv *s, uint64_t block, uint64_t num, uint64_t wid,
+    bool frag)
 {
+	static const uint8_t fr[64];
+	struct bft_hist_meta meta;
 	struct bft_cand c;
 
 	memset(&c, 0, sizeof c);
@@ -181,7 +188,21 @@ set_lc(struct srv *s, uint64_t block, uint64_t num, uint64_t wid)
 	bft_random(c.ts.mac, BFT_MAC_LEN);
 	bft_random(c.nonce, BFT_NONCE_LEN);
 	bft_random(c.vec, N * BFT_MAC_LEN);
+	if (frag) {
+		memset(&meta, 0, sizeof meta);
+		meta.ts = c.ts;
+		bft_hash(c.nonce, BFT_NONCE_LEN, meta.nh);
+		meta.frag_len = sizeof fr;
+		assert_int_equal(bft_store_put_hist(s->st, block, &meta, fr),
+		    0);
+	}
 	assert_int_equal(bft_store_set_lc(s->st, block, &c), 0);
+}
+
+static void
+set_lc(struct srv *s, uint64_t block, uint64_t num, uint64_t wid)
+{
+	set_lc_how(s, block, num, wid, true);
 }
 
 /* The digests of the last reply, copied out. */
@@ -304,6 +325,17 @@ test_lclist(void **state)
 	assert_int_equal(dec.nentries, 0);
 	assert_int_equal(lclist(&A, 63, 1), BFT_OK);
 	assert_int_equal(dec.nentries, 1);
+	/*
+	 * lc set by a write-back, without the fragment: not held, so not
+	 * listed and not in the digest (the server must rebuild it).
+	 */
+	assert_int_equal(summary(&A, 32, 16, 16), BFT_OK);
+	memcpy(h, dec.digests, sizeof h);
+	set_lc_how(&A, 40, 7, 7, false);
+	assert_int_equal(lclist(&A, 40, 1), BFT_OK);
+	assert_int_equal(dec.nentries, 0);
+	assert_int_equal(summary(&A, 32, 16, 16), BFT_OK);
+	assert_memory_equal(dec.digests, h, sizeof h);
 	/* The entries of a range hash to its SUMMARY digest. */
 	assert_int_equal(lclist(&A, 0, 16), BFT_OK);
 	bft_hash(dec.entries, (size_t)dec.nentries * BFT_LCENTRY_LEN, h);

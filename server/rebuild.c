@@ -1,0 +1,575 @@
+/*
+ * The rebuild thread (rebuild.h): its life, its calls into this
+ * server's own handler on the event loop, and one pass of catching up.
+ * Finding what differs is rebuild_scan.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bftblk_peer.h"
+#include "crypto.h"
+#include "log.h"
+#include "rebuild_int.h"
+
+#define RETRY_S		5	/* between passes that could not finish */
+#define WAIT_PEERS_S	0.2	/* a new server looking for its peers */
+#define PROGRESS_S	5	/* between progress lines */
+#define READ_TIMEOUT	"5"	/* seconds per round of the library's reads */
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int
+bft_rebuild_mark_new(const char *data_dir)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof path, "%s/%s", data_dir, BFT_REBUILD_MARKER);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (fsync(fd) < 0) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+/*
+ * The marker of a new data directory: absent (not new, or caught up),
+ * empty (new; whether peers hold data is not known yet) or "1" (peers
+ * hold data this directory lacks, so it must not answer for blocks it
+ * has not rebuilt).  Returns -1, 0 or 1.
+ */
+static int
+marker_read(const char *data_dir)
+{
+	char path[4096], c = 0;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/%s", data_dir, BFT_REBUILD_MARKER);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == '1';
+}
+
+static int
+marker_set_lacking(const char *data_dir)
+{
+	char path[4096];
+	int fd, ok;
+
+	snprintf(path, sizeof path, "%s/%s", data_dir, BFT_REBUILD_MARKER);
+	if ((fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)) < 0)
+		return -1;
+	ok = write(fd, "1", 1) == 1 && fsync(fd) == 0;
+	return close(fd) == 0 && ok ? 0 : -1;
+}
+
+static void
+clear_mark(const char *data_dir)
+{
+	char path[4096];
+
+	snprintf(path, sizeof path, "%s/%s", data_dir, BFT_REBUILD_MARKER);
+	if (unlink(path) < 0 && errno != ENOENT)
+		bft_log("rebuild: %s: %s", path, strerror(errno));
+}
+
+/*
+ * On the loop: runs the queued calls through the handler, each reply
+ * encoded into its call's own buffer (the handler's buffers are reused
+ * by the next request), and publishes the thread's progress.
+ */
+static void
+on_calls(uv_async_t *a)
+{
+	struct bft_rebuild *rb = a->data;
+	struct rb_call *list, *c;
+
+	pthread_mutex_lock(&rb->lock);
+	list = rb->calls;
+	rb->calls = NULL;
+	rb->h->heal_lacking = rb->lacking;
+	rb->pub = rb->prog;
+	pthread_mutex_unlock(&rb->lock);
+	for (c = list; c != NULL; c = c->next) {
+		bft_handle(rb->h, "rebuild", c->req, &rb->rep);
+		c->status = bft_wire_encode(&rb->rep, rb->cfg->n, &c->out);
+	}
+	pthread_mutex_lock(&rb->lock);
+	for (c = list; c != NULL; c = c->next)
+		c->done = true;
+	pthread_cond_broadcast(&rb->cond);
+	pthread_mutex_unlock(&rb->lock);
+}
+
+int
+rb_local(struct bft_rebuild *rb, const struct bft_msg *req,
+    struct bft_msg *rep, struct bft_buf *out)
+{
+	struct rb_call c = { .req = req };
+	const char *why;
+	uint32_t len;
+	int r = -1;
+
+	pthread_mutex_lock(&rb->lock);
+	if (rb->stopping) {
+		pthread_mutex_unlock(&rb->lock);
+		return -1;
+	}
+	c.next = rb->calls;
+	rb->calls = &c;
+	pthread_mutex_unlock(&rb->lock);
+	uv_async_send(&rb->wake);
+	pthread_mutex_lock(&rb->lock);
+	while (!c.done)
+		pthread_cond_wait(&rb->cond, &rb->lock);
+	pthread_mutex_unlock(&rb->lock);
+	*out = c.out;
+	if (c.status != 0 || out->len < 4)
+		return -1;
+	len = (uint32_t)out->data[0] << 24 | (uint32_t)out->data[1] << 16 |
+	    (uint32_t)out->data[2] << 8 | out->data[3];
+	if (len == out->len - 4 &&
+	    bft_wire_decode(out->data + 4, len, rb->cfg->n, rep, &why) == 0)
+		r = rep->status;
+	return r;
+}
+
+/* Sleeps up to s seconds; false when the thread must stop. */
+static bool
+pause_s(struct bft_rebuild *rb, double s)
+{
+	struct timespec until;
+	bool go;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)s;
+	until.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&rb->lock);
+	while (!rb->stopping &&
+	    pthread_cond_timedwait(&rb->cond, &rb->lock, &until) == 0)
+		;
+	go = !rb->stopping;
+	pthread_mutex_unlock(&rb->lock);
+	return go;
+}
+
+static void
+set_progress(struct bft_rebuild *rb, unsigned state, uint64_t done,
+    uint64_t total)
+{
+	pthread_mutex_lock(&rb->lock);
+	rb->prog.rebuild_state = state;
+	rb->prog.rebuild_done = done;
+	rb->prog.rebuild_total = total;
+	rb->prog.rebuild_bytes = rb->bytes;
+	pthread_mutex_unlock(&rb->lock);
+	uv_async_send(&rb->wake);
+}
+
+/*
+ * Checks a value read from the peers against the cross-checksum t+1 of
+ * them agreed on: every fragment of its encoding must hash to its
+ * entry.  Fills rb->frags.  0, or -1 after logging why.
+ */
+static int
+check_value(struct bft_rebuild *rb, uint64_t block, const uint8_t *value,
+    const struct bftblk_proof *p)
+{
+	uint32_t flen = bft_ec_frag_len(rb->ec);
+	uint8_t h[BFT_HASH_LEN];
+
+	if (bft_ec_encode(rb->ec, value, rb->frags) != 0) {
+		bft_log("rebuild: block %" PRIu64 ": erasure coding failed",
+		    block);
+		return -1;
+	}
+	for (unsigned j = 0; j < rb->cfg->n; j++) {
+		bft_hash(rb->frags[j], flen, h);
+		if (!bft_equal(h, p->cc[j], BFT_HASH_LEN)) {
+			bft_log("rebuild: block %" PRIu64 ": the value read "
+			    "does not re-encode to the agreed cross-checksum "
+			    "(fragment %u); not adopted", block, j);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Adopts a checked value: its fragment for this server as the writer's
+ * STORE, then COMPLETE, through the handler, which checks our MAC entry
+ * and keeps lc from going back.  0, or -1 after logging why.
+ */
+static int
+adopt(struct bft_rebuild *rb, uint64_t block, const struct bftblk_proof *p)
+{
+	unsigned n = rb->cfg->n, i = rb->key->index;
+	struct bft_msg *req = &rb->req, *rep = &rb->lrep;
+	struct bft_buf out = { 0 };
+	int st;
+
+	memset(req, 0, sizeof *req);
+	req->type = BFT_STORE;
+	req->block = block;
+	req->ts = p->cand.ts;
+	bft_hash(p->cand.nonce, BFT_NONCE_LEN, req->nh);
+	memcpy(req->vec, p->cand.vec, (size_t)n * BFT_MAC_LEN);
+	memcpy(req->cc, p->cc, (size_t)n * BFT_HASH_LEN);
+	req->frag = rb->frags[i];
+	req->frag_len = bft_ec_frag_len(rb->ec);
+	st = rb_local(rb, req, rep, &out);
+	bft_buf_free(&out);
+	if (st != BFT_OK) {
+		bft_log("rebuild: block %" PRIu64 ": our STORE of ts %" PRIu64
+		    "/%" PRIu64 " was refused: %s", block, p->cand.ts.num,
+		    p->cand.ts.wid, st < 0 ? "no answer" : bft_status_str(st));
+		return -1;
+	}
+	memset(req, 0, sizeof *req);
+	req->type = BFT_COMPLETE;
+	req->block = block;
+	req->ts = p->cand.ts;
+	memcpy(req->nonce, p->cand.nonce, BFT_NONCE_LEN);
+	memcpy(req->vec, p->cand.vec, (size_t)n * BFT_MAC_LEN);
+	st = rb_local(rb, req, rep, &out);
+	bft_buf_free(&out);
+	if (st != BFT_OK) {
+		bft_log("rebuild: block %" PRIu64 ": our COMPLETE was refused: "
+		    "%s", block, st < 0 ? "no answer" : bft_status_str(st));
+		return -1;
+	}
+	return 0;
+}
+
+/* Waits so that rb->bytes stays within the rate since start. */
+static void
+throttle(struct bft_rebuild *rb, double start, uint64_t bytes)
+{
+	double ahead;
+
+	if (rb->o.rate == 0)
+		return;
+	ahead = (double)bytes / (double)rb->o.rate - (now_s() - start);
+	if (ahead > 0)
+		pause_s(rb, ahead);
+}
+
+static void
+log_progress(struct bft_rebuild *rb, uint64_t done, uint64_t total,
+    double start, uint64_t bytes, bool last)
+{
+	double el = now_s() - start, rate = el > 0 ? bytes / el : 0;
+	double eta = rate > 0 ? (double)(total - done) * BFT_BLOCK_SIZE / rate :
+	    0;
+
+	bft_log("rebuild: %s%" PRIu64 "/%" PRIu64 " blocks (%.0f%%), %.1f "
+	    "MB/s, %s %.0f s", last ? "done, " : "", done, total,
+	    total ? 100.0 * (double)done / (double)total : 100.0, rate / 1e6,
+	    last ? "took" : "ETA", last ? el : eta);
+	pthread_mutex_lock(&rb->lock);
+	rb->prog.rebuild_rate = (uint64_t)rate;
+	pthread_mutex_unlock(&rb->lock);
+}
+
+/* Library lines in the server's log. */
+static void
+lib_log(void *opaque, enum bftblk_log_level level, const char *msg)
+{
+	(void)opaque;
+	if (level == BFTBLK_LOG_DEBUG)
+		bft_debug("rebuild: %s", msg);
+	else
+		bft_log("rebuild: %s", msg);
+}
+
+/*
+ * The library handle of one pass.  Connections to peers exist only
+ * while a pass needs them, so an idle server holds none.
+ */
+static int
+open_lib(struct bft_rebuild *rb)
+{
+	if ((rb->lib = bftblk_create()) == NULL)
+		return -1;
+	bftblk_set_log(rb->lib, lib_log, NULL);
+	if (bftblk_set_option(rb->lib, "config", rb->o.config_path) != 0 ||
+	    bftblk_set_option(rb->lib, "server-key", rb->o.key_path) != 0 ||
+	    bftblk_set_option(rb->lib, "cache", "0") != 0 ||
+	    bftblk_set_option(rb->lib, "timeout", READ_TIMEOUT) != 0 ||
+	    bftblk_connect(rb->lib) != 0) {
+		bft_log("rebuild: %s", bftblk_errmsg(rb->lib));
+		bftblk_close(rb->lib);
+		rb->lib = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+make_coder(struct bft_rebuild *rb)
+{
+	char e[256];
+
+	rb->ec = bft_ec_new(rb->cfg->t, NULL, e, sizeof e);
+	if (rb->ec == NULL) {
+		bft_log("rebuild: %s", e);
+		return -1;
+	}
+	rb->fragbuf = malloc((size_t)rb->cfg->n * bft_ec_frag_len(rb->ec));
+	if (rb->fragbuf == NULL)
+		return -1;
+	for (unsigned j = 0; j < rb->cfg->n; j++)
+		rb->frags[j] = rb->fragbuf + (size_t)j *
+		    bft_ec_frag_len(rb->ec);
+	return 0;
+}
+
+/* Reads, checks and adopts the blocks of rb->todo; failures left in it. */
+static void
+rebuild_todo(struct bft_rebuild *rb)
+{
+	static uint8_t values[BFTBLK_PEER_BATCH * BFT_BLOCK_SIZE];
+	struct bftblk_proof proofs[BFTBLK_PEER_BATCH];
+	int errs[BFTBLK_PEER_BATCH];
+	uint64_t total = rb->ntodo, done = 0, bytes = 0;
+	double start = now_s(), last = start;
+	size_t failed = 0;
+
+	set_progress(rb, BFT_REBUILD_REBUILDING, 0, total);
+	for (size_t k = 0; k < total && !rb->stopping;
+	    k += BFTBLK_PEER_BATCH) {
+		unsigned nb = total - k < BFTBLK_PEER_BATCH ?
+		    (unsigned)(total - k) : BFTBLK_PEER_BATCH;
+
+		if (bftblk_peer_read(rb->lib, rb->todo + k, nb, values, proofs,
+		    errs) != 0) {
+			bft_log("rebuild: %s", bftblk_errmsg(rb->lib));
+			break;
+		}
+		for (unsigned j = 0; j < nb; j++) {
+			uint64_t b = rb->todo[k + j];
+			bool ok = errs[j] == 0;
+
+			if (!ok)
+				bft_log("rebuild: block %" PRIu64 ": read "
+				    "failed: %s", b, strerror(-errs[j]));
+			else if (!proofs[j].zero)
+				ok = check_value(rb, b, values +
+				    (size_t)j * BFT_BLOCK_SIZE,
+				    &proofs[j]) == 0 &&
+				    adopt(rb, b, &proofs[j]) == 0;
+			if (!ok)
+				rb->todo[failed++] = b;
+			done++;
+		}
+		bytes += (uint64_t)nb * BFT_BLOCK_SIZE;
+		rb->bytes += (uint64_t)nb * BFT_BLOCK_SIZE;
+		set_progress(rb, BFT_REBUILD_REBUILDING, done, total);
+		if (now_s() - last >= PROGRESS_S) {
+			log_progress(rb, done, total, start, bytes, false);
+			last = now_s();
+		}
+		throttle(rb, start, bytes);
+	}
+	if (total > 0)
+		log_progress(rb, done, total, start, bytes, true);
+	rb->ntodo = rb->stopping ? rb->ntodo : failed;
+}
+
+/*
+ * One pass: find the blocks peers hold newer, rebuild them.  0 when
+ * caught up, -1 when it must be tried again soon.
+ */
+static int
+pass(struct bft_rebuild *rb)
+{
+	unsigned alive, need = rb->cfg->n - rb->cfg->t;
+
+	set_progress(rb, BFT_REBUILD_SCANNING, 0, 0);
+	alive = rb_peers_connect(rb);
+	/*
+	 * A write that completed reached n-t servers; without ourselves,
+	 * any n-t peers include a correct one holding it.  A new server
+	 * must hear from that many before it can know what it lacks.
+	 */
+	if (rb->fresh && alive < need) {
+		set_progress(rb, BFT_REBUILD_WAITING, 0, 0);
+		if (!rb->warned_wait)
+			bft_log("rebuild: new data directory; waiting for %u "
+			    "peers to compare with (%u reachable)", need,
+			    alive);
+		rb->warned_wait = true;
+		return -1;
+	}
+	if (alive == 0)
+		return -1;
+	rb->ntodo = 0;
+	if (rb_scan(rb) != 0)
+		return -1;
+	/*
+	 * Peers hold what a new directory lacks: from now until it has
+	 * caught up, claiming "never written" for a block would be a lie.
+	 */
+	if (rb->fresh && rb->ntodo > 0 && !rb->lacking) {
+		if (marker_set_lacking(rb->o.data_dir) != 0)
+			bft_log("rebuild: %s/%s: %s", rb->o.data_dir,
+			    BFT_REBUILD_MARKER, strerror(errno));
+		pthread_mutex_lock(&rb->lock);
+		rb->lacking = true;
+		pthread_mutex_unlock(&rb->lock);
+		uv_async_send(&rb->wake);
+		bft_log("rebuild: new data directory while peers hold data: "
+		    "blocks not yet rebuilt answer EAGAIN");
+	}
+	if (rb->ntodo > 0) {
+		bft_log("rebuild: %zu blocks are newer at %u peers%s", rb->ntodo,
+		    alive, rb->fresh ? " (new data directory)" : "");
+		if (open_lib(rb) != 0)
+			return -1;
+		rebuild_todo(rb);
+		bftblk_close(rb->lib);
+		rb->lib = NULL;
+	}
+	if (rb->passes++ == 0 && rb->ntodo == 0 && !rb->fresh)
+		bft_log("rebuild: in step with %u peers", alive);
+	if (rb->ntodo > 0) {
+		bft_log("rebuild: %zu blocks could not be rebuilt yet; trying "
+		    "again in %d s", rb->ntodo, RETRY_S);
+		return -1;
+	}
+	if (rb->fresh) {
+		clear_mark(rb->o.data_dir);
+		pthread_mutex_lock(&rb->lock);
+		rb->fresh = rb->lacking = false;
+		pthread_mutex_unlock(&rb->lock);
+		bft_log("rebuild: the new data directory has caught up with "
+		    "its peers; serving every block");
+		uv_async_send(&rb->wake);
+	}
+	set_progress(rb, BFT_REBUILD_DONE, rb->prog.rebuild_done,
+	    rb->prog.rebuild_total);
+	return 0;
+}
+
+static void *
+rebuild_main(void *arg)
+{
+	struct bft_rebuild *rb = arg;
+
+	while (!rb->stopping) {
+		int r = pass(rb);
+
+		rb_peers_close(rb);
+		if (!pause_s(rb, r == 0 ? rb->o.interval_s :
+		    rb->fresh && !rb->lacking ? WAIT_PEERS_S : RETRY_S))
+			break;
+	}
+	return NULL;
+}
+
+static void
+rb_free(struct bft_rebuild *rb)
+{
+	rb_peers_close(rb);
+	bftblk_close(rb->lib);
+	bft_ec_free(rb->ec);
+	free(rb->fragbuf);
+	free(rb->todo);
+	pthread_cond_destroy(&rb->cond);
+	pthread_mutex_destroy(&rb->lock);
+	free(rb);
+}
+
+static void
+on_closed(uv_handle_t *handle)
+{
+	rb_free(handle->data);
+}
+
+struct bft_rebuild *
+bft_rebuild_start(uv_loop_t *loop, struct bft_handler *h,
+    const struct bft_config *cfg, const struct bft_server_key *key,
+    const struct bft_rebuild_opts *o)
+{
+	struct bft_rebuild *rb = calloc(1, sizeof *rb);
+	int m;
+
+	if (rb == NULL)
+		return NULL;
+	rb->o = *o;
+	rb->h = h;
+	rb->cfg = cfg;
+	rb->key = key;
+	m = marker_read(o->data_dir);
+	rb->fresh = m >= 0;
+	rb->lacking = m == 1;
+	pthread_mutex_init(&rb->lock, NULL);
+	pthread_cond_init(&rb->cond, NULL);
+	h->heal = &rb->pub;
+	h->heal_lacking = rb->lacking;
+	if (make_coder(rb) != 0)
+		goto out_free;
+	uv_async_init(loop, &rb->wake, on_calls);
+	rb->wake.data = rb;
+	if (pthread_create(&rb->thread, NULL, rebuild_main, rb) != 0) {
+		uv_close((uv_handle_t *)&rb->wake, NULL);
+		goto out_free;
+	}
+	if (rb->lacking)
+		bft_log("rebuild: resuming the rebuild of a new data "
+		    "directory: blocks not yet rebuilt answer EAGAIN");
+	else if (rb->fresh)
+		bft_log("rebuild: new data directory: comparing with peers");
+	return rb;
+
+out_free:
+	h->heal = NULL;
+	h->heal_lacking = false;
+	rb_free(rb);
+	return NULL;
+}
+
+void
+bft_rebuild_stop(struct bft_rebuild *rb)
+{
+	if (rb == NULL)
+		return;
+	pthread_mutex_lock(&rb->lock);
+	rb->stopping = true;
+	/* Queued calls will not run any more: release their waiters. */
+	for (struct rb_call *c = rb->calls; c != NULL; c = c->next) {
+		c->status = -1;
+		c->done = true;
+	}
+	rb->calls = NULL;
+	pthread_cond_broadcast(&rb->cond);
+	pthread_mutex_unlock(&rb->lock);
+	pthread_join(rb->thread, NULL);
+	rb->h->heal = NULL;
+	rb->h->heal_lacking = false;
+	/* The handle lives in rb: free it once the loop has closed it. */
+	uv_close((uv_handle_t *)&rb->wake, on_closed);
+}

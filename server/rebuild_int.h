@@ -1,0 +1,78 @@
+/*
+ * What rebuild.c (the thread, calls into the handler, adopting values)
+ * and rebuild_scan.c (peer sessions, comparing digests) share.
+ */
+#ifndef BFTBLK_REBUILD_INT_H
+#define BFTBLK_REBUILD_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bftblk.h"
+#include "ec.h"
+#include "heal.h"
+#include "rebuild.h"
+#include "session_int.h"
+#include "wire.h"
+
+/* One request from the thread to this server's own handler. */
+struct rb_call {
+	const struct bft_msg *req;
+	struct bft_buf out;		/* the reply, encoded */
+	int status;			/* of the encoding; -1: not run */
+	bool done;
+	struct rb_call *next;
+};
+
+struct bft_rebuild {
+	struct bft_rebuild_opts o;
+	const struct bft_config *cfg;
+	const struct bft_server_key *key;
+	struct bft_handler *h;
+	uv_async_t wake;
+	pthread_t thread;
+
+	/* Shared with the loop, under lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct rb_call *calls;
+	bool stopping;
+	bool fresh;			/* initial rebuild of a new directory */
+	bool lacking;			/* ... and peers hold data it lacks */
+	struct bft_heal_progress prog;	/* the thread's figures */
+	struct bft_heal_progress pub;	/* the loop's copy, for STATUS */
+	struct bft_msg rep;		/* loop only: the handler's reply */
+
+	/* The thread's own. */
+	struct bftblk *lib;
+	struct bft_ec *ec;
+	uint8_t *fragbuf, *frags[BFT_MAX_N];
+	struct bft_session peers[BFT_MAX_N];
+	struct bft_client_key ident;	/* our server key as a peer */
+	struct bft_msg req, lrep;
+	uint64_t *todo;
+	size_t ntodo, todocap;
+	uint64_t bytes;
+	bool warned_wait;
+	unsigned passes;
+};
+
+/*
+ * Sends req to this server's handler on the loop and waits; rep points
+ * into out, which the caller frees.  The reply's status, or -1.
+ */
+int rb_local(struct bft_rebuild *rb, const struct bft_msg *req,
+    struct bft_msg *rep, struct bft_buf *out);
+
+/* rebuild_scan.c: (re)connects to the peers; how many are connected. */
+unsigned rb_peers_connect(struct bft_rebuild *rb);
+void rb_peers_close(struct bft_rebuild *rb);
+/*
+ * Fills rb->todo, sorted and without repeats, with the blocks some
+ * connected peer holds under a newer lc than we do.  0, or -1 (the pass
+ * must be tried again).
+ */
+int rb_scan(struct bft_rebuild *rb);
+
+#endif
