@@ -96,13 +96,17 @@ assess_server(const struct status_server *s, uint64_t most,
 	switch (in->rebuild_state) {
 	case BFT_REBUILD_IDLE:
 	case BFT_REBUILD_DONE:
+	/*
+	 * Every server compares with its peers now and then, which takes
+	 * a moment when they agree; what it finds shows up as rebuilding.
+	 */
+	case BFT_REBUILD_SCANNING:
 		break;
 	case BFT_REBUILD_REBUILDING:
 		add(fs, STATUS_AT_RISK, "server %u rebuilding (%" PRIu64
 		    "/%" PRIu64 " blocks)", s->index, in->rebuild_done,
 		    in->rebuild_total);
 		break;
-	case BFT_REBUILD_SCANNING:
 	case BFT_REBUILD_WAITING:
 		add(fs, STATUS_AT_RISK, "server %u %s", s->index,
 		    status_rebuild_str(in->rebuild_state));

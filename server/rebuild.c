@@ -407,8 +407,10 @@ static int
 pass(struct bft_rebuild *rb)
 {
 	unsigned alive, need = rb->cfg->n - rb->cfg->t;
+	bool rebuilt;
 
-	set_progress(rb, BFT_REBUILD_SCANNING, 0, 0);
+	set_progress(rb, BFT_REBUILD_SCANNING, rb->prog.rebuild_done,
+	    rb->prog.rebuild_total);
 	alive = rb_peers_connect(rb);
 	/*
 	 * A write that completed reached n-t servers; without ourselves,
@@ -469,8 +471,12 @@ pass(struct bft_rebuild *rb)
 		    "its peers; serving every block");
 		uv_async_send(&rb->wake);
 	}
-	set_progress(rb, BFT_REBUILD_DONE, rb->prog.rebuild_done,
-	    rb->prog.rebuild_total);
+	/* A pass that found nothing leaves the last rebuild's figures. */
+	pthread_mutex_lock(&rb->lock);
+	rebuilt = rb->prog.rebuild_total > 0;
+	pthread_mutex_unlock(&rb->lock);
+	set_progress(rb, rebuilt ? BFT_REBUILD_DONE : BFT_REBUILD_IDLE,
+	    rb->prog.rebuild_done, rb->prog.rebuild_total);
 	return 0;
 }
 

@@ -129,8 +129,9 @@ test_at_risk(void **state)
 	r.servers[1].info.rebuild_done = 3;
 	r.servers[1].info.rebuild_total = 8;
 	expect(STATUS_AT_RISK, "server 1 rebuilding (3/8 blocks)");
+	/* A comparison with peers is routine; what it finds is not. */
 	r.servers[1].info.rebuild_state = BFT_REBUILD_SCANNING;
-	expect(STATUS_AT_RISK, "server 1 scanning");
+	expect(STATUS_OK, "");
 	r.servers[1].info.rebuild_state = BFT_REBUILD_WAITING;
 	expect(STATUS_AT_RISK, "server 1 waiting for peers");
 	r.servers[1].info.rebuild_state = BFT_REBUILD_DONE;
