@@ -40,6 +40,11 @@ struct bftblk {
 	/* Options. */
 	char *config_path, *keys_path, *ec_backend, *volume_key_path;
 	char *server_key_path;		/* a peer: a server's own key file */
+	/*
+	 * sealed=on, for a peer: registers hold values sealed by
+	 * encrypt=on writers, which it reads as they are, unopened.
+	 */
+	bool sealed;
 	bool encrypt;
 	uint64_t export_size;		/* 0: the whole cluster disk */
 	unsigned timeout_s;
@@ -209,15 +214,17 @@ bftblk_set_option(struct bftblk *h, const char *k, const char *value)
 		if (parse_num(value, BFT_MAX_T, &v) != 0)
 			return failf(h, EINVAL, "t must be 0..%u", BFT_MAX_T);
 		h->want_t = (unsigned)v;
-	} else if (strcmp(k, "encrypt") == 0) {
+	} else if (strcmp(k, "encrypt") == 0 || strcmp(k, "sealed") == 0) {
+		bool *dst = k[0] == 'e' ? &h->encrypt : &h->sealed;
+
 		if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0 ||
 		    strcmp(value, "true") == 0 || strcmp(value, "yes") == 0)
-			h->encrypt = true;
+			*dst = true;
 		else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0 ||
 		    strcmp(value, "false") == 0 || strcmp(value, "no") == 0)
-			h->encrypt = false;
+			*dst = false;
 		else
-			return failf(h, EINVAL, "encrypt must be on or off");
+			return failf(h, EINVAL, "%s must be on or off", k);
 	} else if (strcmp(k, "cache") == 0) {
 		if (bft_parse_size(value, &v) != 0)
 			return failf(h, EINVAL, "cache: not a size: %s", value);
@@ -343,11 +350,15 @@ bftblk_load(struct bftblk *h)
 		h->export_size = h->cfg.size;
 	if ((r = setup_encryption(h)) != 0)
 		return r;
+	if (h->sealed && (h->server_key_path == NULL || h->encrypt))
+		return failf(h, EINVAL, "sealed=on is for a server reading "
+		    "from its peers (server-key=), without encrypt=on");
 	if (h->export_size > h->cfg.size)
 		return failf(h, EINVAL, "size=%" PRIu64 " exceeds the "
 		    "cluster's %" PRIu64, h->export_size, h->cfg.size);
 	h->ec = bft_ec_new_len(h->cfg.t, h->ec_backend,
-	    h->encrypt ? BFT_SEALED_LEN : BFT_BLOCK_SIZE, err, sizeof err);
+	    h->encrypt || h->sealed ? BFT_SEALED_LEN : BFT_BLOCK_SIZE, err,
+	    sizeof err);
 	if (h->ec == NULL)
 		return failf(h, EINVAL, "%s", err);
 	if (strncmp(bft_ec_backend(h->ec), "isa_l", 5) != 0)

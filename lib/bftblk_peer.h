@@ -13,9 +13,15 @@
 
 #include "bftblk.h"
 #include "proto.h"
+#include "volcrypt.h"
 
 /* Blocks one bftblk_peer_read call may read. */
 #define BFTBLK_PEER_BATCH	32
+/*
+ * The room for one value: a block, or with sealed=on (values that
+ * encrypt=on writers sealed, read unopened) a block and its AEAD tag.
+ */
+#define BFTBLK_PEER_VALUE_MAX	BFT_SEALED_LEN
 
 /* What a read returned a value under. */
 struct bftblk_proof {
@@ -26,10 +32,13 @@ struct bftblk_proof {
 
 /*
  * Reads blocks[0..n) (n <= BFTBLK_PEER_BATCH) at once, each as an
- * ordinary protocol read: block i's value into values + i * 65536, its
- * proof into proofs[i], 0 or a negative errno into errs[i].  Returns 0,
- * or a negative errno when nothing could be tried (then errmsg says
- * why); a block that fails only sets its errs entry.
+ * ordinary protocol read: block i's value into values + i *
+ * BFTBLK_PEER_VALUE_MAX, its proof into proofs[i], 0 or a negative
+ * errno into errs[i]: -EMEDIUMTYPE when the servers hold values of the
+ * other length (sealed or not; a handle with the other sealed= setting
+ * reads them).  Returns 0, or a negative errno when nothing could be
+ * tried (then errmsg says why); a block that fails only sets its errs
+ * entry.
  */
 int bftblk_peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
     uint8_t *values, struct bftblk_proof *proofs, int *errs);

@@ -99,6 +99,7 @@ struct op {
 	struct bft_cand chosen;
 	uint32_t quorum;
 	bool zero;			/* C came out empty: the block reads as 0 */
+	bool wrong_size;		/* failed: servers hold another length */
 
 	/* Read, 1-round path (op_read_fast.c). */
 	uint32_t want;			/* servers asked for their fragment */

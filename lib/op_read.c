@@ -169,6 +169,7 @@ filter_check(struct op *op, bool all_in)
 	}
 	h = bft_highest(op->C, op->nc);
 	if (wrong_size(op, &op->C[h].ts)) {
+		op->wrong_size = true;
 		op_done(op, EIO, "servers hold fragments of another size for "
 		    "this block: it was written with encrypt=on and is read "
 		    "with encrypt=off, or the reverse");

@@ -35,7 +35,8 @@ bftblk_peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
 			goto out_free;
 		}
 		ops[made]->block = blocks[made];
-		ops[made]->data = values + (size_t)made * BFT_BLOCK_SIZE;
+		ops[made]->data = values +
+		    (size_t)made * BFTBLK_PEER_VALUE_MAX;
 	}
 	/* Each op keeps its own result; the first failure is not all. */
 	(void)bft_engine_run(cl, ops, n);
@@ -44,7 +45,7 @@ bftblk_peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
 		const uint8_t (*cc)[BFT_HASH_LEN];
 
 		memset(p, 0, sizeof *p);
-		errs[i] = -ops[i]->err;
+		errs[i] = ops[i]->wrong_size ? -EMEDIUMTYPE : -ops[i]->err;
 		if (ops[i]->err == 0 && bft_op_finish_read(ops[i]) != 0) {
 			eng_log(cl, BFTBLK_LOG_WARN, "block %llu: %s",
 			    (unsigned long long)blocks[i], ops[i]->why);

@@ -192,22 +192,22 @@ set_progress(struct bft_rebuild *rb, unsigned state, uint64_t done,
 /*
  * Checks a value read from the peers against the cross-checksum t+1 of
  * them agreed on: every fragment of its encoding must hash to its
- * entry.  Fills rb->frags.  0, or -1 after logging why.
+ * entry.  Fills k->frags.  0, or -1 after logging why.
  */
 static int
-check_value(struct bft_rebuild *rb, uint64_t block, const uint8_t *value,
-    const struct bftblk_proof *p)
+check_value(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
+    const uint8_t *value, const struct bftblk_proof *p)
 {
-	uint32_t flen = bft_ec_frag_len(rb->ec);
+	uint32_t flen = bft_ec_frag_len(k->ec);
 	uint8_t h[BFT_HASH_LEN];
 
-	if (bft_ec_encode(rb->ec, value, rb->frags) != 0) {
+	if (bft_ec_encode(k->ec, value, k->frags) != 0) {
 		bft_log("rebuild: block %" PRIu64 ": erasure coding failed",
 		    block);
 		return -1;
 	}
 	for (unsigned j = 0; j < rb->cfg->n; j++) {
-		bft_hash(rb->frags[j], flen, h);
+		bft_hash(k->frags[j], flen, h);
 		if (!bft_equal(h, p->cc[j], BFT_HASH_LEN)) {
 			bft_log("rebuild: block %" PRIu64 ": the value read "
 			    "does not re-encode to the agreed cross-checksum "
@@ -224,7 +224,8 @@ check_value(struct bft_rebuild *rb, uint64_t block, const uint8_t *value,
  * and keeps lc from going back.  0, or -1 after logging why.
  */
 static int
-adopt(struct bft_rebuild *rb, uint64_t block, const struct bftblk_proof *p)
+adopt(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
+    const struct bftblk_proof *p)
 {
 	unsigned n = rb->cfg->n, i = rb->key->index;
 	struct bft_msg *req = &rb->req, *rep = &rb->lrep;
@@ -238,8 +239,8 @@ adopt(struct bft_rebuild *rb, uint64_t block, const struct bftblk_proof *p)
 	bft_hash(p->cand.nonce, BFT_NONCE_LEN, req->nh);
 	memcpy(req->vec, p->cand.vec, (size_t)n * BFT_MAC_LEN);
 	memcpy(req->cc, p->cc, (size_t)n * BFT_HASH_LEN);
-	req->frag = rb->frags[i];
-	req->frag_len = bft_ec_frag_len(rb->ec);
+	req->frag = k->frags[i];
+	req->frag_len = bft_ec_frag_len(k->ec);
 	st = rb_local(rb, req, rep, &out);
 	bft_buf_free(&out);
 	if (st != BFT_OK) {
@@ -306,55 +307,118 @@ lib_log(void *opaque, enum bftblk_log_level level, const char *msg)
 }
 
 /*
- * The library handle of one pass.  Connections to peers exist only
- * while a pass needs them, so an idle server holds none.
+ * The library handle of one pass, for one kind of value.  Connections
+ * to peers exist only while a pass needs them, so an idle server holds
+ * none.
  */
 static int
-open_lib(struct bft_rebuild *rb)
+open_lib(struct bft_rebuild *rb, struct rb_kind *k, bool sealed)
 {
-	if ((rb->lib = bftblk_create()) == NULL)
+	if (k->lib != NULL)
+		return 0;
+	if ((k->lib = bftblk_create()) == NULL)
 		return -1;
-	bftblk_set_log(rb->lib, lib_log, NULL);
-	if (bftblk_set_option(rb->lib, "config", rb->o.config_path) != 0 ||
-	    bftblk_set_option(rb->lib, "server-key", rb->o.key_path) != 0 ||
-	    bftblk_set_option(rb->lib, "cache", "0") != 0 ||
-	    bftblk_set_option(rb->lib, "timeout", READ_TIMEOUT) != 0 ||
-	    bftblk_connect(rb->lib) != 0) {
-		bft_log("rebuild: %s", bftblk_errmsg(rb->lib));
-		bftblk_close(rb->lib);
-		rb->lib = NULL;
+	bftblk_set_log(k->lib, lib_log, NULL);
+	if (bftblk_set_option(k->lib, "config", rb->o.config_path) != 0 ||
+	    bftblk_set_option(k->lib, "server-key", rb->o.key_path) != 0 ||
+	    bftblk_set_option(k->lib, "sealed", sealed ? "on" : "off") != 0 ||
+	    bftblk_set_option(k->lib, "cache", "0") != 0 ||
+	    bftblk_set_option(k->lib, "timeout", READ_TIMEOUT) != 0 ||
+	    bftblk_connect(k->lib) != 0) {
+		bft_log("rebuild: %s", bftblk_errmsg(k->lib));
+		bftblk_close(k->lib);
+		k->lib = NULL;
 		return -1;
 	}
 	return 0;
 }
 
+static void
+close_libs(struct bft_rebuild *rb)
+{
+	for (int j = 0; j < 2; j++) {
+		bftblk_close(rb->kind[j].lib);
+		rb->kind[j].lib = NULL;
+	}
+}
+
+/* The coder of plain values (kind 0) and of sealed ones (kind 1). */
 static int
-make_coder(struct bft_rebuild *rb)
+make_coders(struct bft_rebuild *rb)
 {
 	char e[256];
 
-	rb->ec = bft_ec_new(rb->cfg->t, NULL, e, sizeof e);
-	if (rb->ec == NULL) {
-		bft_log("rebuild: %s", e);
-		return -1;
+	for (int j = 0; j < 2; j++) {
+		struct rb_kind *k = &rb->kind[j];
+		uint32_t flen;
+
+		k->ec = bft_ec_new_len(rb->cfg->t, NULL, j ? BFT_SEALED_LEN :
+		    BFT_BLOCK_SIZE, e, sizeof e);
+		if (k->ec == NULL) {
+			bft_log("rebuild: %s", e);
+			return -1;
+		}
+		flen = bft_ec_frag_len(k->ec);
+		if ((k->fragbuf = malloc((size_t)rb->cfg->n * flen)) == NULL)
+			return -1;
+		for (unsigned i = 0; i < rb->cfg->n; i++)
+			k->frags[i] = k->fragbuf + (size_t)i * flen;
 	}
-	rb->fragbuf = malloc((size_t)rb->cfg->n * bft_ec_frag_len(rb->ec));
-	if (rb->fragbuf == NULL)
-		return -1;
-	for (unsigned j = 0; j < rb->cfg->n; j++)
-		rb->frags[j] = rb->fragbuf + (size_t)j *
-		    bft_ec_frag_len(rb->ec);
 	return 0;
 }
 
-/* Reads, checks and adopts the blocks of rb->todo; failures left in it. */
+/*
+ * Reads blocks[0..nb) of one kind of value, checks and adopts each.
+ * Blocks whose values are of the other kind go to other[*nother];
+ * those that fail to todo[*failed].
+ */
+static void
+rebuild_batch(struct bft_rebuild *rb, int kind, const uint64_t *blocks,
+    unsigned nb, uint64_t *other, unsigned *nother, size_t *failed)
+{
+	static uint8_t values[BFTBLK_PEER_BATCH * BFTBLK_PEER_VALUE_MAX];
+	struct bftblk_proof proofs[BFTBLK_PEER_BATCH];
+	struct rb_kind *k = &rb->kind[kind];
+	int errs[BFTBLK_PEER_BATCH];
+
+	if (open_lib(rb, k, kind == 1) != 0 ||
+	    bftblk_peer_read(k->lib, blocks, nb, values, proofs, errs) != 0) {
+		if (k->lib != NULL)
+			bft_log("rebuild: %s", bftblk_errmsg(k->lib));
+		for (unsigned j = 0; j < nb; j++)
+			rb->todo[(*failed)++] = blocks[j];
+		return;
+	}
+	for (unsigned j = 0; j < nb; j++) {
+		bool ok = errs[j] == 0;
+
+		if (errs[j] == -EMEDIUMTYPE && other != NULL) {
+			other[(*nother)++] = blocks[j];
+			continue;
+		}
+		if (!ok)
+			bft_log("rebuild: block %" PRIu64 ": read failed: %s",
+			    blocks[j], strerror(-errs[j]));
+		else if (!proofs[j].zero)
+			ok = check_value(rb, k, blocks[j], values +
+			    (size_t)j * BFTBLK_PEER_VALUE_MAX,
+			    &proofs[j]) == 0 &&
+			    adopt(rb, k, blocks[j], &proofs[j]) == 0;
+		if (!ok)
+			rb->todo[(*failed)++] = blocks[j];
+	}
+}
+
+/*
+ * Reads, checks and adopts the blocks of rb->todo; failures are left in
+ * it.  Values sealed by encrypt=on writers are a block and a tag long:
+ * the servers say so, and those blocks are read again as sealed.
+ */
 static void
 rebuild_todo(struct bft_rebuild *rb)
 {
-	static uint8_t values[BFTBLK_PEER_BATCH * BFT_BLOCK_SIZE];
-	struct bftblk_proof proofs[BFTBLK_PEER_BATCH];
-	int errs[BFTBLK_PEER_BATCH];
 	uint64_t total = rb->ntodo, done = 0, bytes = 0;
+	uint64_t batch[BFTBLK_PEER_BATCH], sealed[BFTBLK_PEER_BATCH];
 	double start = now_s(), last = start;
 	size_t failed = 0;
 
@@ -362,29 +426,14 @@ rebuild_todo(struct bft_rebuild *rb)
 	for (size_t k = 0; k < total && !rb->stopping;
 	    k += BFTBLK_PEER_BATCH) {
 		unsigned nb = total - k < BFTBLK_PEER_BATCH ?
-		    (unsigned)(total - k) : BFTBLK_PEER_BATCH;
+		    (unsigned)(total - k) : BFTBLK_PEER_BATCH, ns = 0;
 
-		if (bftblk_peer_read(rb->lib, rb->todo + k, nb, values, proofs,
-		    errs) != 0) {
-			bft_log("rebuild: %s", bftblk_errmsg(rb->lib));
-			break;
-		}
-		for (unsigned j = 0; j < nb; j++) {
-			uint64_t b = rb->todo[k + j];
-			bool ok = errs[j] == 0;
-
-			if (!ok)
-				bft_log("rebuild: block %" PRIu64 ": read "
-				    "failed: %s", b, strerror(-errs[j]));
-			else if (!proofs[j].zero)
-				ok = check_value(rb, b, values +
-				    (size_t)j * BFT_BLOCK_SIZE,
-				    &proofs[j]) == 0 &&
-				    adopt(rb, b, &proofs[j]) == 0;
-			if (!ok)
-				rb->todo[failed++] = b;
-			done++;
-		}
+		/* todo[failed..] is rewritten behind the read position. */
+		memcpy(batch, rb->todo + k, nb * sizeof batch[0]);
+		rebuild_batch(rb, 0, batch, nb, sealed, &ns, &failed);
+		if (ns > 0)
+			rebuild_batch(rb, 1, sealed, ns, NULL, NULL, &failed);
+		done += nb;
 		bytes += (uint64_t)nb * BFT_BLOCK_SIZE;
 		rb->bytes += (uint64_t)nb * BFT_BLOCK_SIZE;
 		set_progress(rb, BFT_REBUILD_REBUILDING, done, total);
@@ -394,6 +443,7 @@ rebuild_todo(struct bft_rebuild *rb)
 		}
 		throttle(rb, start, bytes);
 	}
+	close_libs(rb);
 	if (total > 0)
 		log_progress(rb, done, total, start, bytes, true);
 	rb->ntodo = rb->stopping ? rb->ntodo : failed;
@@ -449,11 +499,7 @@ pass(struct bft_rebuild *rb)
 	if (rb->ntodo > 0) {
 		bft_log("rebuild: %zu blocks are newer at %u peers%s", rb->ntodo,
 		    alive, rb->fresh ? " (new data directory)" : "");
-		if (open_lib(rb) != 0)
-			return -1;
 		rebuild_todo(rb);
-		bftblk_close(rb->lib);
-		rb->lib = NULL;
 	}
 	if (rb->passes++ == 0 && rb->ntodo == 0 && !rb->fresh)
 		bft_log("rebuild: in step with %u peers", alive);
@@ -500,9 +546,11 @@ static void
 rb_free(struct bft_rebuild *rb)
 {
 	rb_peers_close(rb);
-	bftblk_close(rb->lib);
-	bft_ec_free(rb->ec);
-	free(rb->fragbuf);
+	close_libs(rb);
+	for (int j = 0; j < 2; j++) {
+		bft_ec_free(rb->kind[j].ec);
+		free(rb->kind[j].fragbuf);
+	}
 	free(rb->todo);
 	pthread_cond_destroy(&rb->cond);
 	pthread_mutex_destroy(&rb->lock);
@@ -536,7 +584,7 @@ bft_rebuild_start(uv_loop_t *loop, struct bft_handler *h,
 	pthread_cond_init(&rb->cond, NULL);
 	h->heal = &rb->pub;
 	h->heal_lacking = rb->lacking;
-	if (make_coder(rb) != 0)
+	if (make_coders(rb) != 0)
 		goto out_free;
 	uv_async_init(loop, &rb->wake, on_calls);
 	rb->wake.data = rb;

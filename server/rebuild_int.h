@@ -45,9 +45,11 @@ struct bft_rebuild {
 	struct bft_msg rep;		/* loop only: the handler's reply */
 
 	/* The thread's own. */
-	struct bftblk *lib;
-	struct bft_ec *ec;
-	uint8_t *fragbuf, *frags[BFT_MAX_N];
+	struct rb_kind {		/* [0] plain values, [1] sealed */
+		struct bftblk *lib;	/* during a pass only */
+		struct bft_ec *ec;
+		uint8_t *fragbuf, *frags[BFT_MAX_N];
+	} kind[2];
 	struct bft_session peers[BFT_MAX_N];
 	struct bft_client_key ident;	/* our server key as a peer */
 	struct bft_msg req, lrep;
