@@ -112,7 +112,8 @@ on_hello_ack(struct conn *c, const struct bft_msg *m)
 	c->backoff_ms = 0;
 	c->refused = false;
 	if (c->warned)
-		eng_log(c->cl, BFTBLK_LOG_DEBUG, "server %u: connected again", c->idx);
+		eng_log(c->cl, BFTBLK_LOG_WARN, "server %u: connected again",
+		    c->idx);
 	c->warned = false;
 	engine_conn_ready(c);
 }
@@ -127,7 +128,8 @@ conn_close(struct conn *c, const char *why)
 	engine_conn_lost(c);
 	c->out.len = 0;		/* lost with the connection, resent later */
 	if (!c->warned)
-		eng_log(c->cl, BFTBLK_LOG_DEBUG, "server %u: connection lost: %s", c->idx, why);
+		eng_log(c->cl, BFTBLK_LOG_WARN, "server %u: connection lost: "
+		    "%s", c->idx, why);
 	c->warned = true;
 	c->state = C_CLOSING;
 	bft_chan_clear(&c->chan);

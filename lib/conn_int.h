@@ -64,6 +64,9 @@ struct engine_loop {
 	uv_check_t flush;
 	uint32_t dirty;			/* connections with frames in out */
 	uint64_t next_gen;
+	/* Per-server evidence as last reported (engine.c). */
+	uint64_t ev_next_ms;
+	uint64_t ev_last[BFT_MAX_N][5];
 };
 
 /* conn.c */

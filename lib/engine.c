@@ -14,6 +14,8 @@
 #include "crypto.h"
 #include "error_int.h"
 
+#define EVIDENCE_MS	10000	/* between reports of servers' misdeeds */
+
 static void
 send_round(struct op *op, unsigned i)
 {
@@ -285,12 +287,55 @@ engine_tick(struct engine_loop *lp, uint64_t now)
 	}
 }
 
+/*
+ * What each server did that a correct server does not, reported every
+ * EVIDENCE_MS when it grew, naming the server: a liar shows up in the
+ * log by name without -v.
+ */
+static void
+report_evidence(struct engine_loop *lp, struct bft_engine *cl)
+{
+	static const char *what[] = { "bad fragments", "forged timestamps",
+	    "replies to requests never made", "error replies",
+	    "rounds it left unanswered" };
+
+	for (unsigned i = 0; i < cl->n; i++) {
+		const struct engine_server_stats *s = &cl->stats.server[i];
+		uint64_t now[5] = { s->bad_fragments, s->forged_ts,
+		    s->mismatched, s->error_replies, s->timeouts };
+		char line[400];
+		size_t off = 0;
+
+		for (int k = 0; k < 5; k++) {
+			uint64_t d = now[k] - lp->ev_last[i][k];
+			int w;
+
+			if (d == 0)
+				continue;
+			w = snprintf(line + off, sizeof line - off, "%s%llu %s",
+			    off ? ", " : "", (unsigned long long)d, what[k]);
+			if (w > 0 && (size_t)w < sizeof line - off)
+				off += (size_t)w;
+			lp->ev_last[i][k] = now[k];
+		}
+		if (off > 0)
+			eng_log(cl, BFTBLK_LOG_WARN, "server %u: %s in the last "
+			    "%u s", i, line, EVIDENCE_MS / 1000);
+	}
+}
+
 static void
 on_tick(uv_timer_t *t)
 {
 	struct engine_loop *lp = t->data;
+	uint64_t now = uv_now(&lp->loop);
 
-	engine_tick(lp, uv_now(&lp->loop));
+	engine_tick(lp, now);
+	if (now >= lp->ev_next_ms) {
+		if (lp->ev_next_ms != 0)
+			report_evidence(lp, lp->conns[0].cl);
+		lp->ev_next_ms = now + EVIDENCE_MS;
+	}
 }
 
 static void
