@@ -35,6 +35,7 @@ _Static_assert(BFTBLK_MAX_SERVERS == BFT_MAX_N, "one server bound");
  */
 #define CACHE_DEFAULT	(128ull << 20)
 #define TIMEOUT_DEFAULT	10
+#define IO_TIMEOUT_DEFAULT	30
 
 struct bftblk {
 	/* Options. */
@@ -47,7 +48,7 @@ struct bftblk {
 	bool sealed;
 	bool encrypt;
 	uint64_t export_size;		/* 0: the whole cluster disk */
-	unsigned timeout_s;
+	unsigned timeout_s, io_timeout_s;
 	uint64_t writer_id;
 	unsigned want_t;
 	uint64_t cache_bytes;
@@ -136,6 +137,7 @@ bftblk_create(void)
 	if (h == NULL)
 		return NULL;
 	h->timeout_s = TIMEOUT_DEFAULT;
+	h->io_timeout_s = IO_TIMEOUT_DEFAULT;
 	h->cache_bytes = CACHE_DEFAULT;
 	h->log = log_stderr;
 	return h;
@@ -205,6 +207,11 @@ bftblk_set_option(struct bftblk *h, const char *k, const char *value)
 			return failf(h, EINVAL, "timeout must be 1..3600 "
 			    "seconds");
 		h->timeout_s = (unsigned)v;
+	} else if (strcmp(k, "io-timeout") == 0) {
+		if (parse_num(value, 86400, &v) != 0 || v == 0)
+			return failf(h, EINVAL, "io-timeout must be 1..86400 "
+			    "seconds");
+		h->io_timeout_s = (unsigned)v;
 	} else if (strcmp(k, "writer-id") == 0) {
 		if (parse_num(value, UINT64_MAX, &v) != 0 || v == 0)
 			return failf(h, EINVAL, "writer-id must be a non-zero "
@@ -388,7 +395,11 @@ bftblk_connect(struct bftblk *h)
 	p = (struct bft_engine_params){
 		.cfg = &h->cfg, .key = &h->key, .ec = h->ec,
 		.vc = h->encrypt ? &h->vc : NULL,
-		.timeout_ms = h->timeout_s * 1000, .writer_id = h->writer_id,
+		.timeout_ms = h->timeout_s * 1000,
+		/* A whole op never has less time than one of its rounds. */
+		.io_timeout_ms = (h->io_timeout_s > h->timeout_s ?
+		    h->io_timeout_s : h->timeout_s) * 1000,
+		.writer_id = h->writer_id,
 		.skip = h->skip, .log = h->log, .log_opaque = h->log_opaque,
 	};
 	if (h->cache_bytes > 0 && h->cache == NULL &&

@@ -41,8 +41,9 @@ struct bftblk *bftblk_create(void);
 void bftblk_set_log(struct bftblk *h, bftblk_log_fn *fn, void *opaque);
 /*
  * Before bftblk_load.  Keys: config (required), keys or server-key (one
- * of them), size, timeout, writer-id, t, ec-backend, cache, encrypt,
- * volume-key: see BFTBLK_OPTIONS_HELP and nbdkit-bftblk-plugin(1).
+ * of them), size, timeout, io-timeout, writer-id, t, ec-backend, cache,
+ * encrypt, volume-key: see BFTBLK_OPTIONS_HELP and
+ * nbdkit-bftblk-plugin(1).
  * server-key=FILE connects as that server, a peer of the others: it
  * reads, never writes (-EPERM), and skips the server whose key it is.
  */
@@ -56,6 +57,8 @@ const char *bftblk_options_help(void);
     "                that server, a read-only peer of the others\n" \
     "size=SIZE       export only the first SIZE bytes\n" \
     "timeout=SECS    per-round timeout (default 10)\n" \
+    "io-timeout=SECS an I/O that cannot finish fails with EIO after this\n" \
+    "                many seconds, naming silent servers (default 30)\n" \
     "writer-id=N     this writer's id (default random)\n" \
     "t=T             check that the cluster tolerates T faults\n" \
     "ec-backend=NAME liberasurecode backend (default isa_l_rs_cauchy)\n" \

@@ -157,6 +157,9 @@ engine_start_op(struct op *op)
 	lp->nactive++;
 	op->slot = s;
 	op->restarts = 0;
+	/* 0: no bound beyond the rounds' own (the unit tests). */
+	op->give_up_ms = op->cl->p.io_timeout_ms == 0 ? UINT64_MAX :
+	    uv_now(&lp->loop) + op->cl->p.io_timeout_ms;
 	switch (op->kind) {
 	case OP_WRITE:
 		if (!op->resume)	/* a resumed write is counted once */
@@ -259,12 +262,59 @@ note_silent(struct op *op)
 			atomic_fetch_add(&op->cl->stats.server[i].timeouts, 1);
 }
 
+/* Appends the servers of mask to buf as "1, 3". */
+static void
+list_servers(char *buf, size_t len, uint32_t mask)
+{
+	size_t off = strlen(buf);
+
+	for (unsigned i = 0; mask != 0 && off < len; i++, mask >>= 1) {
+		int w;
+
+		if (!(mask & 1))
+			continue;
+		w = snprintf(buf + off, len - off, "%s%u",
+		    buf[off - 1] == ' ' ? "" : ", ", i);
+		if (w > 0)
+			off += (size_t)w;
+	}
+}
+
+void
+op_fail_slow(struct op *op, const char *what)
+{
+	unsigned n = op->cl->n, need = n - op->cl->t;
+	uint32_t all = (1u << n) - 1, silent = all & ~op->replied;
+	char who[160] = "";
+
+	if (silent) {
+		snprintf(who, sizeof who, "; no answer from server ");
+		list_servers(who, sizeof who, silent);
+	}
+	if (op->failed) {
+		size_t off = strlen(who);
+
+		snprintf(who + off, sizeof who - off, "; refused by server ");
+		list_servers(who, sizeof who, op->failed);
+	}
+	eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: %s: %u of %u servers "
+	    "answered, %u needed%s", (unsigned long long)op->block, what,
+	    popcount32(op->ok), n, need, who);
+	op_done(op, EIO, "too few servers answered in time");
+}
+
 void
 engine_tick(struct engine_loop *lp, uint64_t now)
 {
 	for (uint32_t s = 0; s < MAX_OPS && lp->nactive > 0; s++) {
 		struct op *op = lp->slots[s];
 
+		if (op != NULL && now >= op->give_up_ms) {
+			atomic_fetch_add(&op->cl->stats.timeouts, 1);
+			note_silent(op);
+			op_fail_slow(op, "no result within io-timeout");
+			continue;
+		}
 		if (op == NULL || now < op->deadline_ms)
 			continue;
 		/* Not a timeout: a short wait of the 1-round read ran out. */
@@ -279,11 +329,7 @@ engine_tick(struct engine_loop *lp, uint64_t now)
 			read_timeout(op);
 			continue;
 		}
-		eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: only %u of %u servers answered "
-		    "within %u ms (need %u)", (unsigned long long)op->block,
-		    popcount32(op->ok), op->cl->n, op->cl->p.timeout_ms,
-		    op->cl->n - op->cl->t);
-		op_done(op, EIO, "too few servers answered in time");
+		op_fail_slow(op, "round timed out");
 	}
 }
 

@@ -60,6 +60,7 @@ struct op {
 	uint32_t failed;		/* replied with an error status */
 	int fail_status;
 	uint64_t deadline_ms;
+	uint64_t give_up_ms;		/* the whole op's bound (io-timeout) */
 	unsigned restarts;
 
 	/*
@@ -156,7 +157,8 @@ struct bft_engine_params {
 	const struct bft_client_key *key;
 	struct bft_ec *ec;		/* for values of BFT_SEALED_LEN with vc */
 	const struct bft_volcrypt *vc;	/* NULL unless encrypt=on */
-	unsigned timeout_ms;
+	unsigned timeout_ms;		/* per round */
+	unsigned io_timeout_ms;		/* per op, restarts included */
 	uint64_t writer_id;
 	uint32_t skip;			/* servers never to connect to */
 	bftblk_log_fn *log;		/* never NULL */

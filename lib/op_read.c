@@ -271,16 +271,11 @@ read_reply(struct op *op, unsigned i, const struct bft_msg *m)
 void
 read_timeout(struct op *op)
 {
-	unsigned need = op->cl->n - op->cl->t;
-
-	if (popcount32(op->ok) >= need) {
+	if (popcount32(op->ok) >= op->cl->n - op->cl->t) {
 		restart(op, "no candidate became safe in time");
 		return;
 	}
-	eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: only %u of %u servers answered FILTER in "
-	    "time (need %u)", (unsigned long long)op->block,
-	    popcount32(op->ok), op->cl->n, need);
-	op_done(op, EIO, "too few servers answered in time");
+	op_fail_slow(op, "FILTER round timed out");
 }
 
 const uint8_t (*

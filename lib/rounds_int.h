@@ -56,6 +56,11 @@ void round_start(struct op *op, enum op_phase ph);
 /* Finishes op with err (0 or errno) and wakes its submitter. */
 void op_done(struct op *op, int err, const char *why);
 /*
+ * Fails op with EIO because too few servers answered or agreed in time,
+ * logging what: which servers were silent and which refused.
+ */
+void op_fail_slow(struct op *op, const char *what);
+/*
  * Records an error reply from server i.  Returns true when n-t good
  * replies can no longer arrive, after finishing op with a matching errno.
  */
