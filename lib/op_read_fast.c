@@ -120,6 +120,14 @@ fast_read_try(struct op *op)
 
 	if (!op->fast_on)
 		return false;
+	/*
+	 * A server without a connection will not answer in the short wait:
+	 * counting it as pending would make every read wait out
+	 * FRAG_WAIT_MS for it while it is down.
+	 */
+	for (unsigned i = 0; i < cl->n; i++)
+		if (cl->lp->conns[i].state != C_READY)
+			pending &= ~(1u << i);
 	switch (bft_fast_read(op->A, cl->n, cl->t, pending, op->want,
 	    cl->p.key->kw, &pick, &have)) {
 	case BFT_FAST_YES:
