@@ -48,6 +48,9 @@ admin_usage(FILE *fp)
 	    "  Connects as the client of FILE (default DIR/client.key), "
 	    "lists the servers\n"
 	    "  it reaches, and reads block 0; exits 0 when I/O works.\n"
+	    "usage: bftblk scrub --dir DIR [--keys FILE]\n"
+	    "  Asks every server to check its own fragments now (a writer's "
+	    "key file).\n"
 	    "usage: bftblk status --dir DIR [--keys FILE] [--json] "
 	    "[--timeout SECS]\n"
 	    "  Asks every server for its status and prints the cluster's "
@@ -76,6 +79,8 @@ main(int argc, char **argv)
 		return admin_volume_key(argc - 1, argv + 1);
 	if (strcmp(argv[1], "ping") == 0)
 		return admin_ping(argc - 1, argv + 1);
+	if (strcmp(argv[1], "scrub") == 0)
+		return admin_scrub(argc - 1, argv + 1);
 	if (strcmp(argv[1], "status") == 0)
 		return admin_status(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {

@@ -345,6 +345,8 @@ bft_role_permits(enum bft_role role, uint8_t type)
 	case BFT_CLOCK:
 	case BFT_STORE:
 	case BFT_COMPLETE:
+	/* Scrubbing costs the server disk reads: writers may ask for it. */
+	case BFT_SCRUB:
 		return role == BFT_ROLE_RW;
 	default:
 		return false;

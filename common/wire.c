@@ -14,18 +14,18 @@
 
 /* Array lengths by type & 0x7f; replies with status != 0 have 4. */
 const uint8_t bft_wire_req_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3,
+	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3,
 };
 const uint8_t bft_wire_rep_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5,
+	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4,
 };
 
 static const char *const type_names[BFT_MSG_NTYPES] = {
 	"HELLO", "CLOCK", "STORE", "COMPLETE", "COLLECT", "FILTER", "REPAIR",
-	"FLUSH", "SUMMARY", "LCLIST", "STATUS",
+	"FLUSH", "SUMMARY", "LCLIST", "STATUS", "SCRUB",
 	"HELLO_ACK", "CLOCK_ACK", "STORE_ACK", "COMPLETE_ACK", "COLLECT_ACK",
 	"FILTER_ACK", "REPAIR_ACK", "FLUSH_ACK", "SUMMARY_ACK", "LCLIST_ACK",
-	"STATUS_ACK",
+	"STATUS_ACK", "SCRUB_ACK",
 };
 
 #define STATUS_FIELD(f) { #f, offsetof(struct bft_status_info, f) }

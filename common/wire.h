@@ -36,6 +36,8 @@
  *             fragment differs from its peers and rebuilds it)
  *   STATUS   [type, id, 0]
  *            (the server's health: struct bft_status_info)
+ *   SCRUB    [type, id, 0]
+ *            (start a scrub of the server's own records now)
  *
  * SUMMARY, LCLIST and STATUS let one server compare its state with its
  * peers' and report progress; any authenticated identity may send them.
@@ -43,7 +45,8 @@
  * Replies (server -> client), type | BFT_ACK:
  *   every reply: [type|ACK, id, block, status, ...]; when status != 0
  *   nothing follows status.
- *   HELLO_ACK, COMPLETE_ACK, REPAIR_ACK, FLUSH_ACK: nothing more
+ *   HELLO_ACK, COMPLETE_ACK, REPAIR_ACK, FLUSH_ACK, SCRUB_ACK: nothing
+ *   more
  *   CLOCK_ACK    [..., status, ts]           (the server's lc.ts)
  *   STORE_ACK    [..., status, ts]           (lc.ts after the STORE: a
  *                 writer that skipped CLOCK checks it was not overtaken)
@@ -98,9 +101,10 @@ enum bft_msg_type {
 	BFT_SUMMARY = 9,
 	BFT_LCLIST = 10,
 	BFT_STATUS = 11,
+	BFT_SCRUB = 12,
 };
 /* The highest request type; replies are these | BFT_ACK. */
-#define BFT_MSG_TYPE_MAX	BFT_STATUS
+#define BFT_MSG_TYPE_MAX	BFT_SCRUB
 /* Request and reply types together (type_names in wire.c). */
 #define BFT_MSG_NTYPES		(2 * BFT_MSG_TYPE_MAX)
 

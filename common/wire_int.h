@@ -24,7 +24,8 @@ int bft_wire_type_index(uint8_t type);
 static inline bool
 bft_wire_no_block(unsigned base)
 {
-	return base == BFT_HELLO || base == BFT_FLUSH || base == BFT_STATUS;
+	return base == BFT_HELLO || base == BFT_FLUSH || base == BFT_STATUS ||
+	    base == BFT_SCRUB;
 }
 
 /*

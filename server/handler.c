@@ -478,6 +478,10 @@ bft_handle(struct bft_handler *h, const char *peer,
 	case BFT_STATUS:
 		bft_handle_info(h, req, rep);
 		break;
+	case BFT_SCRUB:
+		/* The scrub (scrub.c) sees it at its next tick. */
+		h->scrub_requested = true;
+		break;
 	case BFT_CLOCK:			/* lines 111-112 */
 		rep->ts = bft_store_block(h->st, req->block)->lc.ts;
 		break;

@@ -42,6 +42,7 @@ struct bft_handler {
 	 * when a reader asks about a block it holds nothing of.
 	 */
 	bool heal_lacking;
+	bool scrub_requested;		/* by a SCRUB, for scrub.c */
 	/* SUMMARY_ACK's digests or LCLIST_ACK's entries (INFO_BUF_LEN). */
 	uint8_t *infobuf;
 	uint64_t started_ms;		/* CLOCK_MONOTONIC, for uptime */

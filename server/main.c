@@ -24,6 +24,7 @@
 #include "net.h"
 #include "reload.h"
 #include "rebuild.h"
+#include "scrub.h"
 #include "store.h"
 #include "test_hooks.h"
 
@@ -34,6 +35,7 @@ struct opts {
 	int verbose;
 	bool create_data;		/* --create-data-dir */
 	struct bft_rebuild_opts rebuild;
+	struct bft_scrub_opts scrub;
 };
 
 struct server {
@@ -43,6 +45,8 @@ struct server {
 	const char *config;
 	struct bft_config *cfg;
 	struct bft_rebuild *rb;
+	struct bft_scrub *scrub;
+	struct bft_heal_progress heal;	/* what STATUS reports */
 };
 
 static void
@@ -57,6 +61,7 @@ usage(FILE *f)
 	    "                     [--max-client-conns N] [--max-inflight N] "
 	    "[--max-client-stores N]\n"
 	    "                     [--rebuild-rate MB] [--rebuild-interval S]\n"
+	    "                     [--scrub-rate MB] [--scrub-interval S]\n"
 	    "                     [--handshake-timeout MS] "
 	    "[--client-store-window MS]\n" BFT_TEST_USAGE);
 }
@@ -121,6 +126,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "create-data-dir", no_argument, NULL, 'D' },
 		{ "rebuild-rate", required_argument, NULL, 'R' },
 		{ "rebuild-interval", required_argument, NULL, 'N' },
+		{ "scrub-rate", required_argument, NULL, 'r' },
+		{ "scrub-interval", required_argument, NULL, 'i' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "unix", required_argument, NULL, 'u' },
 		{ "max-pending", required_argument, NULL, 'P' },
@@ -143,6 +150,8 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->lim.max_conns = BFT_DEFAULT_MAX_CONNS;
 	o->rebuild.rate = BFT_REBUILD_DEFAULT_RATE;
 	o->rebuild.interval_s = BFT_REBUILD_DEFAULT_INTERVAL;
+	o->scrub.rate = BFT_SCRUB_DEFAULT_RATE;
+	o->scrub.interval_s = BFT_SCRUB_DEFAULT_INTERVAL;
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': o->config = optarg; break;
@@ -150,7 +159,9 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'd': o->data = optarg; break;
 		case 'D': o->create_data = true; break;
 		case 'R':
-		case 'N': {
+		case 'N':
+		case 'r':
+		case 'i': {
 			unsigned v;
 
 			if (parse_count(optarg, &v) < 0 ||
@@ -161,8 +172,12 @@ parse_args(int argc, char **argv, struct opts *o)
 			}
 			if (ch == 'R')
 				o->rebuild.rate = (uint64_t)v * 1000000;
-			else
+			else if (ch == 'N')
 				o->rebuild.interval_s = v;
+			else if (ch == 'r')
+				o->scrub.rate = (uint64_t)v * 1000000;
+			else
+				o->scrub.interval_s = v;
 			break;
 		}
 		case 'l': o->listen = optarg; break;
@@ -288,9 +303,18 @@ write_pidfile(const char *path)
 	return 0;
 }
 
+/* The scrub found damage: the rebuild fetches it now. */
+static void
+kick(void *rb)
+{
+	bft_rebuild_kick(rb);
+}
+
 static void
 stop(struct server *srv)
 {
+	bft_scrub_stop(srv->scrub);
+	srv->scrub = NULL;
 	bft_rebuild_stop(srv->rb);
 	srv->rb = NULL;
 	bft_net_shutdown(srv->net);
@@ -474,10 +498,16 @@ main(int argc, char **argv)
 	o.rebuild.config_path = o.config;
 	o.rebuild.key_path = o.key;
 	o.rebuild.data_dir = o.data;
-	srv.rb = bft_rebuild_start(&loop, &h, &cfg, &key, &o.rebuild);
+	h.heal = &srv.heal;
+	srv.rb = bft_rebuild_start(&loop, &h, &cfg, &key, &o.rebuild,
+	    &srv.heal);
 	if (srv.rb == NULL)
 		bft_log("warning: cannot start the rebuild; this server will "
 		    "not catch up with its peers by itself");
+	srv.scrub = bft_scrub_start(&loop, &h, &srv.heal, &o.scrub, kick,
+	    srv.rb);
+	if (srv.scrub == NULL)
+		bft_log("warning: cannot start the scrub; out of memory");
 	uv_run(&loop, UV_RUN_DEFAULT);
 	rc = 0;
 	if (o.pidfile)

@@ -107,7 +107,11 @@ on_calls(uv_async_t *a)
 	list = rb->calls;
 	rb->calls = NULL;
 	rb->h->heal_lacking = rb->lacking;
-	rb->pub = rb->prog;
+	rb->pub->rebuild_state = rb->prog.rebuild_state;
+	rb->pub->rebuild_done = rb->prog.rebuild_done;
+	rb->pub->rebuild_total = rb->prog.rebuild_total;
+	rb->pub->rebuild_bytes = rb->prog.rebuild_bytes;
+	rb->pub->rebuild_rate = rb->prog.rebuild_rate;
 	pthread_mutex_unlock(&rb->lock);
 	for (c = list; c != NULL; c = c->next) {
 		bft_handle(rb->h, "rebuild", c->req, &rb->rep);
@@ -153,9 +157,12 @@ rb_local(struct bft_rebuild *rb, const struct bft_msg *req,
 	return r;
 }
 
-/* Sleeps up to s seconds; false when the thread must stop. */
+/*
+ * Sleeps up to s seconds, less when kickable and a pass is asked for;
+ * false when the thread must stop.
+ */
 static bool
-pause_s(struct bft_rebuild *rb, double s)
+pause_s(struct bft_rebuild *rb, double s, bool kickable)
 {
 	struct timespec until;
 	bool go;
@@ -168,7 +175,7 @@ pause_s(struct bft_rebuild *rb, double s)
 		until.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&rb->lock);
-	while (!rb->stopping &&
+	while (!rb->stopping && !(kickable && rb->kicked) &&
 	    pthread_cond_timedwait(&rb->cond, &rb->lock, &until) == 0)
 		;
 	go = !rb->stopping;
@@ -275,7 +282,7 @@ throttle(struct bft_rebuild *rb, double start, uint64_t bytes)
 		return;
 	ahead = (double)bytes / (double)rb->o.rate - (now_s() - start);
 	if (ahead > 0)
-		pause_s(rb, ahead);
+		pause_s(rb, ahead, false);
 }
 
 static void
@@ -532,11 +539,16 @@ rebuild_main(void *arg)
 	struct bft_rebuild *rb = arg;
 
 	while (!rb->stopping) {
-		int r = pass(rb);
+		int r;
+
+		pthread_mutex_lock(&rb->lock);
+		rb->kicked = false;
+		pthread_mutex_unlock(&rb->lock);
+		r = pass(rb);
 
 		rb_peers_close(rb);
 		if (!pause_s(rb, r == 0 ? rb->o.interval_s :
-		    rb->fresh && !rb->lacking ? WAIT_PEERS_S : RETRY_S))
+		    rb->fresh && !rb->lacking ? WAIT_PEERS_S : RETRY_S, true))
 			break;
 	}
 	return NULL;
@@ -563,10 +575,21 @@ on_closed(uv_handle_t *handle)
 	rb_free(handle->data);
 }
 
+void
+bft_rebuild_kick(struct bft_rebuild *rb)
+{
+	if (rb == NULL)
+		return;
+	pthread_mutex_lock(&rb->lock);
+	rb->kicked = true;
+	pthread_cond_broadcast(&rb->cond);
+	pthread_mutex_unlock(&rb->lock);
+}
+
 struct bft_rebuild *
 bft_rebuild_start(uv_loop_t *loop, struct bft_handler *h,
     const struct bft_config *cfg, const struct bft_server_key *key,
-    const struct bft_rebuild_opts *o)
+    const struct bft_rebuild_opts *o, struct bft_heal_progress *prog)
 {
 	struct bft_rebuild *rb = calloc(1, sizeof *rb);
 	int m;
@@ -582,7 +605,7 @@ bft_rebuild_start(uv_loop_t *loop, struct bft_handler *h,
 	rb->lacking = m == 1;
 	pthread_mutex_init(&rb->lock, NULL);
 	pthread_cond_init(&rb->cond, NULL);
-	h->heal = &rb->pub;
+	rb->pub = prog;
 	h->heal_lacking = rb->lacking;
 	if (make_coders(rb) != 0)
 		goto out_free;
@@ -600,7 +623,6 @@ bft_rebuild_start(uv_loop_t *loop, struct bft_handler *h,
 	return rb;
 
 out_free:
-	h->heal = NULL;
 	h->heal_lacking = false;
 	rb_free(rb);
 	return NULL;
@@ -622,7 +644,6 @@ bft_rebuild_stop(struct bft_rebuild *rb)
 	pthread_cond_broadcast(&rb->cond);
 	pthread_mutex_unlock(&rb->lock);
 	pthread_join(rb->thread, NULL);
-	rb->h->heal = NULL;
 	rb->h->heal_lacking = false;
 	/* The handle lives in rb: free it once the loop has closed it. */
 	uv_close((uv_handle_t *)&rb->wake, on_closed);

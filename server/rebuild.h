@@ -30,6 +30,7 @@
 
 #include "config.h"
 #include "handler.h"
+#include "heal.h"
 #include "keys.h"
 
 #define BFT_REBUILD_MARKER	"rebuild-pending"
@@ -57,10 +58,15 @@ struct bft_rebuild;
  */
 int bft_rebuild_mark_new(const char *data_dir);
 
-/* Starts the thread; NULL with a logged reason. */
+/*
+ * Starts the thread; its progress goes to prog (the loop's, which
+ * STATUS reports).  NULL with a logged reason.
+ */
 struct bft_rebuild *bft_rebuild_start(uv_loop_t *loop, struct bft_handler *h,
     const struct bft_config *cfg, const struct bft_server_key *key,
-    const struct bft_rebuild_opts *o);
+    const struct bft_rebuild_opts *o, struct bft_heal_progress *prog);
+/* Asks for a pass now (a scrub found damage); any thread. */
+void bft_rebuild_kick(struct bft_rebuild *rb);
 /* Stops the thread (at its next check) and frees everything. */
 void bft_rebuild_stop(struct bft_rebuild *rb);
 

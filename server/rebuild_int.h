@@ -41,7 +41,8 @@ struct bft_rebuild {
 	bool fresh;			/* initial rebuild of a new directory */
 	bool lacking;			/* ... and peers hold data it lacks */
 	struct bft_heal_progress prog;	/* the thread's figures */
-	struct bft_heal_progress pub;	/* the loop's copy, for STATUS */
+	struct bft_heal_progress *pub;	/* the server's, for STATUS (loop) */
+	bool kicked;			/* a pass is wanted now */
 	struct bft_msg rep;		/* loop only: the handler's reply */
 
 	/* The thread's own. */

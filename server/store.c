@@ -622,3 +622,17 @@ compact_step(struct bft_store *st, size_t appended)
 	st->cmp_failing = err < 0;
 }
 
+
+int
+bft_store_forget_hist(struct bft_store *st, uint64_t block,
+    const struct bft_ts *ts)
+{
+	struct blk *b;
+	int i;
+
+	if (block >= st->id.nblocks || (b = st->blocks[block]) == NULL ||
+	    (i = hist_find(b, ts)) < 0)
+		return -ENOENT;
+	hist_drop(st, b, (unsigned)i);
+	return 0;
+}

@@ -105,6 +105,15 @@ int bft_store_put_hist(struct bft_store *st, uint64_t block,
 int bft_store_set_lc(struct bft_store *st, uint64_t block,
 		     const struct bft_cand *c);
 
+/*
+ * Forgets Hist[ts] of block, whose record was found damaged: it is no
+ * longer served or counted as held, and its bytes become garbage for
+ * compaction.  A fresh copy (the rebuild's STORE) may replace it.  0 or
+ * -ENOENT.
+ */
+int bft_store_forget_hist(struct bft_store *st, uint64_t block,
+			  const struct bft_ts *ts);
+
 /* Reads the fragment of a Hist entry into buf (meta.frag_len bytes). */
 int bft_store_read_frag(struct bft_store *st, const struct bft_hist_entry *e,
 			uint8_t *buf);

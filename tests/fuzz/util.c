@@ -81,7 +81,7 @@ fields_equal(const struct bft_msg *m, const struct bft_msg *d, unsigned n)
 		return false;
 	/* The encoder sends block 0 for these, whatever m says. */
 	if (!reply && (base == BFT_HELLO || base == BFT_FLUSH ||
-	    base == BFT_STATUS)) {
+	    base == BFT_STATUS || base == BFT_SCRUB)) {
 		if (d->block != 0)
 			return false;
 	} else if (d->block != m->block) {

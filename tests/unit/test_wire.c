@@ -40,7 +40,7 @@ test_round_trip(void **state)
 static void
 test_encode(void **state)
 {
-	static const uint8_t bad_types[] = { 0, 12, 0x7f, 0x80, 0x8c, 0xff };
+	static const uint8_t bad_types[] = { 0, 13, 0x7f, 0x80, 0x8d, 0xff };
 	static struct bft_msg m1, m2, d;
 	struct bft_buf b = { 0 };
 	uint32_t l1, l2;
@@ -105,8 +105,10 @@ test_encode(void **state)
 	    "SUMMARY_ACK");
 	assert_string_equal(bft_msg_type_str(BFT_STATUS | BFT_ACK),
 	    "STATUS_ACK");
+	assert_string_equal(bft_msg_type_str(BFT_SCRUB | BFT_ACK),
+	    "SCRUB_ACK");
 	assert_string_equal(bft_msg_type_str(0), "UNKNOWN");
-	assert_string_equal(bft_msg_type_str(0x8c), "UNKNOWN");
+	assert_string_equal(bft_msg_type_str(0x8d), "UNKNOWN");
 }
 
 /*

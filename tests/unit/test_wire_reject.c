@@ -184,7 +184,7 @@ test_reject_every_field(void **state)
 static void
 test_reject_values(void **state)
 {
-	static const uint64_t bad_types[] = { 0, 12, 0x7f, 0x80, 0x8c, 0xff,
+	static const uint64_t bad_types[] = { 0, 13, 0x7f, 0x80, 0x8d, 0xff,
 	    0x100, 0x183, 0x100000003 };
 	msgpack_object big[BFT_MAX_N + 1];
 	struct tree t;

@@ -21,8 +21,8 @@
 
 #define NTYPES	BFT_MSG_NTYPES
 static const uint8_t all_types[NTYPES] = {
-	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
-	0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b,
+	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+	0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c,
 };
 
 /*
@@ -68,7 +68,7 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 	m->type = type;
 	m->id = rnd();
 	m->block = (type == BFT_HELLO || type == BFT_FLUSH ||
-	    type == BFT_STATUS) ? 0 : rnd();
+	    type == BFT_STATUS || type == BFT_SCRUB) ? 0 : rnd();
 	m->status = (type & BFT_ACK) ? status : 0;
 	if (m->status != 0)
 		return;

@@ -1,0 +1,201 @@
+/*
+ * Scrub: the server reads back its own fragments at a bounded rate and
+ * checks each against its record's CRC and against its entry in the
+ * cross-checksum stored with it.  A damaged one is forgotten (it is no
+ * longer served or counted as held), so the rebuild, kicked at once,
+ * finds the block missing here and fetches it from the peers.  A block
+ * that was damaged and is held and sound again counts as repaired.
+ *
+ * It runs on the event loop, a few blocks per tick, since the store is
+ * the loop's alone.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto.h"
+#include "log.h"
+#include "predicates.h"
+#include "scrub.h"
+
+#define TICK_MS		100
+#define MAX_DAMAGED	4096	/* remembered until repaired */
+
+struct bft_scrub {
+	struct bft_scrub_opts o;
+	struct bft_handler *h;
+	struct bft_heal_progress *prog;
+	void (*kick)(void *);
+	void *kick_ctx;
+	uv_timer_t timer;
+	uint8_t *buf;			/* one fragment */
+	bool running;			/* a pass is under way */
+	uint64_t next;			/* its next block */
+	uint64_t next_pass_ms;
+	uint64_t pass_start_ms, pass_checked, pass_damaged;
+	uint64_t damaged[MAX_DAMAGED];	/* awaiting repair */
+	unsigned ndamaged;
+};
+
+/*
+ * The fragment backing block's lc, if this server holds it: NULL when
+ * there is nothing to check.
+ */
+static const struct bft_hist_entry *
+held(struct bft_scrub *s, uint64_t block)
+{
+	const struct bft_block_state *bs = bft_store_block(s->h->st, block);
+	const struct bft_hist_entry *e;
+
+	if (bft_ts_is_zero(&bs->lc.ts))
+		return NULL;
+	e = bft_store_hist(s->h->st, block, &bs->lc.ts);
+	return e != NULL && bft_valid_by_hist(&bs->lc, &e->meta) ? e : NULL;
+}
+
+/* Reads and checks one fragment: true when it is sound. */
+static bool
+sound(struct bft_scrub *s, const struct bft_hist_entry *e)
+{
+	uint8_t hash[BFT_HASH_LEN];
+
+	if (bft_store_read_frag(s->h->st, e, s->buf) != 0)
+		return false;
+	bft_hash(s->buf, e->meta.frag_len, hash);
+	return bft_equal(hash, e->meta.cc[s->h->key->index], BFT_HASH_LEN);
+}
+
+static void
+check_block(struct bft_scrub *s, uint64_t block)
+{
+	const struct bft_hist_entry *e = held(s, block);
+	struct bft_ts ts;
+
+	if (e == NULL)
+		return;
+	s->pass_checked++;
+	if (sound(s, e))
+		return;
+	ts = e->meta.ts;
+	bft_store_forget_hist(s->h->st, block, &ts);
+	s->prog->damaged_records_later++;
+	s->pass_damaged++;
+	bft_log("scrub: block %" PRIu64 ": the fragment of ts %" PRIu64 "/%"
+	    PRIu64 " is damaged; no longer served, rebuilding it from the "
+	    "peers", block, ts.num, ts.wid);
+	if (s->ndamaged < MAX_DAMAGED)
+		s->damaged[s->ndamaged++] = block;
+	s->kick(s->kick_ctx);
+}
+
+/* Damaged blocks held and sound again count as repaired. */
+static void
+note_repairs(struct bft_scrub *s)
+{
+	unsigned w = 0;
+
+	for (unsigned k = 0; k < s->ndamaged; k++) {
+		const struct bft_hist_entry *e = held(s, s->damaged[k]);
+
+		if (e != NULL && sound(s, e)) {
+			s->prog->repaired_records++;
+			bft_log("scrub: block %" PRIu64 " repaired",
+			    s->damaged[k]);
+		} else {
+			s->damaged[w++] = s->damaged[k];
+		}
+	}
+	s->ndamaged = w;
+}
+
+static void
+start_pass(struct bft_scrub *s, uint64_t now, const char *why)
+{
+	s->running = true;
+	s->next = 0;
+	s->pass_start_ms = now;
+	s->pass_checked = s->pass_damaged = 0;
+	s->prog->scrub_done = 0;
+	s->prog->scrub_total = s->h->cfg->nblocks;
+	bft_log("scrub: starting (%s)", why);
+}
+
+static void
+on_tick(uv_timer_t *t)
+{
+	struct bft_scrub *s = t->data;
+	uint64_t now = uv_now(t->loop), nblocks = s->h->cfg->nblocks;
+	uint64_t budget;
+
+	if (s->ndamaged > 0)
+		note_repairs(s);
+	if (s->h->scrub_requested) {
+		s->h->scrub_requested = false;
+		if (!s->running)
+			start_pass(s, now, "asked for");
+	}
+	if (!s->running && s->o.interval_s > 0 && now >= s->next_pass_ms)
+		start_pass(s, now, "periodic");
+	if (!s->running)
+		return;
+	/* Fragments' bytes this tick may read; unlimited: the whole disk. */
+	budget = s->o.rate ? s->o.rate * TICK_MS / 1000 : UINT64_MAX;
+	while (s->next < nblocks) {
+		const struct bft_hist_entry *e = held(s, s->next);
+
+		if (e != NULL) {
+			if (budget < e->meta.frag_len)
+				break;
+			budget -= e->meta.frag_len;
+		}
+		check_block(s, s->next++);
+	}
+	s->prog->scrub_done = s->next;
+	if (s->next < nblocks)
+		return;
+	s->running = false;
+	s->next_pass_ms = now + (uint64_t)s->o.interval_s * 1000;
+	bft_log("scrub: done: %" PRIu64 " fragments checked, %" PRIu64
+	    " damaged, in %.1f s", s->pass_checked, s->pass_damaged,
+	    (double)(now - s->pass_start_ms) / 1000);
+}
+
+struct bft_scrub *
+bft_scrub_start(uv_loop_t *loop, struct bft_handler *h,
+    struct bft_heal_progress *prog, const struct bft_scrub_opts *o,
+    void (*kick)(void *), void *kick_ctx)
+{
+	struct bft_scrub *s = calloc(1, sizeof *s);
+
+	if (s == NULL || (s->buf = malloc(BFT_MAX_FRAG)) == NULL) {
+		free(s);
+		return NULL;
+	}
+	s->o = *o;
+	s->h = h;
+	s->prog = prog;
+	s->kick = kick;
+	s->kick_ctx = kick_ctx;
+	/* The first periodic pass waits a whole interval after start. */
+	s->next_pass_ms = uv_now(loop) + (uint64_t)o->interval_s * 1000;
+	uv_timer_init(loop, &s->timer);
+	s->timer.data = s;
+	uv_timer_start(&s->timer, on_tick, TICK_MS, TICK_MS);
+	return s;
+}
+
+static void
+on_closed(uv_handle_t *handle)
+{
+	struct bft_scrub *s = handle->data;
+
+	free(s->buf);
+	free(s);
+}
+
+void
+bft_scrub_stop(struct bft_scrub *s)
+{
+	if (s != NULL)
+		uv_close((uv_handle_t *)&s->timer, on_closed);
+}
