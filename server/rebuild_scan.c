@@ -14,20 +14,11 @@
 
 #include "log.h"
 #include "rebuild_int.h"
+#include "summary.h"
 
 #define SESSION_TIMEOUT_MS	5000
 #define DIGEST_LEN		BFT_SUMMARY_DIGEST_LEN
 #define ENTRY_LEN		BFT_LCENTRY_LEN
-
-static uint64_t
-get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int k = 0; k < 8; k++)
-		v = v << 8 | p[k];
-	return v;
-}
 
 unsigned
 rb_peers_connect(struct bft_rebuild *rb)
@@ -126,13 +117,12 @@ leaf(struct bft_rebuild *rb, uint64_t first, uint32_t count)
 	if (rb_local(rb, req, rep, &out) != BFT_OK)
 		goto out_free;
 	for (uint32_t e = 0; e < rep->nentries; e++) {
-		const uint8_t *p = rep->entries + (size_t)e * ENTRY_LEN;
-		uint64_t b = get_be64(p);
+		struct bft_ts ts;
+		uint64_t b;
 
-		if (b >= first && b - first < count) {
-			own[b - first].num = get_be64(p + 8);
-			own[b - first].wid = get_be64(p + 16);
-		}
+		bft_lcentry_get(rep->entries + (size_t)e * ENTRY_LEN, &b, &ts);
+		if (b >= first && b - first < count)
+			own[b - first] = ts;
 	}
 	for (unsigned j = 0; j < rb->cfg->n; j++) {
 		if (j == rb->key->index)
@@ -144,11 +134,11 @@ leaf(struct bft_rebuild *rb, uint64_t first, uint32_t count)
 		if (peer_call(rb, j, req, rep) != BFT_OK)
 			continue;
 		for (uint32_t e = 0; e < rep->nentries; e++) {
-			const uint8_t *p = rep->entries + (size_t)e * ENTRY_LEN;
-			struct bft_ts ts = { .num = get_be64(p + 8),
-			    .wid = get_be64(p + 16) };
-			uint64_t b = get_be64(p);
+			struct bft_ts ts;
+			uint64_t b;
 
+			bft_lcentry_get(rep->entries + (size_t)e * ENTRY_LEN,
+			    &b, &ts);
 			if (b < first || b - first >= count)
 				continue;	/* not what we asked: a lie */
 			if (bft_ts_cmp(&ts, &own[b - first]) > 0)
