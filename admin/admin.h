@@ -14,6 +14,7 @@ int admin_client(int argc, char **argv);
 int admin_volume_key(int argc, char **argv);
 int admin_ping(int argc, char **argv);
 int admin_scrub(int argc, char **argv);
+int admin_server(int argc, char **argv);
 int admin_status(int argc, char **argv);
 
 #endif

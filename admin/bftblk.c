@@ -48,6 +48,11 @@ admin_usage(FILE *fp)
 	    "  Connects as the client of FILE (default DIR/client.key), "
 	    "lists the servers\n"
 	    "  it reaches, and reads block 0; exits 0 when I/O works.\n"
+	    "usage: bftblk server replace --dir DIR --index I [--host "
+	    "HOST[:PORT]]\n"
+	    "  Gives server I a new channel key (DIR/server-I.key; the old "
+	    "file is kept\n"
+	    "  as server-I.key.replaced) and address in DIR/bftblk.conf.\n"
 	    "usage: bftblk scrub --dir DIR [--keys FILE]\n"
 	    "  Asks every server to check its own fragments now (a writer's "
 	    "key file).\n"
@@ -81,6 +86,8 @@ main(int argc, char **argv)
 		return admin_ping(argc - 1, argv + 1);
 	if (strcmp(argv[1], "scrub") == 0)
 		return admin_scrub(argc - 1, argv + 1);
+	if (strcmp(argv[1], "server") == 0)
+		return admin_server(argc - 1, argv + 1);
 	if (strcmp(argv[1], "status") == 0)
 		return admin_status(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {

@@ -393,7 +393,8 @@ bftblk_connect(struct bftblk *h)
 	if ((r = bftblk_load(h)) != 0)
 		return r;
 	p = (struct bft_engine_params){
-		.cfg = &h->cfg, .key = &h->key, .ec = h->ec,
+		.cfg = &h->cfg, .config_path = h->config_path, .key = &h->key,
+		.ec = h->ec,
 		.vc = h->encrypt ? &h->vc : NULL,
 		.timeout_ms = h->timeout_s * 1000,
 		/* A whole op never has less time than one of its rounds. */

@@ -64,6 +64,9 @@ struct engine_loop {
 	uv_check_t flush;
 	uint32_t dirty;			/* connections with frames in out */
 	uint64_t next_gen;
+	/* bftblk.conf as last seen, for replaced servers (engine.c). */
+	uint64_t cfg_next_ms;
+	struct timespec cfg_mtime;
 	/* Per-server evidence as last reported (engine.c). */
 	uint64_t ev_next_ms;
 	uint64_t ev_last[BFT_MAX_N][5];

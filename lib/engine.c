@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "error_int.h"
 
 #define EVIDENCE_MS	10000	/* between reports of servers' misdeeds */
+#define CONFIG_CHECK_MS	2000	/* between looks at bftblk.conf */
 
 static void
 send_round(struct op *op, unsigned i)
@@ -370,6 +372,59 @@ report_evidence(struct engine_loop *lp, struct bft_engine *cl)
 	}
 }
 
+/*
+ * A server replaced (`bftblk server replace`) has another address or
+ * key in bftblk.conf: the connection goes to the new one, and the old
+ * key is trusted no more.  Checked every CONFIG_CHECK_MS by the file's
+ * modification time; nothing else in the file may change.
+ */
+static void
+watch_config(struct engine_loop *lp, struct bft_engine *cl)
+{
+	static struct bft_config next;
+	struct bft_config *cfg = cl->p.cfg;
+	char err[256];
+	struct stat sb;
+
+	if (cl->p.config_path == NULL || stat(cl->p.config_path, &sb) != 0 ||
+	    (sb.st_mtim.tv_sec == lp->cfg_mtime.tv_sec &&
+	    sb.st_mtim.tv_nsec == lp->cfg_mtime.tv_nsec))
+		return;
+	if (lp->cfg_mtime.tv_sec == 0 && lp->cfg_mtime.tv_nsec == 0) {
+		lp->cfg_mtime = sb.st_mtim;	/* as loaded at start */
+		return;
+	}
+	lp->cfg_mtime = sb.st_mtim;
+	if (bft_config_load(cl->p.config_path, &next, err, sizeof err) != 0) {
+		eng_log(cl, BFTBLK_LOG_WARN, "%s changed but does not load "
+		    "(%s); keeping the servers as they were", cl->p.config_path,
+		    err);
+		return;
+	}
+	if (memcmp(next.cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN) ||
+	    next.n != cfg->n) {
+		eng_log(cl, BFTBLK_LOG_WARN, "%s now describes another "
+		    "cluster; ignored", cl->p.config_path);
+		return;
+	}
+	for (unsigned i = 0; i < cfg->n; i++) {
+		struct conn *c = &lp->conns[i];
+
+		if (memcmp(&next.servers[i], &cfg->servers[i],
+		    sizeof cfg->servers[i]) == 0 &&
+		    memcmp(next.server_pk[i], cfg->server_pk[i], 32) == 0)
+			continue;
+		if (conn_resolve(cl, &next.servers[i], &c->addr) != 0)
+			continue;
+		cfg->servers[i] = next.servers[i];
+		memcpy(cfg->server_pk[i], next.server_pk[i], 32);
+		eng_log(cl, BFTBLK_LOG_WARN, "server %u is now %s:%u (%s); "
+		    "reconnecting", i, cfg->servers[i].host,
+		    cfg->servers[i].port, cl->p.config_path);
+		conn_close(c, "replaced in the configuration");
+	}
+}
+
 static void
 on_tick(uv_timer_t *t)
 {
@@ -377,6 +432,10 @@ on_tick(uv_timer_t *t)
 	uint64_t now = uv_now(&lp->loop);
 
 	engine_tick(lp, now);
+	if (now >= lp->cfg_next_ms) {
+		watch_config(lp, lp->conns[0].cl);
+		lp->cfg_next_ms = now + CONFIG_CHECK_MS;
+	}
 	if (now >= lp->ev_next_ms) {
 		if (lp->ev_next_ms != 0)
 			report_evidence(lp, lp->conns[0].cl);

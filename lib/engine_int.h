@@ -153,7 +153,12 @@ struct bft_engine_stats {
 };
 
 struct bft_engine_params {
-	const struct bft_config *cfg;
+	/*
+	 * The loop thread updates servers[] and server_pk[] in it when
+	 * config_path changes (a replaced server); the rest never changes.
+	 */
+	struct bft_config *cfg;
+	const char *config_path;	/* NULL: not watched */
 	const struct bft_client_key *key;
 	struct bft_ec *ec;		/* for values of BFT_SEALED_LEN with vc */
 	const struct bft_volcrypt *vc;	/* NULL unless encrypt=on */

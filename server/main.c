@@ -44,6 +44,7 @@ struct server {
 	bool signals;
 	const char *config;
 	struct bft_config *cfg;
+	unsigned self;			/* this server's index */
 	struct bft_rebuild *rb;
 	struct bft_scrub *scrub;
 	struct bft_heal_progress heal;	/* what STATUS reports */
@@ -332,7 +333,7 @@ on_sighup(uv_signal_t *sig, int signum)
 	struct server *srv = sig->data;
 
 	(void)signum;
-	if (bft_reload_clients(srv->config, srv->cfg) == 0)
+	if (bft_reload_clients(srv->config, srv->cfg, srv->self) == 0)
 		bft_net_reload(srv->net);
 }
 
@@ -481,6 +482,7 @@ main(int argc, char **argv)
 	memset(&srv, 0, sizeof srv);
 	srv.config = o.config;
 	srv.cfg = &cfg;
+	srv.self = key.index;
 	srv.net = bft_net_new(&loop, &h, &key, &o.lim);
 	if (srv.net == NULL) {
 		bft_log("out of memory");

@@ -464,10 +464,16 @@ static int
 pass(struct bft_rebuild *rb)
 {
 	unsigned alive, need = rb->cfg->n - rb->cfg->t;
+	char err[512];
 	bool rebuilt;
 
 	set_progress(rb, BFT_REBUILD_SCANNING, rb->prog.rebuild_done,
 	    rb->prog.rebuild_total);
+	if (bft_config_load(rb->o.config_path, &rb->pcfg, err,
+	    sizeof err) != 0) {
+		bft_log("rebuild: %s", err);
+		return -1;
+	}
 	alive = rb_peers_connect(rb);
 	/*
 	 * A write that completed reached n-t servers; without ourselves,

@@ -53,6 +53,11 @@ struct bft_rebuild {
 	} kind[2];
 	struct bft_session peers[BFT_MAX_N];
 	struct bft_client_key ident;	/* our server key as a peer */
+	/*
+	 * bftblk.conf as this pass read it: peers' addresses and keys may
+	 * change under SIGHUP, which rb->cfg (the loop's) takes on.
+	 */
+	struct bft_config pcfg;
 	struct bft_msg req, lrep;
 	uint64_t *todo;
 	size_t ntodo, todocap;

@@ -35,7 +35,7 @@ rb_peers_connect(struct bft_rebuild *rb)
 		if (j == rb->key->index)
 			continue;
 		if (rb->peers[j].fd < 0 &&
-		    bft_session_open(&rb->peers[j], rb->cfg, &rb->ident, j,
+		    bft_session_open(&rb->peers[j], &rb->pcfg, &rb->ident, j,
 		    SESSION_TIMEOUT_MS, true, &f) != 0) {
 			bft_debug("rebuild: peer %u: %s", j, f.why);
 			continue;
