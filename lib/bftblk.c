@@ -21,6 +21,7 @@
 #include "ec.h"
 #include "engine_int.h"
 #include "error_int.h"
+#include "handle_int.h"
 #include "keys.h"
 #include "volcrypt.h"
 #include "write_int.h"
@@ -37,36 +38,6 @@ _Static_assert(BFTBLK_MAX_SERVERS == BFT_MAX_N, "one server bound");
 #define TIMEOUT_DEFAULT	10
 #define IO_TIMEOUT_DEFAULT	30
 
-struct bftblk {
-	/* Options. */
-	char *config_path, *keys_path, *ec_backend, *volume_key_path;
-	char *server_key_path;		/* a peer: a server's own key file */
-	/*
-	 * sealed=on, for a peer: registers hold values sealed by
-	 * encrypt=on writers, which it reads as they are, unopened.
-	 */
-	bool sealed;
-	bool encrypt;
-	uint64_t export_size;		/* 0: the whole cluster disk */
-	unsigned timeout_s, io_timeout_s;
-	uint64_t writer_id;
-	unsigned want_t;
-	uint64_t cache_bytes;
-	bftblk_log_fn *log;
-	void *log_opaque;
-
-	/* From bftblk_load. */
-	bool loaded;
-	uint32_t skip;			/* servers never connected to */
-	struct bft_config cfg;
-	struct bft_client_key key;
-	struct bft_ec *ec;
-	struct bft_volcrypt vc;
-
-	/* From bftblk_connect. */
-	struct bft_engine *eng;
-	struct bft_blockcache *cache;	/* NULL with cache=0 */
-};
 
 /* The handle of this thread's last failed public call, for errmsg. */
 static _Thread_local const struct bftblk *err_handle;
@@ -480,21 +451,6 @@ bftblk_close(struct bftblk *h)
 	free(h);
 }
 
-int
-bftblk_get_info(struct bftblk *h, struct bftblk_info *info)
-{
-	if (!h->loaded)
-		return failf(h, ENOTCONN, "the handle is not loaded yet");
-	*info = (struct bftblk_info){
-		.size = h->export_size, .block_size = BFT_BLOCK_SIZE,
-		.t = h->cfg.t, .n = h->cfg.n,
-		.readonly = h->key.role != BFT_ROLE_RW,
-		.client_name = h->key.name,
-		.ec_backend = bft_ec_backend(h->ec),
-		.encryption = h->encrypt ? bft_aead_name(h->vc.aead) : "off",
-	};
-	return 0;
-}
 
 /* Common checks of an I/O call: connected, in range, allowed. */
 static int
@@ -576,50 +532,6 @@ bftblk_flush(struct bftblk *h)
 	return 0;
 }
 
-int
-bftblk_get_stats(struct bftblk *h, struct bftblk_stats *s)
-{
-	const struct bft_engine_stats *e;
-
-	if (h->eng == NULL)
-		return failf(h, ENOTCONN, "the handle is not connected");
-	e = bft_engine_stats(h->eng);
-	memset(s, 0, sizeof *s);
-	s->reads = e->reads;
-	s->writes = e->writes;
-	s->flushes = e->flushes;
-	s->fast_reads = e->fast_reads;
-	s->fast_read_fallbacks = e->fast_read_fallbacks;
-	s->read_restarts = e->read_restarts;
-	s->repairs = e->repairs;
-	s->fast_writes = e->fast_writes;
-	s->fast_write_fallbacks = e->fast_fallbacks;
-	s->timeouts = e->timeouts;
-	s->reconnects = e->reconnects;
-	s->forged_ts = e->forged_ts;
-	s->cache_hits = e->cache_hits;
-	s->cache_misses = e->cache_misses;
-	s->cache_stale = e->cache_stale;
-	s->coalesced = e->coalesced;
-	s->cached_blocks = bft_bc_count(h->cache);
-	s->cache_capacity = bft_bc_capacity(h->cache);
-	s->nservers = h->cfg.n;
-	for (unsigned i = 0; i < h->cfg.n; i++) {
-		const struct engine_server_stats *es = &e->server[i];
-		struct bftblk_server_stats *ss = &s->server[i];
-
-		ss->connected = es->connected;
-		ss->connects = es->connects;
-		ss->disconnects = es->disconnects;
-		ss->replies = es->replies;
-		ss->error_replies = es->error_replies;
-		ss->timeouts = es->timeouts;
-		ss->mismatched = es->mismatched;
-		ss->forged_ts = es->forged_ts;
-		ss->bad_fragments = es->bad_fragments;
-	}
-	return 0;
-}
 
 struct bft_engine *
 lib_engine(struct bftblk *h)

@@ -94,6 +94,8 @@ void engine_free(struct bft_engine *cl);
 void engine_start_op(struct op *op);
 /* Times out, or ends the short waits of, rounds whose deadline passed. */
 void engine_tick(struct engine_loop *lp, uint64_t now);
+/* engine_watch.c: evidence reports and bftblk.conf, every tick. */
+void engine_watch(struct engine_loop *lp, uint64_t now);
 
 /* engine.c, for conn.c */
 void engine_dispatch(struct conn *c, const struct bft_msg *m);

@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <stdarg.h>
-#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +14,6 @@
 #include "crypto.h"
 #include "error_int.h"
 
-#define EVIDENCE_MS	10000	/* between reports of servers' misdeeds */
-#define CONFIG_CHECK_MS	2000	/* between looks at bftblk.conf */
 
 static void
 send_round(struct op *op, unsigned i)
@@ -335,96 +332,6 @@ engine_tick(struct engine_loop *lp, uint64_t now)
 	}
 }
 
-/*
- * What each server did that a correct server does not, reported every
- * EVIDENCE_MS when it grew, naming the server: a liar shows up in the
- * log by name without -v.
- */
-static void
-report_evidence(struct engine_loop *lp, struct bft_engine *cl)
-{
-	static const char *what[] = { "bad fragments", "forged timestamps",
-	    "replies to requests never made", "error replies",
-	    "rounds it left unanswered" };
-
-	for (unsigned i = 0; i < cl->n; i++) {
-		const struct engine_server_stats *s = &cl->stats.server[i];
-		uint64_t now[5] = { s->bad_fragments, s->forged_ts,
-		    s->mismatched, s->error_replies, s->timeouts };
-		char line[400];
-		size_t off = 0;
-
-		for (int k = 0; k < 5; k++) {
-			uint64_t d = now[k] - lp->ev_last[i][k];
-			int w;
-
-			if (d == 0)
-				continue;
-			w = snprintf(line + off, sizeof line - off, "%s%llu %s",
-			    off ? ", " : "", (unsigned long long)d, what[k]);
-			if (w > 0 && (size_t)w < sizeof line - off)
-				off += (size_t)w;
-			lp->ev_last[i][k] = now[k];
-		}
-		if (off > 0)
-			eng_log(cl, BFTBLK_LOG_WARN, "server %u: %s in the last "
-			    "%u s", i, line, EVIDENCE_MS / 1000);
-	}
-}
-
-/*
- * A server replaced (`bftblk server replace`) has another address or
- * key in bftblk.conf: the connection goes to the new one, and the old
- * key is trusted no more.  Checked every CONFIG_CHECK_MS by the file's
- * modification time; nothing else in the file may change.
- */
-static void
-watch_config(struct engine_loop *lp, struct bft_engine *cl)
-{
-	static struct bft_config next;
-	struct bft_config *cfg = cl->p.cfg;
-	char err[256];
-	struct stat sb;
-
-	if (cl->p.config_path == NULL || stat(cl->p.config_path, &sb) != 0 ||
-	    (sb.st_mtim.tv_sec == lp->cfg_mtime.tv_sec &&
-	    sb.st_mtim.tv_nsec == lp->cfg_mtime.tv_nsec))
-		return;
-	if (lp->cfg_mtime.tv_sec == 0 && lp->cfg_mtime.tv_nsec == 0) {
-		lp->cfg_mtime = sb.st_mtim;	/* as loaded at start */
-		return;
-	}
-	lp->cfg_mtime = sb.st_mtim;
-	if (bft_config_load(cl->p.config_path, &next, err, sizeof err) != 0) {
-		eng_log(cl, BFTBLK_LOG_WARN, "%s changed but does not load "
-		    "(%s); keeping the servers as they were", cl->p.config_path,
-		    err);
-		return;
-	}
-	if (memcmp(next.cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN) ||
-	    next.n != cfg->n) {
-		eng_log(cl, BFTBLK_LOG_WARN, "%s now describes another "
-		    "cluster; ignored", cl->p.config_path);
-		return;
-	}
-	for (unsigned i = 0; i < cfg->n; i++) {
-		struct conn *c = &lp->conns[i];
-
-		if (memcmp(&next.servers[i], &cfg->servers[i],
-		    sizeof cfg->servers[i]) == 0 &&
-		    memcmp(next.server_pk[i], cfg->server_pk[i], 32) == 0)
-			continue;
-		if (conn_resolve(cl, &next.servers[i], &c->addr) != 0)
-			continue;
-		cfg->servers[i] = next.servers[i];
-		memcpy(cfg->server_pk[i], next.server_pk[i], 32);
-		eng_log(cl, BFTBLK_LOG_WARN, "server %u is now %s:%u (%s); "
-		    "reconnecting", i, cfg->servers[i].host,
-		    cfg->servers[i].port, cl->p.config_path);
-		conn_close(c, "replaced in the configuration");
-	}
-}
-
 static void
 on_tick(uv_timer_t *t)
 {
@@ -432,15 +339,7 @@ on_tick(uv_timer_t *t)
 	uint64_t now = uv_now(&lp->loop);
 
 	engine_tick(lp, now);
-	if (now >= lp->cfg_next_ms) {
-		watch_config(lp, lp->conns[0].cl);
-		lp->cfg_next_ms = now + CONFIG_CHECK_MS;
-	}
-	if (now >= lp->ev_next_ms) {
-		if (lp->ev_next_ms != 0)
-			report_evidence(lp, lp->conns[0].cl);
-		lp->ev_next_ms = now + EVIDENCE_MS;
-	}
+	engine_watch(lp, now);
 }
 
 static void

@@ -20,7 +20,6 @@
 #define RETRY_S		5	/* between passes that could not finish */
 #define WAIT_PEERS_S	0.2	/* a new server looking for its peers */
 #define PROGRESS_S	5	/* between progress lines */
-#define READ_TIMEOUT	"5"	/* seconds per round of the library's reads */
 
 static double
 now_s(void)
@@ -196,83 +195,6 @@ set_progress(struct bft_rebuild *rb, unsigned state, uint64_t done,
 	uv_async_send(&rb->wake);
 }
 
-/*
- * Checks a value read from the peers against the cross-checksum t+1 of
- * them agreed on: every fragment of its encoding must hash to its
- * entry.  Fills k->frags.  0, or -1 after logging why.
- */
-static int
-check_value(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
-    const uint8_t *value, const struct bftblk_proof *p)
-{
-	uint32_t flen = bft_ec_frag_len(k->ec);
-	uint8_t h[BFT_HASH_LEN];
-
-	if (bft_ec_encode(k->ec, value, k->frags) != 0) {
-		bft_log("rebuild: block %" PRIu64 ": erasure coding failed",
-		    block);
-		return -1;
-	}
-	for (unsigned j = 0; j < rb->cfg->n; j++) {
-		bft_hash(k->frags[j], flen, h);
-		if (!bft_equal(h, p->cc[j], BFT_HASH_LEN)) {
-			bft_log("rebuild: block %" PRIu64 ": the value read "
-			    "does not re-encode to the agreed cross-checksum "
-			    "(fragment %u); not adopted", block, j);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/*
- * Adopts a checked value: its fragment for this server as the writer's
- * STORE, then COMPLETE, through the handler, which checks our MAC entry
- * and keeps lc from going back.  0, or -1 after logging why.
- */
-static int
-adopt(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
-    const struct bftblk_proof *p)
-{
-	unsigned n = rb->cfg->n, i = rb->key->index;
-	struct bft_msg *req = &rb->req, *rep = &rb->lrep;
-	struct bft_buf out = { 0 };
-	int st;
-
-	memset(req, 0, sizeof *req);
-	req->type = BFT_STORE;
-	req->block = block;
-	req->ts = p->cand.ts;
-	bft_hash(p->cand.nonce, BFT_NONCE_LEN, req->nh);
-	memcpy(req->vec, p->cand.vec, (size_t)n * BFT_MAC_LEN);
-	memcpy(req->cc, p->cc, (size_t)n * BFT_HASH_LEN);
-	req->frag = k->frags[i];
-	req->frag_len = bft_ec_frag_len(k->ec);
-	st = rb_local(rb, req, rep, &out);
-	bft_buf_free(&out);
-	if (st != BFT_OK) {
-		bft_log("rebuild: block %" PRIu64 ": our STORE of ts %" PRIu64
-		    "/%" PRIu64 " was refused: %s", block, p->cand.ts.num,
-		    p->cand.ts.wid, st < 0 ? "no answer" : bft_status_str(st));
-		return -1;
-	}
-	memset(req, 0, sizeof *req);
-	req->type = BFT_COMPLETE;
-	req->block = block;
-	req->ts = p->cand.ts;
-	memcpy(req->nonce, p->cand.nonce, BFT_NONCE_LEN);
-	memcpy(req->vec, p->cand.vec, (size_t)n * BFT_MAC_LEN);
-	st = rb_local(rb, req, rep, &out);
-	bft_buf_free(&out);
-	if (st != BFT_OK) {
-		bft_log("rebuild: block %" PRIu64 ": our COMPLETE was refused: "
-		    "%s", block, st < 0 ? "no answer" : bft_status_str(st));
-		return -1;
-	}
-	return 0;
-}
-
-/* Waits so that rb->bytes stays within the rate since start. */
 static void
 throttle(struct bft_rebuild *rb, double start, uint64_t bytes)
 {
@@ -302,120 +224,6 @@ log_progress(struct bft_rebuild *rb, uint64_t done, uint64_t total,
 	pthread_mutex_unlock(&rb->lock);
 }
 
-/* Library lines in the server's log. */
-static void
-lib_log(void *opaque, enum bftblk_log_level level, const char *msg)
-{
-	(void)opaque;
-	if (level == BFTBLK_LOG_DEBUG)
-		bft_debug("rebuild: %s", msg);
-	else
-		bft_log("rebuild: %s", msg);
-}
-
-/*
- * The library handle of one pass, for one kind of value.  Connections
- * to peers exist only while a pass needs them, so an idle server holds
- * none.
- */
-static int
-open_lib(struct bft_rebuild *rb, struct rb_kind *k, bool sealed)
-{
-	if (k->lib != NULL)
-		return 0;
-	if ((k->lib = bftblk_create()) == NULL)
-		return -1;
-	bftblk_set_log(k->lib, lib_log, NULL);
-	if (bftblk_set_option(k->lib, "config", rb->o.config_path) != 0 ||
-	    bftblk_set_option(k->lib, "server-key", rb->o.key_path) != 0 ||
-	    bftblk_set_option(k->lib, "sealed", sealed ? "on" : "off") != 0 ||
-	    bftblk_set_option(k->lib, "cache", "0") != 0 ||
-	    bftblk_set_option(k->lib, "timeout", READ_TIMEOUT) != 0 ||
-	    bftblk_connect(k->lib) != 0) {
-		bft_log("rebuild: %s", bftblk_errmsg(k->lib));
-		bftblk_close(k->lib);
-		k->lib = NULL;
-		return -1;
-	}
-	return 0;
-}
-
-static void
-close_libs(struct bft_rebuild *rb)
-{
-	for (int j = 0; j < 2; j++) {
-		bftblk_close(rb->kind[j].lib);
-		rb->kind[j].lib = NULL;
-	}
-}
-
-/* The coder of plain values (kind 0) and of sealed ones (kind 1). */
-static int
-make_coders(struct bft_rebuild *rb)
-{
-	char e[256];
-
-	for (int j = 0; j < 2; j++) {
-		struct rb_kind *k = &rb->kind[j];
-		uint32_t flen;
-
-		k->ec = bft_ec_new_len(rb->cfg->t, NULL, j ? BFT_SEALED_LEN :
-		    BFT_BLOCK_SIZE, e, sizeof e);
-		if (k->ec == NULL) {
-			bft_log("rebuild: %s", e);
-			return -1;
-		}
-		flen = bft_ec_frag_len(k->ec);
-		if ((k->fragbuf = malloc((size_t)rb->cfg->n * flen)) == NULL)
-			return -1;
-		for (unsigned i = 0; i < rb->cfg->n; i++)
-			k->frags[i] = k->fragbuf + (size_t)i * flen;
-	}
-	return 0;
-}
-
-/*
- * Reads blocks[0..nb) of one kind of value, checks and adopts each.
- * Blocks whose values are of the other kind go to other[*nother];
- * those that fail to todo[*failed].
- */
-static void
-rebuild_batch(struct bft_rebuild *rb, int kind, const uint64_t *blocks,
-    unsigned nb, uint64_t *other, unsigned *nother, size_t *failed)
-{
-	static uint8_t values[BFTBLK_PEER_BATCH * BFTBLK_PEER_VALUE_MAX];
-	struct bftblk_proof proofs[BFTBLK_PEER_BATCH];
-	struct rb_kind *k = &rb->kind[kind];
-	int errs[BFTBLK_PEER_BATCH];
-
-	if (open_lib(rb, k, kind == 1) != 0 ||
-	    bftblk_peer_read(k->lib, blocks, nb, values, proofs, errs) != 0) {
-		if (k->lib != NULL)
-			bft_log("rebuild: %s", bftblk_errmsg(k->lib));
-		for (unsigned j = 0; j < nb; j++)
-			rb->todo[(*failed)++] = blocks[j];
-		return;
-	}
-	for (unsigned j = 0; j < nb; j++) {
-		bool ok = errs[j] == 0;
-
-		if (errs[j] == -EMEDIUMTYPE && other != NULL) {
-			other[(*nother)++] = blocks[j];
-			continue;
-		}
-		if (!ok)
-			bft_log("rebuild: block %" PRIu64 ": read failed: %s",
-			    blocks[j], strerror(-errs[j]));
-		else if (!proofs[j].zero)
-			ok = check_value(rb, k, blocks[j], values +
-			    (size_t)j * BFTBLK_PEER_VALUE_MAX,
-			    &proofs[j]) == 0 &&
-			    adopt(rb, k, blocks[j], &proofs[j]) == 0;
-		if (!ok)
-			rb->todo[(*failed)++] = blocks[j];
-	}
-}
-
 /*
  * Reads, checks and adopts the blocks of rb->todo; failures are left in
  * it.  Values sealed by encrypt=on writers are a block and a tag long:
@@ -437,9 +245,9 @@ rebuild_todo(struct bft_rebuild *rb)
 
 		/* todo[failed..] is rewritten behind the read position. */
 		memcpy(batch, rb->todo + k, nb * sizeof batch[0]);
-		rebuild_batch(rb, 0, batch, nb, sealed, &ns, &failed);
+		rb_rebuild_batch(rb, 0, batch, nb, sealed, &ns, &failed);
 		if (ns > 0)
-			rebuild_batch(rb, 1, sealed, ns, NULL, NULL, &failed);
+			rb_rebuild_batch(rb, 1, sealed, ns, NULL, NULL, &failed);
 		done += nb;
 		bytes += (uint64_t)nb * BFT_BLOCK_SIZE;
 		rb->bytes += (uint64_t)nb * BFT_BLOCK_SIZE;
@@ -450,7 +258,7 @@ rebuild_todo(struct bft_rebuild *rb)
 		}
 		throttle(rb, start, bytes);
 	}
-	close_libs(rb);
+	rb_close_libs(rb);
 	if (total > 0)
 		log_progress(rb, done, total, start, bytes, true);
 	rb->ntodo = rb->stopping ? rb->ntodo : failed;
@@ -564,7 +372,7 @@ static void
 rb_free(struct bft_rebuild *rb)
 {
 	rb_peers_close(rb);
-	close_libs(rb);
+	rb_close_libs(rb);
 	for (int j = 0; j < 2; j++) {
 		bft_ec_free(rb->kind[j].ec);
 		free(rb->kind[j].fragbuf);
@@ -613,7 +421,7 @@ bft_rebuild_start(uv_loop_t *loop, struct bft_handler *h,
 	pthread_cond_init(&rb->cond, NULL);
 	rb->pub = prog;
 	h->heal_lacking = rb->lacking;
-	if (make_coders(rb) != 0)
+	if (rb_make_coders(rb) != 0)
 		goto out_free;
 	uv_async_init(loop, &rb->wake, on_calls);
 	rb->wake.data = rb;

@@ -73,6 +73,19 @@ struct bft_rebuild {
 int rb_local(struct bft_rebuild *rb, const struct bft_msg *req,
     struct bft_msg *rep, struct bft_buf *out);
 
+/*
+ * rebuild_adopt.c.  rb_make_coders makes the coders of both kinds of
+ * value; rb_rebuild_batch reads blocks[0..nb) of one kind (0 plain, 1
+ * sealed), checks and adopts each, and leaves blocks of the other kind
+ * in other[*nother] (when other is not NULL) and failures in
+ * rb->todo[*failed]; rb_close_libs ends a pass's library handles.
+ */
+int rb_make_coders(struct bft_rebuild *rb);
+void rb_rebuild_batch(struct bft_rebuild *rb, int kind,
+    const uint64_t *blocks, unsigned nb, uint64_t *other, unsigned *nother,
+    size_t *failed);
+void rb_close_libs(struct bft_rebuild *rb);
+
 /* rebuild_scan.c: (re)connects to the peers; how many are connected. */
 unsigned rb_peers_connect(struct bft_rebuild *rb);
 void rb_peers_close(struct bft_rebuild *rb);

@@ -1,0 +1,50 @@
+/*
+ * A library handle's insides, shared by bftblk.c (options, loading,
+ * I/O) and stats.c (info and statistics).
+ */
+#ifndef BFTBLK_HANDLE_INT_H
+#define BFTBLK_HANDLE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "blockcache_int.h"
+#include "bftblk.h"
+#include "config.h"
+#include "ec.h"
+#include "engine_int.h"
+#include "keys.h"
+#include "volcrypt.h"
+
+struct bftblk {
+	/* Options. */
+	char *config_path, *keys_path, *ec_backend, *volume_key_path;
+	char *server_key_path;		/* a peer: a server's own key file */
+	/*
+	 * sealed=on, for a peer: registers hold values sealed by
+	 * encrypt=on writers, which it reads as they are, unopened.
+	 */
+	bool sealed;
+	bool encrypt;
+	uint64_t export_size;		/* 0: the whole cluster disk */
+	unsigned timeout_s, io_timeout_s;
+	uint64_t writer_id;
+	unsigned want_t;
+	uint64_t cache_bytes;
+	bftblk_log_fn *log;
+	void *log_opaque;
+
+	/* From bftblk_load. */
+	bool loaded;
+	uint32_t skip;			/* servers never connected to */
+	struct bft_config cfg;
+	struct bft_client_key key;
+	struct bft_ec *ec;
+	struct bft_volcrypt vc;
+
+	/* From bftblk_connect. */
+	struct bft_engine *eng;
+	struct bft_blockcache *cache;	/* NULL with cache=0 */
+};
+
+#endif
