@@ -30,10 +30,23 @@ conn_send(struct conn *c, const struct bft_msg *m)
 	    bft_chan_seal_tail(&c->chan, &c->out, off, tail, tail_len) != 0) {
 		/* Only ENOMEM gets here: the round times out or others answer. */
 		c->out.len = off;
-		eng_log(c->cl, BFTBLK_LOG_ERROR, "cannot encode %s", bft_msg_type_str(m->type));
+		eng_log(c->cl, BFTBLK_LOG_ERROR, "cannot encode %s",
+		    bft_msg_type_str(m->type));
 		return;
 	}
 	c->cl->lp->dirty |= 1u << c->idx;
+	c->last_tx_ms = uv_now(&c->cl->lp->loop);
+	if (c->nsent++ == c->nrcvd)
+		c->wait_ms = c->last_tx_ms;
+}
+
+void
+conn_set_state(struct conn *c, enum conn_state st)
+{
+	c->state = st;
+	c->state_ms = uv_now(&c->cl->lp->loop);
+	if (st == C_HANDSHAKE)
+		c->nsent = c->nrcvd = 0;
 }
 
 /* Handshake messages go out in the clear, ahead of any frame. */
@@ -106,7 +119,7 @@ on_hello_ack(struct conn *c, const struct bft_msg *m)
 		conn_close(c, "HELLO refused");
 		return;
 	}
-	c->state = C_READY;
+	conn_set_state(c, C_READY);
 	atomic_store(&c->cl->stats.server[c->idx].connected, true);
 	atomic_fetch_add(&c->cl->stats.server[c->idx].connects, 1);
 	c->backoff_ms = 0;
@@ -131,7 +144,7 @@ conn_close(struct conn *c, const char *why)
 		eng_log(c->cl, BFTBLK_LOG_WARN, "server %u: connection lost: "
 		    "%s", c->idx, why);
 	c->warned = true;
-	c->state = C_CLOSING;
+	conn_set_state(c, C_CLOSING);
 	bft_chan_clear(&c->chan);
 	uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
@@ -205,6 +218,9 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			return;
 		}
 		off += 4 + (size_t)flen;
+		/* Any frame shows the link alive; the rest wait from now. */
+		if (c->nrcvd < c->nsent && ++c->nrcvd < c->nsent)
+			c->wait_ms = uv_now(&c->cl->lp->loop);
 		if (c->state == C_HELLO)
 			on_hello_ack(c, &m);
 		else
@@ -239,7 +255,7 @@ on_server_hello(struct conn *c)
 		return -1;
 	}
 	conn_send_raw(c, fin, sizeof fin);
-	c->state = C_HELLO;
+	conn_set_state(c, C_HELLO);
 	bft_hello_fill(cfg, c->idx, &m);
 	conn_send(c, &m);
 	return 0;
@@ -260,7 +276,7 @@ on_connect(uv_connect_t *req, int status)
 	}
 	uv_tcp_nodelay(&c->tcp, 1);
 	c->rlen = 0;
-	c->state = C_HANDSHAKE;
+	conn_set_state(c, C_HANDSHAKE);
 	bft_chan_client_hello(&c->hs, &cl->p.key->chan,
 	    cl->p.cfg->server_pk[c->idx], cl->p.cfg->cluster_id, c->idx,
 	    (enum bft_chan_mode)cl->p.cfg->channel, ch);
@@ -280,7 +296,7 @@ on_closed(uv_handle_t *h)
 	struct conn *c = h->data;
 	struct engine_loop *lp = c->cl->lp;
 
-	c->state = C_IDLE;
+	conn_set_state(c, C_IDLE);
 	if (lp->stopping)
 		return;
 	atomic_fetch_add(&c->cl->stats.reconnects, 1);
@@ -302,7 +318,7 @@ conn_connect(struct conn *c)
 	uv_tcp_init(&lp->loop, &c->tcp);
 	c->tcp.data = c;
 	c->connect.data = c;
-	c->state = C_CONNECTING;
+	conn_set_state(c, C_CONNECTING);
 	if (uv_tcp_connect(&c->connect, &c->tcp,
 	    (const struct sockaddr *)&c->addr, on_connect) != 0)
 		conn_close(c, "connect failed");

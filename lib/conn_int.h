@@ -44,6 +44,14 @@ struct conn {
 	bool writing;
 	struct bft_chan_client hs;
 	struct bft_chan chan;
+	/*
+	 * Liveness (engine_watch.c): when the state began, frames sent and
+	 * received on this connection, and since when the oldest request
+	 * has waited for anything to come back.
+	 */
+	uint64_t state_ms;
+	uint64_t nsent, nrcvd;
+	uint64_t wait_ms, last_tx_ms;
 };
 
 struct engine_loop {
@@ -94,6 +102,9 @@ void engine_free(struct bft_engine *cl);
 void engine_start_op(struct op *op);
 /* Times out, or ends the short waits of, rounds whose deadline passed. */
 void engine_tick(struct engine_loop *lp, uint64_t now);
+/* Sets c's state and notes when it began. */
+void conn_set_state(struct conn *c, enum conn_state st);
+
 /* engine_watch.c: evidence reports and bftblk.conf, every tick. */
 void engine_watch(struct engine_loop *lp, uint64_t now);
 

@@ -10,6 +10,7 @@
 
 #define EVIDENCE_MS	10000	/* between reports of servers' misdeeds */
 #define CONFIG_CHECK_MS	2000	/* between looks at bftblk.conf */
+#define KEEPALIVE_MS	5000	/* idle links are asked for STATUS */
 
 /*
  * What each server did that a correct server does not, reported every
@@ -101,11 +102,65 @@ watch_config(struct engine_loop *lp, struct bft_engine *cl)
 	}
 }
 
+/*
+ * A link that stops delivering without closing (a stalled stream, a
+ * stopped process, a half-dead path) would keep its server out of every
+ * round for good.  Within one round's timeout a connection must finish
+ * its handshake, and a request must see some frame come back; else the
+ * link is closed, said so by name and counted, and reconnected with
+ * backoff.  An idle link is probed with STATUS every KEEPALIVE_MS so
+ * that a dead one is found before it is needed.
+ */
+static void
+watch_links(struct engine_loop *lp, struct bft_engine *cl, uint64_t now)
+{
+	static struct bft_msg probe;	/* loop thread only; large */
+	uint64_t limit = cl->p.timeout_ms;
+
+	for (unsigned i = 0; i < cl->n; i++) {
+		struct conn *c = &lp->conns[i];
+
+		switch (c->state) {
+		case C_CONNECTING:
+		case C_HANDSHAKE:
+		case C_HELLO:
+			if (now - c->state_ms <= limit)
+				break;
+			eng_log(cl, BFTBLK_LOG_WARN, "server %u: not ready %llu "
+			    "ms after connecting; reconnecting", i,
+			    (unsigned long long)(now - c->state_ms));
+			conn_close(c, "handshake timed out");
+			break;
+		case C_READY:
+			if (c->nsent > c->nrcvd && now - c->wait_ms > limit) {
+				atomic_fetch_add(&cl->stats.server[i].timeouts,
+				    1);
+				eng_log(cl, BFTBLK_LOG_WARN, "server %u: nothing "
+				    "came back for %llu ms with %llu requests "
+				    "waiting; closing the link", i,
+				    (unsigned long long)(now - c->wait_ms),
+				    (unsigned long long)(c->nsent - c->nrcvd));
+				conn_close(c, "no reply in time");
+			} else if (c->nsent == c->nrcvd &&
+			    now - c->last_tx_ms >= KEEPALIVE_MS) {
+				/* Id 0 matches no round: the reply is dropped. */
+				memset(&probe, 0, sizeof probe);
+				probe.type = BFT_STATUS;
+				conn_send(c, &probe);
+			}
+			break;
+		default:
+			break;
+		}
+	}
+}
+
 void
 engine_watch(struct engine_loop *lp, uint64_t now)
 {
 	struct bft_engine *cl = lp->conns[0].cl;
 
+	watch_links(lp, cl, now);
 	if (now >= lp->ev_next_ms) {
 		if (lp->ev_next_ms != 0)
 			report_evidence(lp, cl);
