@@ -228,7 +228,8 @@ rb_scan(struct bft_rebuild *rb)
 
 	if (descend(rb, 0, rb->cfg->nblocks) != 0)
 		return -1;
-	qsort(rb->todo, rb->ntodo, sizeof *rb->todo, cmp_u64);
+	if (rb->ntodo > 1)
+		qsort(rb->todo, rb->ntodo, sizeof *rb->todo, cmp_u64);
 	for (size_t k = 0; k < rb->ntodo; k++)
 		if (w == 0 || rb->todo[w - 1] != rb->todo[k])
 			rb->todo[w++] = rb->todo[k];
