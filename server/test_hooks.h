@@ -38,7 +38,7 @@ typedef void bft_test_send_fn(void *ctx, const uint8_t *frame, size_t len);
 #define BFT_TEST_LONGOPTS						\
 	{ "byzantine", required_argument, NULL, 'B' },			\
 	{ "byzantine-seed", required_argument, NULL, 'S' },		\
-	{ "record-frames", required_argument, NULL, 'R' },
+	{ "record-frames", required_argument, NULL, 'F' },
 #define BFT_TEST_USAGE							\
 	"                     [--byzantine MODE[,MODE...] "		\
 	"[--byzantine-seed N]]  (tests only)\n"				\

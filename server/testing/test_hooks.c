@@ -46,7 +46,7 @@ bft_test_option(int ch, const char *arg)
 {
 	char err[512], *end;
 
-	if (ch != 'B' && ch != 'S' && ch != 'R')
+	if (ch != 'B' && ch != 'S' && ch != 'F')
 		return 0;
 	if (!allowed())
 		return -1;
@@ -66,7 +66,7 @@ bft_test_option(int ch, const char *arg)
 		}
 		ts.byz_seeded = true;
 		break;
-	case 'R':
+	case 'F':
 		ts.record_dir = arg;
 		break;
 	}

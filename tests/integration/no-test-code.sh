@@ -13,7 +13,8 @@
 #    "unrecognized option" and never starts listening; its --help names
 #    none of them.
 # 3. The test server's --help names all three, and without the variable
-#    it still refuses them.
+#    it still refuses them; with it, --record-frames is taken as its own
+#    option next to the server's --rebuild-rate.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_build
@@ -112,4 +113,23 @@ env -u BFTBLK_TEST_BYZANTINE timeout -k 5 30 "$TEST_SERVER" \
 grep -q "BFTBLK_TEST_BYZANTINE=1" "$out" || { _show_log_tail "$out";
     fail "$TEST_SERVER refused --byzantine, but not for the variable"; }
 log "$TEST_SERVER without BFTBLK_TEST_BYZANTINE=1: refused (status $rc)"
+
+# With the variable, the test server's options must not be taken for the
+# server's own (--record-frames once shared getopt's letter with
+# --rebuild-rate and was parsed as a rate).
+"$ADMIN" keygen --dir "$TESTDIR/rf" --t 1 --size 64M --host 127.0.0.1 \
+    --base-port "$(_pick_ports 4)" >"$TESTDIR/log/keygen.log" 2>&1 ||
+    fail "keygen failed"
+mkdir -p "$TESTDIR/rf-data" "$TESTDIR/rec2"
+out=$TESTDIR/log/record.log
+rc=0
+BFTBLK_TEST_BYZANTINE=1 timeout -k 5 2 "$TEST_SERVER" \
+    --config "$TESTDIR/rf/bftblk.conf" --key "$TESTDIR/rf/server-0.key" \
+    --data "$TESTDIR/rf-data" --record-frames "$TESTDIR/rec2" \
+    --rebuild-rate 5 >"$out" 2>&1 </dev/null || rc=$?
+grep -q "recording received frames" "$out" && grep -q "listening on" "$out" ||
+    { _show_log_tail "$out"; fail "$TEST_SERVER --record-frames DIR" \
+    "--rebuild-rate 5 did not start recording and listening"; }
+log "$TEST_SERVER with the variable: --record-frames and --rebuild-rate" \
+    "both taken (stopped by timeout, status $rc)"
 log "ok"
