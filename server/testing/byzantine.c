@@ -27,6 +27,7 @@
 static const char *const mode_names[] = {
 	"corrupt-fragment", "bad-checksum", "stale", "forge-candidate",
 	"bad-mac", "equivocate", "mute", "slow", "collude", "refuse",
+	"lie-heal",
 };
 #define NMODES (sizeof mode_names / sizeof mode_names[0])
 _Static_assert(NMODES == BYZ_NMODES, "one hit counter per mode");
@@ -143,10 +144,12 @@ bft_byz_new(uv_loop_t *loop, struct bft_handler *h, unsigned modes,
 	b->self = h->key->index;
 	b->seed = b->rng = seed;
 	b->fragbuf = malloc(BFT_MAX_FRAG);
+	b->infobuf = malloc(BYZ_INFO_LEN);
 	/* A slot per block for the old states stale answers come from. */
 	b->snaps = calloc(h->cfg->nblocks, sizeof *b->snaps);
-	if (b->fragbuf == NULL || b->snaps == NULL) {
+	if (b->fragbuf == NULL || b->infobuf == NULL || b->snaps == NULL) {
 		free(b->fragbuf);
+		free(b->infobuf);
 		free(b->snaps);
 		free(b);
 		return NULL;
@@ -181,6 +184,7 @@ bft_byz_free(struct bft_byz *b)
 		}
 	free(b->snaps);
 	free(b->fragbuf);
+	free(b->infobuf);
 	free(b);
 }
 

@@ -98,6 +98,18 @@ enum bft_byz_mode {
 	 * replies must neither fail an I/O nor be taken as an answer.
 	 */
 	BFT_BYZ_REFUSE = 1u << 9,
+	/*
+	 * Lies to a server that rebuilds itself (server/rebuild_scan.c):
+	 * every SUMMARY_ACK digest random bytes, so every range looks
+	 * different, and every LCLIST_ACK listing each block of the range,
+	 * written or not, under a forged timestamp far newer than any
+	 * writer's.  STATUS and the protocol's own requests are answered
+	 * honestly.  The comparison must only ever read more blocks: each
+	 * is still read through the protocol and adopted only when t+1
+	 * servers agree on it, so the forged timestamps never reach lc, and
+	 * a rebuild that has to read the whole disk must still finish.
+	 */
+	BFT_BYZ_LIE_HEAL = 1u << 10,
 };
 
 /* What to do with a reply after bft_byz_reply(). */

@@ -10,7 +10,11 @@
 
 #include "byzantine.h"
 
-#define BYZ_NMODES	10
+#define BYZ_NMODES	11
+/* lie-heal's buffer: the longest LCLIST_ACK, and any SUMMARY_ACK. */
+#define BYZ_INFO_LEN	(BFT_LCLIST_MAX * BFT_LCENTRY_LEN)
+_Static_assert(BYZ_INFO_LEN >= BFT_SUMMARY_MAX * BFT_SUMMARY_DIGEST_LEN,
+    "the lie-heal buffer holds the longest SUMMARY_ACK too");
 
 /* A block at the rollback point: the first completed value seen. */
 struct snap {
@@ -28,6 +32,7 @@ struct bft_byz {
 	struct snap **snaps;		/* nblocks entries, for stale answers */
 	uint64_t snap_bytes, held_bytes;
 	uint8_t *fragbuf;
+	uint8_t *infobuf;		/* lie-heal's digests and entries */
 	uint64_t hits[BYZ_NMODES];	/* replies each mode changed */
 	uint64_t dropped, delayed, overflow;
 };

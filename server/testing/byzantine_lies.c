@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "crypto.h"
+#include "summary.h"
 #include "byzantine_int.h"
 
 /* Bytes of fragments the stale modes keep copies of. */
@@ -89,6 +90,34 @@ forge_ts(struct bft_byz *b, struct bft_ts *ts)
 	ts->num = (UINT64_C(1) << 63) - 1 - (byz_next_rand(&b->rng) & 0xffff);
 	ts->wid = byz_next_rand(&b->rng) | 1;
 	byz_fill(&b->rng, ts->mac, sizeof ts->mac);
+}
+
+/*
+ * lie-heal: a SUMMARY_ACK of random digests, as many as the honest one
+ * had, and an LCLIST_ACK naming every block asked about under a forged
+ * timestamp, so that a rebuilding peer takes every range for different
+ * and every block for newer here.
+ */
+static void
+lie_heal(struct bft_byz *b, const struct bft_msg *req, struct bft_msg *rep)
+{
+	struct bft_ts ts;
+
+	if (rep->type == (BFT_SUMMARY | BFT_ACK)) {
+		byz_fill(&b->rng, b->infobuf,
+		    (size_t)rep->ndigests * BFT_SUMMARY_DIGEST_LEN);
+		rep->digests = b->infobuf;
+	} else {
+		/* The handler answered OK: count is within BFT_LCLIST_MAX. */
+		for (uint32_t k = 0; k < req->count; k++) {
+			forge_ts(b, &ts);
+			bft_lcentry_put(b->infobuf + (size_t)k *
+			    BFT_LCENTRY_LEN, req->block + k, &ts);
+		}
+		rep->entries = b->infobuf;
+		rep->nentries = req->count;
+	}
+	byz_hit(b, BFT_BYZ_LIE_HEAL);
 }
 
 /*
@@ -247,6 +276,12 @@ byz_rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
 	const struct bft_ts *ts;
 	uint64_t r;
 
+	if ((modes & BFT_BYZ_LIE_HEAL) &&
+	    (rep->type == (BFT_SUMMARY | BFT_ACK) ||
+	    rep->type == (BFT_LCLIST | BFT_ACK))) {
+		lie_heal(b, req, rep);
+		return;
+	}
 	if (modes & BFT_BYZ_STALE)
 		answer_stale(b, req, rep);
 	if (modes & BFT_BYZ_FORGE)

@@ -1,8 +1,11 @@
 # shellcheck shell=bash
 # Sourced by tests/faults/heal-*.sh: servers that lost writes or their
 # whole disk rebuild themselves from their peers (server/rebuild.h).
-# shellcheck source=tests/integration/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
+# (A scenario may have sourced it already, through byz-lib.bash.)
+if ! declare -F cluster_start >/dev/null; then
+	# shellcheck source=tests/integration/lib.sh
+	. "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
+fi
 
 HEAL_SEED=${HEAL_SEED:-$RANDOM}
 HEAL_WAIT=${HEAL_WAIT:-120}
@@ -40,6 +43,63 @@ assert not bad, '%d blocks differ, first %d' % (len(bad), bad[0])
 	log "$what: blocks $first..$((first + count - 1)) ($tag) read back exactly"
 }
 
+# heal_check_model NBD WHAT SPEC...: every block of each SPEC,
+# TAG:FIRST:COUNT, reads back as TAG's data.  The reads go 32 at a time,
+# so that a check where every read needs a second round stays short.
+# With HEAL_ALLOW_EIO=1 a read may fail (too few servers can answer) but
+# never return other bytes; HEAL_EIO is then how many failed.
+heal_check_model()
+{
+	local name=$1 what=$2 out
+	shift 2
+	out=$(nbdsh_run "$name" "$heal_py
+import nbd
+spec = [(t, int(f), int(c)) for t, f, c in
+        (s.split(':') for s in '$*'.split())]
+pend = []
+for tag, first, count in spec:
+    for b in range(first, first + count):
+        buf = nbd.Buffer(BS)
+        pend.append((tag, b, buf, h.aio_pread(buf, b * BS)))
+        while h.aio_in_flight() >= 32:
+            h.poll(-1)
+while h.aio_in_flight() > 0:
+    h.poll(-1)
+bad, eio = [], []
+for tag, b, buf, c in pend:
+    try:
+        h.aio_command_completed(c)
+    except nbd.Error as e:
+        eio.append(b)
+        continue
+    if buf.to_bytearray() != data(tag, b):
+        bad.append(b)
+assert not bad, '%d blocks read back other bytes, first %d' % (len(bad), bad[0])
+assert ${HEAL_ALLOW_EIO:-0} or not eio, '%d reads failed, first of block %d' % (len(eio), eio[0])
+print('reads %d failed %d' % (len(pend), len(eio)))
+") || fail "$what: blocks of $* differ"
+	[[ $out =~ reads\ ([0-9]+)\ failed\ ([0-9]+) ]] ||
+	    fail "$what: nbdsh said $out"
+	HEAL_EIO=${BASH_REMATCH[2]}
+	if [ "$HEAL_EIO" -eq 0 ]; then
+		log "$what: ${BASH_REMATCH[1]} blocks read back exactly ($*)"
+	else
+		log "$what: ${BASH_REMATCH[1]} blocks read, $HEAL_EIO reads" \
+		    "failed, every other one exact ($*)"
+	fi
+}
+
+# heal_held I: the blocks server I holds, from bftblk status (empty when
+# it does not answer).
+heal_held()
+{
+	"$ADMIN" status --dir "$CLUSTER_DIR" --json --timeout 3 2>/dev/null |
+	    python3 -c "import json, sys
+for s in json.load(sys.stdin)['servers']:
+    if s['index'] == $1 and s.get('reachable'):
+        print(s['blocks_held'])" || true
+}
+
 # heal_mark I: remembers where server I's log ends, for heal_wait_done.
 declare -A HEAL_OFF=()
 heal_mark()
@@ -67,15 +127,61 @@ heal_wait_done()
 	log "server-$i: $(sed 's/^[^ ]* [^ ]* //' <<<"$line")"
 }
 
-# heal_wipe I: server I loses its disk: SIGKILL, data directory emptied,
-# restarted on the empty directory.
+# heal_wipe I: server I loses its disk: SIGKILL (when it runs), data
+# directory emptied, restarted on the empty directory.
 heal_wipe()
 {
 	local i=$1
-	server_kill "$i" KILL
+	[ -z "${SERVER_PID[$i]:-}" ] || server_kill "$i" KILL
 	rm -rf "$TESTDIR/data/server-$i"
 	mkdir -p "$TESTDIR/data/server-$i"
 	heal_mark "$i"
 	server_start "$i"
 	log "injected: server-$i restarted on an empty data directory"
+}
+
+# heal_since I: server I's log past its mark (heal_mark).
+heal_since()
+{
+	tail -c "+$((${HEAL_OFF[$1]:-0} + 1))" "$TESTDIR/log/server-$1.log"
+}
+
+# heal_wait_caught_up I: waits (HEAL_WAIT s at most) until server I, on
+# a new data directory, logs past its mark that it has caught up with
+# its peers, which it does only after a pass in which every block it
+# found newer was read, checked and adopted.  ("done, X/Y blocks" alone
+# is not enough: it counts blocks tried, failed ones included.)  Sets
+# HEAL_FIRST_NEWER and HEAL_NEWER to the blocks its first and last pass
+# found newer at its peers and HEAL_RETRIES to the passes that left
+# blocks to try again; checks that the marker file is gone.
+heal_wait_caught_up()
+{
+	local i=$1 deadline=$((SECONDS + HEAL_WAIT)) since line
+	until heal_since "$i" | grep -aq 'rebuild: the new data directory has caught up'; do
+		[ "$SECONDS" -lt "$deadline" ] || {
+			_show_log_tail "$TESTDIR/log/server-$i.log"
+			fail "server-$i did not catch up within ${HEAL_WAIT}s"; }
+		[ -n "${SERVER_PID[$i]:-}" ] && _alive "${SERVER_PID[$i]}" ||
+		    fail "server-$i is not running"
+		sleep 0.2
+	done
+	since=$(heal_since "$i")
+	HEAL_RETRIES=$(grep -ac 'could not be rebuilt yet' <<<"$since" || true)
+	HEAL_FIRST_NEWER=0
+	HEAL_NEWER=0
+	line=$(grep -a 'rebuild: [0-9]* blocks are newer' <<<"$since" | head -n 1)
+	if [[ $line =~ rebuild:\ ([0-9]+)\ blocks\ are\ newer ]]; then
+		HEAL_FIRST_NEWER=${BASH_REMATCH[1]}
+	fi
+	line=$(grep -a 'rebuild: [0-9]* blocks are newer' <<<"$since" | tail -n 1)
+	if [[ $line =~ rebuild:\ ([0-9]+)\ blocks\ are\ newer ]]; then
+		HEAL_NEWER=${BASH_REMATCH[1]}
+	fi
+	[ ! -e "$TESTDIR/data/server-$i/rebuild-pending" ] ||
+	    fail "server-$i caught up but kept its rebuild-pending marker"
+	log "server-$i caught up: passes found $HEAL_FIRST_NEWER (first) and" \
+	    "$HEAL_NEWER (last) blocks newer, $HEAL_RETRIES left blocks to" \
+	    "retry; marker gone;" \
+	    "$(grep -a 'rebuild: done,' <<<"$since" | tail -n 1 |
+	    sed 's/^[^ ]* [^ ]* //')"
 }
