@@ -67,8 +67,9 @@ usage(FILE *f)
 	    "[--client-store-window MS]\n" BFT_TEST_USAGE);
 }
 
+/* A decimal number from min to 1000000; 0 or -1. */
 static int
-parse_count(const char *s, unsigned *out)
+parse_number(const char *s, unsigned long min, unsigned *out)
 {
 	unsigned long v;
 	char *end;
@@ -77,10 +78,16 @@ parse_count(const char *s, unsigned *out)
 		return -1;
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (errno || *end != '\0' || v == 0 || v > 1000000)
+	if (errno || *end != '\0' || v < min || v > 1000000)
 		return -1;
 	*out = (unsigned)v;
 	return 0;
+}
+
+static int
+parse_count(const char *s, unsigned *out)
+{
+	return parse_number(s, 1, out);
 }
 
 /* Splits "HOST:PORT" or "[V6ADDR]:PORT"; 0, or -1 when s is neither. */
@@ -163,12 +170,17 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'N':
 		case 'r':
 		case 'i': {
+			static const char *names[] = { "--rebuild-rate",
+			    "--rebuild-interval", "--scrub-rate",
+			    "--scrub-interval" };
+			const char *name = names[ch == 'R' ? 0 : ch == 'N' ?
+			    1 : ch == 'r' ? 2 : 3];
 			unsigned v;
 
-			if (parse_count(optarg, &v) < 0 ||
-			    (ch == 'N' && v == 0)) {
-				bft_log("%s: not a count: %s",
-				    argv[optind - 1], optarg);
+			/* 0: no limit (rates), only when asked (scrub). */
+			if (parse_number(optarg, ch == 'N', &v) < 0) {
+				bft_log("%s: not a number from %d to 1000000: "
+				    "%s", name, ch == 'N', optarg);
 				return -1;
 			}
 			if (ch == 'R')
