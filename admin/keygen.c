@@ -26,6 +26,21 @@ admin_path_in(char *out, size_t len, const char *dir, const char *name)
 }
 
 int
+admin_cluster_paths(const char *dir, const char *keys, char *conf,
+    char *keypath)
+{
+	int n;
+
+	if (admin_path_in(conf, ADMIN_PATH_MAX, dir, "bftblk.conf") != 0)
+		return -1;
+	if (keys == NULL)
+		return admin_path_in(keypath, ADMIN_PATH_MAX, dir,
+		    "client.key");
+	n = snprintf(keypath, ADMIN_PATH_MAX, "%s", keys);
+	return n < 0 || n >= ADMIN_PATH_MAX ? -1 : 0;
+}
+
+int
 admin_keygen(int argc, char **argv)
 {
 	static const struct option opts[] = {

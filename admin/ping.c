@@ -64,19 +64,15 @@ ping(const char *dir, const char *keys, unsigned timeout_s)
 	static struct bft_config cfg;
 	static struct bftblk_stats st;
 	static uint8_t block[BFTBLK_BLOCK_SIZE];
-	char conf[4096], keypath[4096], err[512], opt[32];
+	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], err[512], opt[32];
 	struct bftblk_info info;
 	struct bftblk *h;
 	unsigned up, need;
 	double t0;
 	int r, rc = 1;
 
-	if (admin_path_in(conf, sizeof conf, dir, "bftblk.conf") != 0 ||
-	    (keys == NULL && admin_path_in(keypath, sizeof keypath, dir,
-	    "client.key") != 0))
+	if (admin_cluster_paths(dir, keys, conf, keypath) != 0)
 		return 2;
-	if (keys != NULL)
-		snprintf(keypath, sizeof keypath, "%s", keys);
 	if (bft_config_load(conf, &cfg, err, sizeof err) != 0) {
 		bft_log("%s", err);
 		return 1;

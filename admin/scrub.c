@@ -23,15 +23,11 @@ scrub(const char *dir, const char *keys)
 	static struct bft_config cfg;
 	static struct bft_client_key key;
 	static struct bft_msg req, rep;
-	char conf[4096], keypath[4096], err[512];
+	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], err[512];
 	unsigned asked = 0;
 
-	if (admin_path_in(conf, sizeof conf, dir, "bftblk.conf") != 0 ||
-	    (keys == NULL && admin_path_in(keypath, sizeof keypath, dir,
-	    "client.key") != 0))
+	if (admin_cluster_paths(dir, keys, conf, keypath) != 0)
 		return 2;
-	if (keys != NULL)
-		snprintf(keypath, sizeof keypath, "%s", keys);
 	if (bft_config_load(conf, &cfg, err, sizeof err) != 0 ||
 	    bft_client_key_load(keypath, &key, err, sizeof err) != 0) {
 		bft_log("%s", err);

@@ -116,15 +116,11 @@ status(const char *dir, const char *keys, bool json, unsigned timeout_s)
 	static struct bft_client_key key;
 	static struct status_report r;
 	struct asker a[BFT_MAX_N];
-	char conf[4096], keypath[4096], err[512];
+	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], err[512];
 	int rc = EXIT_UNKNOWN;
 
-	if (admin_path_in(conf, sizeof conf, dir, "bftblk.conf") != 0 ||
-	    (keys == NULL && admin_path_in(keypath, sizeof keypath, dir,
-	    "client.key") != 0))
+	if (admin_cluster_paths(dir, keys, conf, keypath) != 0)
 		return EXIT_UNKNOWN;
-	if (keys != NULL)
-		snprintf(keypath, sizeof keypath, "%s", keys);
 	if (bft_config_load(conf, &cfg, err, sizeof err) != 0) {
 		bft_log("%s", err);
 		return EXIT_UNKNOWN;
