@@ -303,6 +303,20 @@ pass(struct bft_rebuild *rb)
 	if (rb_scan(rb) != 0)
 		return -1;
 	/*
+	 * Connected is not answered: a peer that took the handshake but
+	 * then timed out or refused the comparison said nothing, and a new
+	 * directory may only conclude from n-t peers that did answer.
+	 */
+	if (rb->fresh && (unsigned)__builtin_popcount(rb->answered) < need) {
+		set_progress(rb, BFT_REBUILD_WAITING, 0, 0);
+		if (!rb->warned_wait)
+			bft_log("rebuild: only %d of the %u peers needed "
+			    "answered the comparison; trying again",
+			    __builtin_popcount(rb->answered), need);
+		rb->warned_wait = true;
+		return -1;
+	}
+	/*
 	 * Peers hold what a new directory lacks: from now until it has
 	 * caught up, claiming "never written" for a block would be a lie.
 	 */

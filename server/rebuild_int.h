@@ -63,6 +63,7 @@ struct bft_rebuild {
 	size_t ntodo, todocap;
 	uint64_t bytes;
 	bool warned_wait;
+	uint32_t answered;		/* peers that answered this pass's scan */
 	unsigned passes;
 };
 

@@ -92,6 +92,8 @@ peer_call(struct bft_rebuild *rb, unsigned j, struct bft_msg *req,
 	st = bft_session_call(&rb->peers[j], req, rep, &why);
 	if (st < 0)
 		bft_log("rebuild: peer %u: %s", j, why);
+	if (st == BFT_OK)
+		rb->answered |= 1u << j;
 	return st;
 }
 
@@ -226,6 +228,7 @@ rb_scan(struct bft_rebuild *rb)
 {
 	size_t w = 0;
 
+	rb->answered = 0;
 	if (descend(rb, 0, rb->cfg->nblocks) != 0)
 		return -1;
 	if (rb->ntodo > 1)

@@ -153,7 +153,8 @@ heal_since()
 # is not enough: it counts blocks tried, failed ones included.)  Sets
 # HEAL_FIRST_NEWER and HEAL_NEWER to the blocks its first and last pass
 # found newer at its peers and HEAL_RETRIES to the passes that left
-# blocks to try again; checks that the marker file is gone.
+# blocks to try again or heard from too few peers; checks that the
+# marker file is gone.
 heal_wait_caught_up()
 {
 	local i=$1 deadline=$((SECONDS + HEAL_WAIT)) since line
@@ -166,7 +167,7 @@ heal_wait_caught_up()
 		sleep 0.2
 	done
 	since=$(heal_since "$i")
-	HEAL_RETRIES=$(grep -ac 'could not be rebuilt yet' <<<"$since" || true)
+	HEAL_RETRIES=$(grep -acE 'could not be rebuilt yet|peers needed answered the comparison' <<<"$since" || true)
 	HEAL_FIRST_NEWER=0
 	HEAL_NEWER=0
 	line=$(grep -a 'rebuild: [0-9]* blocks are newer' <<<"$since" | head -n 1)
