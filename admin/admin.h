@@ -16,6 +16,8 @@ int admin_path_in(char *out, size_t len, const char *dir, const char *name);
 #define ADMIN_PATH_MAX	4096
 int admin_cluster_paths(const char *dir, const char *keys, char *conf,
     char *keypath);
+/* --timeout SECS, 1..3600; 0, or -1 after logging why. */
+int admin_parse_timeout(const char *s, unsigned *out);
 
 int admin_keygen(int argc, char **argv);
 int admin_client(int argc, char **argv);

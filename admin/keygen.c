@@ -41,6 +41,21 @@ admin_cluster_paths(const char *dir, const char *keys, char *conf,
 }
 
 int
+admin_parse_timeout(const char *s, unsigned *out)
+{
+	unsigned long v;
+	char *end;
+
+	v = strtoul(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != '\0' || v == 0 || v > 3600) {
+		bft_log("--timeout must be 1..3600 seconds");
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+int
 admin_keygen(int argc, char **argv)
 {
 	static const struct option opts[] = {

@@ -126,7 +126,6 @@ admin_ping(int argc, char **argv)
 	};
 	const char *dir = NULL, *keys = NULL;
 	unsigned timeout_s = 3;
-	char *end;
 	int c;
 
 	optind = 1;
@@ -139,12 +138,8 @@ admin_ping(int argc, char **argv)
 			keys = optarg;
 			break;
 		case 't':
-			timeout_s = (unsigned)strtoul(optarg, &end, 10);
-			if (*end != '\0' || timeout_s == 0 ||
-			    timeout_s > 3600) {
-				bft_log("--timeout must be 1..3600 seconds");
+			if (admin_parse_timeout(optarg, &timeout_s) != 0)
 				return 2;
-			}
 			break;
 		default:
 			admin_usage(stderr);

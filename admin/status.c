@@ -169,7 +169,6 @@ admin_status(int argc, char **argv)
 	const char *dir = NULL, *keys = NULL;
 	unsigned timeout_s = 3;
 	bool json = false;
-	char *end;
 	int c;
 
 	optind = 1;
@@ -185,12 +184,8 @@ admin_status(int argc, char **argv)
 			json = true;
 			break;
 		case 't':
-			timeout_s = (unsigned)strtoul(optarg, &end, 10);
-			if (*optarg < '0' || *optarg > '9' || *end != '\0' ||
-			    timeout_s == 0 || timeout_s > 3600) {
-				bft_log("--timeout must be 1..3600 seconds");
+			if (admin_parse_timeout(optarg, &timeout_s) != 0)
 				return EXIT_UNKNOWN;
-			}
 			break;
 		default:
 			admin_usage(stderr);
