@@ -47,24 +47,35 @@ assert not bad, '%d blocks differ, first %d' % (len(bad), bad[0])
 # TAG:FIRST:COUNT, reads back as TAG's data.  The reads go 32 at a time,
 # so that a check where every read needs a second round stays short.
 # With HEAL_ALLOW_EIO=1 a read may fail (too few servers can answer) but
-# never return other bytes; HEAL_EIO is then how many failed.
+# never return other bytes; HEAL_EIO is then how many failed.  Reads
+# still pending after HEAL_CHECK_WAIT seconds (60) fail the check: a read
+# that cannot decide restarts for minutes.
+HEAL_CHECK_WAIT=${HEAL_CHECK_WAIT:-60}
 heal_check_model()
 {
 	local name=$1 what=$2 out
 	shift 2
 	out=$(nbdsh_run "$name" "$heal_py
-import nbd
+import nbd, sys, time
 spec = [(t, int(f), int(c)) for t, f, c in
         (s.split(':') for s in '$*'.split())]
+deadline = time.time() + $HEAL_CHECK_WAIT
+def wait_below(k):
+    while h.aio_in_flight() > k:
+        if time.time() > deadline:
+            print('%d reads still pending after ${HEAL_CHECK_WAIT}s'
+                  % h.aio_in_flight(), file=sys.stderr)
+            sys.stderr.flush()
+            import os
+            os._exit(1)
+        h.poll(1000)
 pend = []
 for tag, first, count in spec:
     for b in range(first, first + count):
         buf = nbd.Buffer(BS)
         pend.append((tag, b, buf, h.aio_pread(buf, b * BS)))
-        while h.aio_in_flight() >= 32:
-            h.poll(-1)
-while h.aio_in_flight() > 0:
-    h.poll(-1)
+        wait_below(31)
+wait_below(0)
 bad, eio = [], []
 for tag, b, buf, c in pend:
     try:
