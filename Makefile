@@ -13,6 +13,7 @@
 #   make check-system    filesystems, kernel /dev/nbd0 and VM disks (root)
 #   make run / make stop bring up a 4-server demo cluster and nbdkit
 #   make bench           fio jobs against bftblk and nbdkit's memory plugin
+#   make bench-rebuild   rebuild speed, its cost to fio, catch-up sizes
 #   make fuzz            libFuzzer harnesses (clang), FUZZ_TIME s each
 #   make BENCH_NOVERIFY=1  benchmark-only build into build-noverify/ with
 #                        fragment hashing and MACs off (no BFT; refuses
@@ -260,6 +261,11 @@ stop:
 bench: all
 	BUILD=$(BUILD) fio-jobs/bench
 
+# How servers heal themselves: rebuild speed, its cost to foreground
+# I/O and what a catch-up moves (BENCH_DISK=1G for a shorter run).
+bench-rebuild: all
+	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-rebuild
+
 # The BFT overhead: the same code with hashing and MACs compiled out,
 # alternated with the normal build (fio-jobs/bench-overhead).
 bench-overhead:
@@ -310,7 +316,7 @@ clean:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system \
-	run stop bench bench-overhead fuzz fuzz-build clean
+	run stop bench bench-rebuild bench-overhead fuzz fuzz-build clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \
 	-type f 2>/dev/null)
