@@ -176,6 +176,8 @@ bft_peer_key(const struct bft_server_key *sk, struct bft_client_key *ck)
 	snprintf(ck->name, sizeof ck->name, "server-%u", sk->index);
 	ck->role = BFT_ROLE_PEER;
 	ck->chan = sk->chan;
+	ck->self = sk->index;
+	memcpy(ck->k[sk->index], sk->k, BFT_KEY_LEN);
 }
 
 int

@@ -42,6 +42,7 @@ struct bft_client_key {
 	char name[BFT_NAME_LEN + 1];
 	enum bft_role role;
 	struct bft_chan_keypair chan;
+	unsigned self;			/* role peer: whose k[self] this is */
 };
 
 /* Each returns 0, or -1 with a reason in err. */
@@ -51,8 +52,9 @@ int bft_client_key_load(const char *path, struct bft_client_key *key,
 			char *err, size_t errlen);
 /*
  * The identity a server uses to connect to its peers, as a client key:
- * its channel key pair, role peer, name "server-I", no MAC key (a peer
- * never writes).
+ * its channel key pair, role peer, name "server-I", and only its own MAC
+ * key, k[self]: a peer never writes, but its reads can drop candidates
+ * whose MAC entry for it does not verify, which it could never adopt.
  */
 void bft_peer_key(const struct bft_server_key *sk, struct bft_client_key *ck);
 

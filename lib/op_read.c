@@ -45,6 +45,25 @@ read_build(struct op *op, unsigned i, struct bft_msg *m)
 	}
 }
 
+/*
+ * A rebuilding server adopts a candidate only if its own MAC entry
+ * verifies over (ts, H(N)).  A peer can send the genuine ts and vec of a
+ * write with a nonce of its own, which every other check here accepts
+ * (the value comes from the fragments); chosen, it would be refused at
+ * adoption and the block retried one rebuild pass later, for as long as
+ * the liar keeps winning the race.  Dropping it here leaves the genuine
+ * candidate, which t+1 correct servers also sent.
+ */
+static bool
+peer_can_adopt(const struct bft_engine *cl, const struct bft_cand *c)
+{
+	const struct bft_client_key *k = cl->p.key;
+	uint8_t nh[BFT_HASH_LEN];
+
+	bft_hash(c->nonce, BFT_NONCE_LEN, nh);
+	return bft_vec_verify(&c->ts, nh, k->k[k->self], c->vec[k->self]);
+}
+
 static void
 add_candidate(struct op *op, unsigned i, const struct bft_cand *c)
 {
@@ -60,6 +79,11 @@ add_candidate(struct op *op, unsigned i, const struct bft_cand *c)
 	 */
 	if (cl->p.key->role == BFT_ROLE_RW &&
 	    !bft_ts_verify(&c->ts, cl->p.key->kw)) {
+		atomic_fetch_add(&cl->stats.forged_ts, 1);
+		atomic_fetch_add(&cl->stats.server[i].forged_ts, 1);
+		return;
+	}
+	if (cl->p.key->role == BFT_ROLE_PEER && !peer_can_adopt(cl, c)) {
 		atomic_fetch_add(&cl->stats.forged_ts, 1);
 		atomic_fetch_add(&cl->stats.server[i].forged_ts, 1);
 		return;

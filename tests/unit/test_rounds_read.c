@@ -405,6 +405,49 @@ test_filter_timeout(void **state)
 	free(value);
 }
 
+/*
+ * A rebuilding server reads as role peer, with no k_W: a liar can offer
+ * the genuine ts and vec of the newest write with a nonce of its own,
+ * which the value's checks cannot tell apart (the value comes from the
+ * fragments).  Chosen, it would be refused when the server adopts it.
+ * The peer checks its own MAC entry over H(N) and drops it, counted
+ * against the liar, and the read returns the genuine nonce.
+ */
+static void
+test_peer_drops_foreign_nonce(void **state)
+{
+	struct fx *f = *state;
+	unsigned self = 0, liar = 1;
+	uint8_t *value = new_value();
+	const struct bft_msg *req;
+	struct bft_msg rep;
+	struct run r;
+
+	write_all(f, BLOCK, value);
+	f->ck.role = BFT_ROLE_PEER;
+	f->ck.self = self;
+	memset(f->ck.kw, 0, sizeof f->ck.kw);
+	for (unsigned i = 0; i < f->n; i++)
+		if (i != self)
+			memset(f->ck.k[i], 0, BFT_KEY_LEN);
+	set_up(f, f->all & ~(1u << self));
+	run_start(f, &r, OP_READ, BLOCK, NULL);
+	/* The liar answers first, so that its candidate would come first. */
+	req = take(liar, BFT_COLLECT, BLOCK);
+	honest(f, liar, req, &rep);
+	assert_int_equal(rep.ncands, 1);
+	bft_random(rep.cands[0].nonce, BFT_NONCE_LEN);
+	fake_conn_deliver(conn_of(f, liar), &rep);
+	assert_int_equal(stat_of(&f->cl->stats.server[liar].forged_ts), 1);
+	serve_all(f, f->all & ~(1u << self));
+	assert_read(&r, value);
+	assert_memory_equal(r.op->chosen.nonce, lc_at(f, 2, BLOCK)->nonce,
+	    BFT_NONCE_LEN);
+	assert_int_equal(stat_of(&f->cl->stats.forged_ts), 1);
+	run_end(&r);
+	free(value);
+}
+
 int
 main(void)
 {
@@ -413,6 +456,7 @@ main(void)
 		BOTH_ROUNDS(test_fast_read),
 		BOTH_ROUNDS(test_corrupt_fragment),
 		BOTH_ROUNDS(test_forged_candidate_dropped),
+		BOTH_ROUNDS(test_peer_drops_foreign_nonce),
 		BOTH_ROUNDS(test_stale_servers_cannot_roll_back),
 		BOTH_ROUNDS(test_repair_altered_vec),
 		BOTH_ROUNDS(test_late_replies_change_nothing),
