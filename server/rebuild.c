@@ -21,8 +21,8 @@
 #define WAIT_PEERS_S	0.2	/* a new server looking for its peers */
 #define PROGRESS_S	5	/* between progress lines */
 
-static double
-now_s(void)
+double
+rb_now_s(void)
 {
 	struct timespec ts;
 
@@ -202,23 +202,27 @@ throttle(struct bft_rebuild *rb, double start, uint64_t bytes)
 
 	if (rb->o.rate == 0)
 		return;
-	ahead = (double)bytes / (double)rb->o.rate - (now_s() - start);
+	ahead = (double)bytes / (double)rb->o.rate - (rb_now_s() - start);
 	if (ahead > 0)
 		pause_s(rb, ahead, false);
 }
 
 static void
 log_progress(struct bft_rebuild *rb, uint64_t done, uint64_t total,
-    double start, uint64_t bytes, bool last)
+    size_t failed, double start, uint64_t bytes, bool last)
 {
-	double el = now_s() - start, rate = el > 0 ? bytes / el : 0;
+	double el = rb_now_s() - start, rate = el > 0 ? bytes / el : 0;
 	double eta = rate > 0 ? (double)(total - done) * BFT_BLOCK_SIZE / rate :
 	    0;
+	char fails[64] = "";
 
-	bft_log("rebuild: %s%" PRIu64 "/%" PRIu64 " blocks (%.0f%%), %.1f "
+	/* Tried is not rebuilt: say how many are left for the next pass. */
+	if (failed > 0)
+		snprintf(fails, sizeof fails, ", %zu failed", failed);
+	bft_log("rebuild: %s%" PRIu64 "/%" PRIu64 " blocks (%.0f%%)%s, %.1f "
 	    "MB/s, %s %.0f s", last ? "done, " : "", done, total,
-	    total ? 100.0 * (double)done / (double)total : 100.0, rate / 1e6,
-	    last ? "took" : "ETA", last ? el : eta);
+	    total ? 100.0 * (double)done / (double)total : 100.0, fails,
+	    rate / 1e6, last ? "took" : "ETA", last ? el : eta);
 	pthread_mutex_lock(&rb->lock);
 	rb->prog.rebuild_rate = (uint64_t)rate;
 	pthread_mutex_unlock(&rb->lock);
@@ -234,7 +238,7 @@ rebuild_todo(struct bft_rebuild *rb)
 {
 	uint64_t total = rb->ntodo, done = 0, bytes = 0;
 	uint64_t batch[BFTBLK_PEER_BATCH], sealed[BFTBLK_PEER_BATCH];
-	double start = now_s(), last = start;
+	double start = rb_now_s(), last = start;
 	size_t failed = 0;
 
 	set_progress(rb, BFT_REBUILD_REBUILDING, 0, total);
@@ -252,15 +256,16 @@ rebuild_todo(struct bft_rebuild *rb)
 		bytes += (uint64_t)nb * BFT_BLOCK_SIZE;
 		rb->bytes += (uint64_t)nb * BFT_BLOCK_SIZE;
 		set_progress(rb, BFT_REBUILD_REBUILDING, done, total);
-		if (now_s() - last >= PROGRESS_S) {
-			log_progress(rb, done, total, start, bytes, false);
-			last = now_s();
+		if (rb_now_s() - last >= PROGRESS_S) {
+			log_progress(rb, done, total, failed, start, bytes,
+			    false);
+			last = rb_now_s();
 		}
 		throttle(rb, start, bytes);
 	}
 	rb_close_libs(rb);
 	if (total > 0)
-		log_progress(rb, done, total, start, bytes, true);
+		log_progress(rb, done, total, failed, start, bytes, true);
 	rb->ntodo = rb->stopping ? rb->ntodo : failed;
 }
 
@@ -336,6 +341,7 @@ pass(struct bft_rebuild *rb)
 		    alive, rb->fresh ? " (new data directory)" : "");
 		rebuild_todo(rb);
 	}
+	rb_claims_judge(rb);
 	if (rb->passes++ == 0 && rb->ntodo == 0 && !rb->fresh)
 		bft_log("rebuild: in step with %u peers", alive);
 	if (rb->ntodo > 0) {
@@ -392,6 +398,7 @@ rb_free(struct bft_rebuild *rb)
 		free(rb->kind[j].fragbuf);
 	}
 	free(rb->todo);
+	free(rb->lone);
 	pthread_cond_destroy(&rb->cond);
 	pthread_mutex_destroy(&rb->lock);
 	free(rb);

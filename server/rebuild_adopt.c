@@ -194,10 +194,14 @@ rb_rebuild_batch(struct bft_rebuild *rb, int kind, const uint64_t *blocks,
 			other[(*nother)++] = blocks[j];
 			continue;
 		}
-		if (!ok)
+		if (!ok) {
 			bft_log("rebuild: block %" PRIu64 ": read failed: %s",
 			    blocks[j], strerror(-errs[j]));
-		else if (!proofs[j].zero)
+			rb->todo[(*failed)++] = blocks[j];
+			continue;
+		}
+		rb_claim_read(rb, blocks[j], &proofs[j]);
+		if (!proofs[j].zero)
 			ok = check_value(rb, k, blocks[j], values +
 			    (size_t)j * BFTBLK_PEER_VALUE_MAX,
 			    &proofs[j]) == 0 &&

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "bftblk.h"
+#include "bftblk_peer.h"
 #include "ec.h"
 #include "heal.h"
 #include "rebuild.h"
@@ -65,6 +66,20 @@ struct bft_rebuild {
 	bool warned_wait;
 	uint32_t answered;		/* peers that answered this pass's scan */
 	unsigned passes;
+
+	/* Claims fewer than t+1 peers make (rebuild_claims.c). */
+	struct rb_lone {
+		uint64_t block;
+		struct bft_ts own;	/* our lc when it was listed */
+		uint32_t who;		/* the peers that listed it newer */
+		bool read;		/* the protocol read it */
+		bool stale;		/* ... and found nothing newer */
+	} *lone;
+	size_t nlone, lonecap;
+	uint64_t ignored;		/* distrusted peers' claims this pass */
+	uint32_t distrust;		/* peers whose lone claims are ignored */
+	double distrust_until[BFT_MAX_N];
+	unsigned backoff_s[BFT_MAX_N];	/* the next distrust's length */
 };
 
 /*
@@ -96,5 +111,26 @@ void rb_peers_close(struct bft_rebuild *rb);
  * must be tried again).
  */
 int rb_scan(struct bft_rebuild *rb);
+
+/*
+ * rebuild_claims.c.  A block that t+1 peers list newer is newer at a
+ * correct one; a block that fewer list may be a lie.  rb_claim decides,
+ * as the scan lists block (our lc own, listed newer by the peers in
+ * who), whether to rebuild it (true) and remembers lone claims;
+ * rb_claim_read notes what the protocol read of a block found;
+ * rb_claims_judge ends a pass: a peer whose lone claims the reads
+ * mostly found false is ignored, alone, for a while that doubles each
+ * time.
+ */
+bool rb_claim(struct bft_rebuild *rb, uint64_t block,
+    const struct bft_ts *own, uint32_t who);
+void rb_claim_read(struct bft_rebuild *rb, uint64_t block,
+    const struct bftblk_proof *p);
+void rb_claims_judge(struct bft_rebuild *rb);
+/* Starts a scan's claims: distrust that has run out ends. */
+void rb_claims_begin(struct bft_rebuild *rb);
+
+/* Seconds on the monotonic clock. */
+double rb_now_s(void);
 
 #endif

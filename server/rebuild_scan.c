@@ -105,12 +105,12 @@ static int
 leaf(struct bft_rebuild *rb, uint64_t first, uint32_t count)
 {
 	struct bft_ts *own = calloc(count, sizeof *own);
-	bool *need = calloc(count, sizeof *need);
+	uint32_t *who = calloc(count, sizeof *who);
 	struct bft_msg *req = &rb->req, *rep = &rb->lrep;
 	struct bft_buf out = { 0 };
 	int r = -1;
 
-	if (own == NULL || need == NULL)
+	if (own == NULL || who == NULL)
 		goto out_free;
 	memset(req, 0, sizeof *req);
 	req->type = BFT_LCLIST;
@@ -144,17 +144,17 @@ leaf(struct bft_rebuild *rb, uint64_t first, uint32_t count)
 			if (b < first || b - first >= count)
 				continue;	/* not what we asked: a lie */
 			if (bft_ts_cmp(&ts, &own[b - first]) > 0)
-				need[b - first] = true;
+				who[b - first] |= 1u << j;
 		}
 	}
 	r = 0;
 	for (uint32_t k = 0; k < count && r == 0; k++)
-		if (need[k])
+		if (who[k] != 0 && rb_claim(rb, first + k, &own[k], who[k]))
 			r = todo_add(rb, first + k);
 out_free:
 	bft_buf_free(&out);
 	free(own);
-	free(need);
+	free(who);
 	return r;
 }
 
@@ -229,6 +229,7 @@ rb_scan(struct bft_rebuild *rb)
 	size_t w = 0;
 
 	rb->answered = 0;
+	rb_claims_begin(rb);
 	if (descend(rb, 0, rb->cfg->nblocks) != 0)
 		return -1;
 	if (rb->ntodo > 1)
