@@ -163,6 +163,8 @@ bftblk_set_option(struct bftblk *h, const char *k, const char *value)
 		return set_path(h, &h->keys_path, value);
 	if (strcmp(k, "server-key") == 0)
 		return set_path(h, &h->server_key_path, value);
+	if (strcmp(k, "stats-file") == 0)
+		return set_path(h, &h->stats_path, value);
 	if (strcmp(k, "volume-key") == 0)
 		return set_path(h, &h->volume_key_path, value);
 	if (strcmp(k, "ec-backend") == 0)
@@ -372,7 +374,7 @@ bftblk_connect(struct bftblk *h)
 		.io_timeout_ms = (h->io_timeout_s > h->timeout_s ?
 		    h->io_timeout_s : h->timeout_s) * 1000,
 		.writer_id = h->writer_id,
-		.skip = h->skip, .log = h->log, .log_opaque = h->log_opaque,
+		.skip = h->skip, .stats_path = h->stats_path, .log = h->log, .log_opaque = h->log_opaque,
 	};
 	if (h->cache_bytes > 0 && h->cache == NULL &&
 	    (h->cache = bft_bc_new(h->cache_bytes)) == NULL)
@@ -446,6 +448,7 @@ bftblk_close(struct bftblk *h)
 	free(h->config_path);
 	free(h->keys_path);
 	free(h->server_key_path);
+	free(h->stats_path);
 	free(h->ec_backend);
 	free(h->volume_key_path);
 	free(h);

@@ -64,7 +64,9 @@ const char *bftblk_options_help(void);
     "ec-backend=NAME liberasurecode backend (default isa_l_rs_cauchy)\n" \
     "cache=SIZE      block cache for small writes (default 128M, 0 off)\n" \
     "encrypt=on|off  seal every block with the volume key (default off)\n" \
-    "volume-key=FILE volume key from bftblk volume-key (for encrypt=on)"
+    "volume-key=FILE volume key from bftblk volume-key (for encrypt=on)\n" \
+    "stats-file=FILE rewrite FILE every 10 s with what this client saw\n" \
+    "                of each server (bftblk status --client-stats)"
 /* Reads and checks the configuration and keys; starts no thread. */
 int bftblk_load(struct bftblk *h);
 /* Loads if needed, starts the event loop and connects (asynchronously). */

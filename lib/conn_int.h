@@ -77,7 +77,9 @@ struct engine_loop {
 	struct timespec cfg_mtime;
 	/* Per-server evidence as last reported (engine.c). */
 	uint64_t ev_next_ms;
-	uint64_t ev_last[BFT_MAX_N][5];
+	uint64_t ev_last[BFT_MAX_N][EV_KINDS];
+	uint64_t ev_recent[BFT_MAX_N][EV_KINDS];	/* in the last period */
+	bool stats_file_failed;		/* said once */
 };
 
 /* conn.c */
@@ -107,6 +109,11 @@ void conn_set_state(struct conn *c, enum conn_state st);
 
 /* engine_watch.c: evidence reports and bftblk.conf, every tick. */
 void engine_watch(struct engine_loop *lp, uint64_t now);
+/* The loop is stopping: the stats file's last version. */
+void engine_watch_stop(struct engine_loop *lp);
+/* stats_file.c: writes stats-file=; 0, or -1 with errno. */
+int eng_stats_file_write(struct bft_engine *cl,
+    const uint64_t recent[][EV_KINDS], bool closing);
 
 /* engine.c, for conn.c */
 void engine_dispatch(struct conn *c, const struct bft_msg *m);

@@ -479,6 +479,7 @@ bft_engine_stop(struct bft_engine *cl)
 	pthread_mutex_unlock(&lp->qlock);
 	uv_async_send(&lp->wake);
 	pthread_join(lp->thread, NULL);
+	engine_watch_stop(lp);
 	engine_free(cl);
 }
 

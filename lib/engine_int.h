@@ -132,6 +132,16 @@ read_value(struct op *op)
 }
 
 /* What the engine saw of one server; see struct bftblk_server_stats. */
+/*
+ * The misdeeds counted per server, in the order the evidence log and
+ * the stats file (stats_file.c) give them.
+ */
+enum {
+	EV_BAD_FRAGMENTS, EV_FORGED_TS, EV_MISMATCHED, EV_ERROR_REPLIES,
+	EV_TIMEOUTS, EV_KINDS
+};
+#define EVIDENCE_MS	10000	/* between reports of servers' misdeeds */
+
 struct engine_server_stats {
 	atomic_bool connected;
 	atomic_ullong connects, disconnects;
@@ -165,6 +175,7 @@ struct bft_engine_params {
 	unsigned timeout_ms;		/* per round */
 	unsigned io_timeout_ms;		/* per op, restarts included */
 	uint64_t writer_id;
+	const char *stats_path;		/* stats-file=; NULL: none */
 	uint32_t skip;			/* servers never to connect to */
 	bftblk_log_fn *log;		/* never NULL */
 	void *log_opaque;

@@ -2,39 +2,64 @@
  * What the engine watches between rounds, from its tick: the servers'
  * misdeeds, reported by name, and bftblk.conf, for replaced servers.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "conn_int.h"
 
-#define EVIDENCE_MS	10000	/* between reports of servers' misdeeds */
 #define CONFIG_CHECK_MS	2000	/* between looks at bftblk.conf */
 #define KEEPALIVE_MS	5000	/* idle links are asked for STATUS */
+
+/* The stats file, with one line in the log the first time it fails. */
+static void
+write_stats_file(struct engine_loop *lp, struct bft_engine *cl, bool closing)
+{
+	if (eng_stats_file_write(cl, (const uint64_t (*)[EV_KINDS])
+	    lp->ev_recent, closing) == 0) {
+		lp->stats_file_failed = false;
+		return;
+	}
+	if (!lp->stats_file_failed)
+		eng_log(cl, BFTBLK_LOG_WARN, "stats-file %s: cannot write it: "
+		    "%s", cl->p.stats_path, strerror(errno));
+	lp->stats_file_failed = true;
+}
+
+void
+engine_watch_stop(struct engine_loop *lp)
+{
+	struct bft_engine *cl = lp->conns[0].cl;
+
+	if (cl->p.stats_path != NULL)
+		write_stats_file(lp, cl, true);
+}
 
 /*
  * What each server did that a correct server does not, reported every
  * EVIDENCE_MS when it grew, naming the server: a liar shows up in the
- * log by name without -v.
+ * log by name without -v, and in the stats file when there is one.
  */
 static void
 report_evidence(struct engine_loop *lp, struct bft_engine *cl)
 {
-	static const char *what[] = { "bad fragments", "forged timestamps",
-	    "replies to requests never made", "error replies",
-	    "rounds it left unanswered" };
+	static const char *what[EV_KINDS] = { "bad fragments",
+	    "forged timestamps", "replies to requests never made",
+	    "error replies", "rounds it left unanswered" };
 
 	for (unsigned i = 0; i < cl->n; i++) {
 		const struct engine_server_stats *s = &cl->stats.server[i];
-		uint64_t now[5] = { s->bad_fragments, s->forged_ts,
+		uint64_t now[EV_KINDS] = { s->bad_fragments, s->forged_ts,
 		    s->mismatched, s->error_replies, s->timeouts };
 		char line[400];
 		size_t off = 0;
 
-		for (int k = 0; k < 5; k++) {
+		for (int k = 0; k < EV_KINDS; k++) {
 			uint64_t d = now[k] - lp->ev_last[i][k];
 			int w;
 
+			lp->ev_recent[i][k] = d;
 			if (d == 0)
 				continue;
 			w = snprintf(line + off, sizeof line - off, "%s%llu %s",
@@ -47,6 +72,8 @@ report_evidence(struct engine_loop *lp, struct bft_engine *cl)
 			eng_log(cl, BFTBLK_LOG_WARN, "server %u: %s in the last "
 			    "%u s", i, line, EVIDENCE_MS / 1000);
 	}
+	if (cl->p.stats_path != NULL)
+		write_stats_file(lp, cl, false);
 }
 
 /*
