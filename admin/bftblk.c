@@ -58,6 +58,7 @@ admin_usage(FILE *fp)
 	    "key file).\n"
 	    "usage: bftblk status --dir DIR [--keys FILE] [--json] "
 	    "[--timeout SECS]\n"
+	    "                     [--client-stats FILE]...\n"
 	    "  Asks every server for its status and prints the cluster's "
 	    "health: OK,\n"
 	    "  DEGRADED, AT RISK or UNAVAILABLE (exit 0, 1, 1, 2; 3 when it "

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "admin.h"
 #include "config.h"
@@ -109,8 +110,30 @@ load_key(const char *path, const struct bft_config *cfg,
 	return 0;
 }
 
+/* The clients' stats files named with --client-stats, into r. */
 static int
-status(const char *dir, const char *keys, bool json, unsigned timeout_s)
+load_clients(struct status_report *r, char **paths, unsigned npaths)
+{
+	time_t now = time(NULL);
+	char err[512];
+
+	for (unsigned c = 0; c < npaths; c++) {
+		struct status_client *cl = &r->clients[c];
+
+		if (status_client_load(paths[c], r->n, cl, err,
+		    sizeof err) != 0) {
+			bft_log("--client-stats: %s", err);
+			return -1;
+		}
+		cl->age_s = (int64_t)now - cl->updated;
+		r->nclients = c + 1;
+	}
+	return 0;
+}
+
+static int
+status(const char *dir, const char *keys, bool json, unsigned timeout_s,
+    char **clients, unsigned nclients)
 {
 	static struct bft_config cfg;
 	static struct bft_client_key key;
@@ -130,6 +153,8 @@ status(const char *dir, const char *keys, bool json, unsigned timeout_s)
 	memset(&r, 0, sizeof r);
 	r.n = cfg.n;
 	r.t = cfg.t;
+	if (load_clients(&r, clients, nclients) != 0)
+		goto out_wipe;
 	for (unsigned i = 0; i < cfg.n; i++) {
 		r.servers[i].index = i;
 		snprintf(r.servers[i].addr, sizeof r.servers[i].addr, "%s:%u",
@@ -164,16 +189,27 @@ admin_status(int argc, char **argv)
 		{ "keys", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "client-stats", required_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir = NULL, *keys = NULL;
+	char *clients[STATUS_MAX_CLIENTS];
+	unsigned nclients = 0;
 	unsigned timeout_s = 3;
 	bool json = false;
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:k:jt:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:k:jt:c:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'c':
+			if (nclients == STATUS_MAX_CLIENTS) {
+				bft_log("--client-stats: at most %d files",
+				    STATUS_MAX_CLIENTS);
+				return EXIT_UNKNOWN;
+			}
+			clients[nclients++] = optarg;
+			break;
 		case 'd':
 			dir = optarg;
 			break;
@@ -196,5 +232,5 @@ admin_status(int argc, char **argv)
 		admin_usage(stderr);
 		return EXIT_UNKNOWN;
 	}
-	return status(dir, keys, json, timeout_s);
+	return status(dir, keys, json, timeout_s, clients, nclients);
 }

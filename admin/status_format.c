@@ -8,7 +8,7 @@
 
 #include "status_format.h"
 
-#define MAX_FINDINGS	(3 * BFT_MAX_N + 2)
+#define MAX_FINDINGS	(5 * BFT_MAX_N + 2)
 
 /* One thing wrong, and how bad it is. */
 struct finding {
@@ -125,11 +125,92 @@ assess_server(const struct status_server *s, uint64_t most,
 		    "others up to %" PRIu64, s->index, in->blocks_held, most);
 }
 
+/* Whether a client's file tells of now: recent, and the client alive. */
+static bool
+client_fresh(const struct status_client *c)
+{
+	return !c->closed && c->age_s <= 3 * (int64_t)c->interval;
+}
+
+/*
+ * The servers fresh clients caught lying in their last period, each
+ * described once in why[i].
+ */
+static uint32_t
+client_liars(const struct status_report *r, char why[][160])
+{
+	static const char *what[] = { "bad fragments",
+	    "forged timestamps", "replies to requests never made" };
+	uint32_t liars = 0;
+
+	for (unsigned c = 0; c < r->nclients; c++) {
+		const struct status_client *cl = &r->clients[c];
+
+		if (!client_fresh(cl))
+			continue;
+		for (unsigned i = 0; i < r->n; i++) {
+			const uint64_t *v = cl->servers[i].recent;
+			size_t off;
+			int w;
+
+			if ((liars & (1u << i)) || v[CLI_BAD_FRAGMENTS] +
+			    v[CLI_FORGED_TS] + v[CLI_MISMATCHED] == 0)
+				continue;
+			liars |= 1u << i;
+			w = snprintf(why[i], 160, "server %u lied to client "
+			    "'%s' in its last %u s (", i, cl->name,
+			    cl->interval);
+			off = w > 0 ? (size_t)w : 0;
+			for (int k = CLI_BAD_FRAGMENTS, n = 0;
+			    k <= CLI_MISMATCHED && off < 160; k++) {
+				if (v[k] == 0)
+					continue;
+				w = snprintf(why[i] + off, 160 - off,
+				    "%s%" PRIu64 " %s", n++ ? ", " : "", v[k],
+				    what[k]);
+				off += w > 0 ? (size_t)w : 0;
+			}
+			if (off < 159)
+				strcat(why[i], ")");
+		}
+	}
+	return liars;
+}
+
+/* Reachable servers that are slow to fresh clients, or cut off. */
+static void
+assess_clients(const struct status_report *r, struct findings *fs)
+{
+	for (unsigned c = 0; c < r->nclients; c++) {
+		const struct status_client *cl = &r->clients[c];
+
+		if (!client_fresh(cl))
+			continue;
+		for (unsigned i = 0; i < r->n; i++) {
+			const struct status_client_server *s = &cl->servers[i];
+
+			if (!r->servers[i].reachable)
+				continue;
+			if (!s->connected)
+				add(fs, STATUS_DEGRADED, "client '%s' has no "
+				    "connection to server %u", cl->name, i);
+			else if (s->recent[CLI_TIMEOUTS] > 0)
+				add(fs, STATUS_DEGRADED, "server %u left %"
+				    PRIu64 " rounds of client '%s' unanswered "
+				    "in its last %u s", i,
+				    s->recent[CLI_TIMEOUTS], cl->name,
+				    cl->interval);
+		}
+	}
+}
+
 void
 status_assess(struct status_report *r)
 {
+	static char lied[BFT_MAX_N][160];
 	struct findings fs;
-	unsigned up = 0, down;
+	unsigned up = 0, down, faults;
+	uint32_t liars;
 	uint64_t most = 0;
 	size_t off = 0;
 	char who[128];
@@ -147,21 +228,32 @@ status_assess(struct status_report *r)
 	}
 	down = r->n - up;
 	r->reachable = up;
+	/* A liar that answers STATUS is a fault all the same. */
+	liars = client_liars(r, lied);
+	faults = down;
+	for (unsigned i = 0; i < r->n; i++)
+		faults += (liars & (1u << i)) && r->servers[i].reachable;
 	if (up < r->n - r->t)
 		add(&fs, STATUS_UNAVAILABLE, "%u of %u servers answer, I/O "
 		    "needs %u", up, r->n, r->n - r->t);
 	if (down > 0) {
 		list_down(r, who, sizeof who);
-		if (down > r->t)
+		if (faults > r->t)
 			add(&fs, STATUS_AT_RISK, "%s unreachable", who);
-		else if (down == r->t)
+		else if (faults == r->t)
 			add(&fs, STATUS_AT_RISK, "%s unreachable: no fault "
 			    "left to spare", who);
 		else
 			add(&fs, STATUS_DEGRADED, "%s unreachable: %u more "
-			    "fault%s tolerated", who, r->t - down,
-			    r->t - down > 1 ? "s" : "");
+			    "fault%s tolerated", who, r->t - faults,
+			    r->t - faults > 1 ? "s" : "");
 	}
+	for (unsigned i = 0; i < r->n; i++)
+		if ((liars & (1u << i)) && r->servers[i].reachable)
+			add(&fs, faults >= r->t ? STATUS_AT_RISK :
+			    STATUS_DEGRADED, "%s%s", lied[i], faults == r->t ?
+			    ": no fault left to spare" : "");
+	assess_clients(r, &fs);
 	for (unsigned i = 0; i < r->n; i++)
 		if (r->servers[i].reachable)
 			assess_server(&r->servers[i], most, &fs);
@@ -255,6 +347,33 @@ print_progress(const struct bft_status_info *in, FILE *fp)
 		    in->scrub_total);
 }
 
+/* What one client saw: a line, then one per server. */
+static void
+print_client(const struct status_client *c, unsigned n, FILE *fp)
+{
+	static const char *what[CLI_KINDS] = { "bad fragments",
+	    "forged timestamps", "replies to requests never made",
+	    "error replies", "rounds unanswered" };
+
+	fprintf(fp, "client '%s' (pid %ld, %s): updated %" PRId64 " s ago%s"
+	    "\n", c->name, c->pid, c->path, c->age_s, c->closed ?
+	    ", closed: not counted" : !client_fresh(c) ? ", stale: not "
+	    "counted" : "");
+	for (unsigned i = 0; i < n; i++) {
+		const struct status_client_server *s = &c->servers[i];
+
+		fprintf(fp, "  server %u: %s, %" PRIu64 " replies, %" PRIu64
+		    " disconnects", i, s->connected ? "connected" :
+		    "not connected", s->replies, s->disconnects);
+		for (int k = 0; k < CLI_KINDS; k++)
+			if (s->total[k] > 0)
+				fprintf(fp, ", %" PRIu64 " %s (%" PRIu64
+				    " in the last %u s)", s->total[k],
+				    what[k], s->recent[k], c->interval);
+		fputc('\n', fp);
+	}
+}
+
 int
 status_print_text(const struct status_report *r, FILE *fp)
 {
@@ -284,6 +403,8 @@ status_print_text(const struct status_report *r, FILE *fp)
 		print_progress(in, fp);
 		fputc('\n', fp);
 	}
+	for (unsigned c = 0; c < r->nclients; c++)
+		print_client(&r->clients[c], r->n, fp);
 	return ferror(fp) ? -1 : 0;
 }
 
@@ -391,6 +512,46 @@ json_server(const struct status_server *s, FILE *fp)
 	fputc('}', fp);
 }
 
+/* The misdeed counts of one server as a client saw them. */
+static void
+json_counts(const uint64_t *v, FILE *fp)
+{
+	for (int k = 0; k < CLI_KINDS; k++) {
+		fputc(k ? ',' : '{', fp);
+		fputc('"', fp);
+		for (const char *p = status_cli_keys[k]; *p; p++)
+			fputc(*p == '-' ? '_' : *p, fp);
+		fprintf(fp, "\":%" PRIu64, v[k]);
+	}
+	fputc('}', fp);
+}
+
+static void
+json_client(const struct status_client *c, unsigned n, FILE *fp)
+{
+	fputs("{\"file\":", fp);
+	status_json_string(fp, c->path);
+	fputs(",\"client\":", fp);
+	status_json_string(fp, c->name);
+	fprintf(fp, ",\"pid\":%ld,\"age_s\":%" PRId64 ",\"interval_s\":%u,"
+	    "\"closed\":%s,\"counted\":%s,\"servers\":[", c->pid, c->age_s,
+	    c->interval, c->closed ? "true" : "false",
+	    client_fresh(c) ? "true" : "false");
+	for (unsigned i = 0; i < n; i++) {
+		const struct status_client_server *s = &c->servers[i];
+
+		fprintf(fp, "%s{\"index\":%u,\"connected\":%s,\"replies\":%"
+		    PRIu64 ",\"disconnects\":%" PRIu64 ",\"total\":",
+		    i ? "," : "", i, s->connected ? "true" : "false",
+		    s->replies, s->disconnects);
+		json_counts(s->total, fp);
+		fputs(",\"recent\":", fp);
+		json_counts(s->recent, fp);
+		fputc('}', fp);
+	}
+	fputs("]}", fp);
+}
+
 int
 status_print_json(const struct status_report *r, FILE *fp)
 {
@@ -404,6 +565,12 @@ status_print_json(const struct status_report *r, FILE *fp)
 		if (i > 0)
 			fputc(',', fp);
 		json_server(&r->servers[i], fp);
+	}
+	fputs("],\"clients\":[", fp);
+	for (unsigned c = 0; c < r->nclients; c++) {
+		if (c > 0)
+			fputc(',', fp);
+		json_client(&r->clients[c], r->n, fp);
 	}
 	fputs("]}\n", fp);
 	return ferror(fp) ? -1 : 0;

@@ -16,6 +16,14 @@
  *                (some block is held by fewer than all of them).
  *   DEGRADED     none of that, but 1 <= U < t: faults to spare remain.
  *   OK           every server answers and none has anything to report.
+ * With --client-stats, what clients saw counts too.  A server a client
+ * caught lying in its last period (bad fragments, forged timestamps,
+ * replies to requests never made) is faulty like an unreachable one:
+ * with F such servers, the rules above apply to U + F.  A reachable
+ * server that left a client's rounds unanswered in its last period, or
+ * that a client has no connection to, makes the cluster DEGRADED.  Only
+ * files updated within three of their periods count: a client that is
+ * gone says nothing of the servers.
  * The reason lists every finding, most serious first.
  */
 #ifndef BFTBLK_STATUS_FORMAT_H
@@ -40,9 +48,44 @@ struct status_server {
 	struct bft_status_info info;	/* when it did */
 };
 
+/* The misdeeds a client counts per server, as its stats file names them. */
+enum {
+	CLI_BAD_FRAGMENTS, CLI_FORGED_TS, CLI_MISMATCHED, CLI_ERROR_REPLIES,
+	CLI_TIMEOUTS, CLI_KINDS
+};
+extern const char *const status_cli_keys[CLI_KINDS];
+
+#define STATUS_MAX_CLIENTS	8
+
+/* A client's stats file (stats-file= of libbftblk and the plugin). */
+struct status_client {
+	char path[256];
+	char name[BFT_NAME_LEN + 1];
+	long pid;
+	int64_t updated;		/* unix time */
+	int64_t age_s;			/* seconds since, when assessed */
+	unsigned interval;		/* seconds between rewrites */
+	bool closed;			/* the client has stopped */
+	unsigned n;
+	struct status_client_server {
+		bool connected;
+		uint64_t replies, disconnects;
+		uint64_t total[CLI_KINDS], recent[CLI_KINDS];
+	} servers[BFT_MAX_N];
+};
+
+/*
+ * Loads a stats file for a cluster of n servers (status_clients.c).
+ * 0, or -1 with a reason in err.
+ */
+int status_client_load(const char *path, unsigned n,
+    struct status_client *c, char *err, size_t errlen);
+
 struct status_report {
 	unsigned n, t;
 	struct status_server servers[BFT_MAX_N];
+	unsigned nclients;
+	struct status_client clients[STATUS_MAX_CLIENTS];
 	/* status_assess() fills these. */
 	enum status_health health;
 	unsigned reachable;

@@ -4,7 +4,9 @@
 #
 # 1. Server 0 in corrupt-fragment mode: its fragments fail their hash.
 #    After ~12 s of reads the plugin's log must name server 0 with bad
-#    fragments, and no honest server.
+#    fragments, and no honest server; so must its stats file, and
+#    `bftblk status --client-stats` must count server 0 as a fault (AT
+#    RISK with t = 1) although server 0 answers STATUS like the others.
 # 2. Server 2 killed: the log says its connection was lost; restarted:
 #    it says it is connected again.
 . "$(dirname "${BASH_SOURCE[0]}")/byz-lib.bash"
@@ -12,7 +14,8 @@
 cluster_start 1
 byz_stop 0
 byz_start 0 corrupt-fragment
-nbdkit_start nbd
+STATS=$TESTDIR/client.stats
+nbdkit_start nbd "stats-file=$STATS"
 heal_py="
 import random, time
 BS = 65536
@@ -35,6 +38,19 @@ log "plugin: $(grep -a -m1 -o 'server 0: [0-9]* bad fragments.*' "$NLOG")"
 if grep -aE 'server [123]: [0-9]+ bad fragments' "$NLOG"; then
 	fail "the plugin blames an honest server"
 fi
+[ -f "$STATS" ] || fail "no stats file after 12 s"
+grep -q '^server\.0\.bad-fragments = [1-9]' "$STATS" ||
+    fail "the stats file counts no bad fragment of server 0"
+! grep -E '^server\.[123]\.bad-fragments = [1-9]' "$STATS" ||
+    fail "the stats file blames an honest server"
+rc=0
+out=$("$ADMIN" status --dir "$CLUSTER_DIR" --client-stats "$STATS") || rc=$?
+log "status: $(head -1 <<<"$out")"
+[ "$rc" -eq 1 ] || fail "bftblk status exited $rc, expected 1: $out"
+grep -q "^health: AT RISK (server 0 lied to client 'client' in its last" \
+    <<<"$out" || fail "bftblk status does not count server 0 as faulty: $out"
+grep -q "^  server 0: connected, [0-9]* replies, 0 disconnects, [0-9]* bad fragments" \
+    <<<"$out" || fail "bftblk status does not show what the client saw: $out"
 
 server_kill 2 KILL
 for ((i = 0; i < 50; i++)); do

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -257,7 +258,181 @@ test_json(void **state)
 	    "\"scrub_done\":0,\"scrub_total\":18446744073709551615,"
 	    "\"rebuild_state_name\":\"waiting for peers\"},"
 	    "{\"index\":1,\"address\":\"10.0.0.2:7700\",\"reachable\":false,"
-	    "\"error\":\"say \\\"no\\\"\\\\\\n\"}]}\n");
+	    "\"error\":\"say \\\"no\\\"\\\\\\n\"}],\"clients\":[]}\n");
+}
+
+/* Client c of r: fresh, every server connected and quiet. */
+static struct status_client *
+client(unsigned c, const char *name)
+{
+	struct status_client *cl = &r.clients[c];
+
+	memset(cl, 0, sizeof *cl);
+	snprintf(cl->name, sizeof cl->name, "%s", name);
+	snprintf(cl->path, sizeof cl->path, "/run/%s.stats", name);
+	cl->pid = 42;
+	cl->age_s = 5;
+	cl->interval = 10;
+	cl->n = r.n;
+	for (unsigned i = 0; i < r.n; i++) {
+		cl->servers[i].connected = true;
+		cl->servers[i].replies = 100;
+	}
+	if (r.nclients <= c)
+		r.nclients = c + 1;
+	return cl;
+}
+
+/*
+ * A server a client caught lying is a fault like an unreachable one;
+ * one that is slow to a client, or cut off from it, degrades; a stale or
+ * closed file counts for nothing.
+ */
+static void
+test_clients(void **state)
+{
+	struct status_client *c;
+
+	(void)state;
+	healthy(1, 8);
+	c = client(0, "c1");
+	expect(STATUS_OK, "");
+	c->servers[3].recent[CLI_BAD_FRAGMENTS] = 12;
+	c->servers[3].total[CLI_BAD_FRAGMENTS] = 12;
+	c->servers[3].recent[CLI_FORGED_TS] = 1;
+	expect(STATUS_AT_RISK, "server 3 lied to client 'c1' in its last 10 s "
+	    "(12 bad fragments, 1 forged timestamps): no fault left to spare");
+	/* A second client seeing the same liar does not count it twice. */
+	client(1, "c2")->servers[3].recent[CLI_MISMATCHED] = 2;
+	expect(STATUS_AT_RISK, "server 3 lied to client 'c1' in its last 10 s "
+	    "(12 bad fragments, 1 forged timestamps): no fault left to spare");
+	r.nclients = 1;
+	down(1, "refused");
+	expect(STATUS_AT_RISK, "server 1 unreachable; server 3 lied to client "
+	    "'c1' in its last 10 s (12 bad fragments, 1 forged timestamps)");
+	c->age_s = 31;
+	expect(STATUS_AT_RISK, "server 1 unreachable: no fault left to spare");
+	c->age_s = 30;
+	c->closed = true;
+	expect(STATUS_AT_RISK, "server 1 unreachable: no fault left to spare");
+
+	healthy(2, 8);
+	c = client(0, "c1");
+	c->servers[6].recent[CLI_BAD_FRAGMENTS] = 1;
+	expect(STATUS_DEGRADED, "server 6 lied to client 'c1' in its last "
+	    "10 s (1 bad fragments)");
+	down(0, "refused");
+	expect(STATUS_AT_RISK, "server 0 unreachable: no fault left to spare; "
+	    "server 6 lied to client 'c1' in its last 10 s (1 bad fragments): "
+	    "no fault left to spare");
+
+	healthy(1, 8);
+	c = client(0, "c1");
+	c->servers[2].recent[CLI_TIMEOUTS] = 3;
+	c->servers[1].connected = false;
+	expect(STATUS_DEGRADED, "client 'c1' has no connection to server 1; "
+	    "server 2 left 3 rounds of client 'c1' unanswered in its last "
+	    "10 s");
+	/* An unreachable server is already said to be. */
+	down(1, "refused");
+	expect(STATUS_AT_RISK, "server 1 unreachable: no fault left to spare; "
+	    "server 2 left 3 rounds of client 'c1' unanswered in its last "
+	    "10 s");
+}
+
+static void
+test_clients_print(void **state)
+{
+	struct status_client *c;
+
+	(void)state;
+	healthy(1, 8);
+	c = client(0, "c1");
+	c->servers[3].total[CLI_BAD_FRAGMENTS] = 40;
+	c->servers[3].recent[CLI_BAD_FRAGMENTS] = 12;
+	c->servers[3].disconnects = 2;
+	status_assess(&r);
+	print(status_print_text);
+	assert_non_null(strstr(text, "\nclient 'c1' (pid 42, /run/c1.stats): "
+	    "updated 5 s ago\n  server 0: connected, 100 replies, 0 "
+	    "disconnects\n"));
+	assert_non_null(strstr(text, "  server 3: connected, 100 replies, 2 "
+	    "disconnects, 40 bad fragments (12 in the last 10 s)\n"));
+	c->closed = true;
+	print(status_print_text);
+	assert_non_null(strstr(text, "updated 5 s ago, closed: not counted\n"));
+	print(status_print_json);
+	assert_non_null(strstr(text, "\"clients\":[{\"file\":\"/run/c1.stats\","
+	    "\"client\":\"c1\",\"pid\":42,\"age_s\":5,\"interval_s\":10,"
+	    "\"closed\":true,\"counted\":false,\"servers\":[{\"index\":0,"
+	    "\"connected\":true,\"replies\":100,\"disconnects\":0,"
+	    "\"total\":{\"bad_fragments\":0,\"forged_ts\":0,"
+	    "\"mismatched\":0,\"error_replies\":0,\"timeouts\":0},"
+	    "\"recent\":{\"bad_fragments\":0,"));
+	assert_non_null(strstr(text, "\"total\":{\"bad_fragments\":40,"));
+}
+
+/* Writes content to a new file; its path. */
+static const char *
+file_of(const char *content)
+{
+	static char path[64];
+	FILE *fp;
+	int fd;
+
+	snprintf(path, sizeof path, "/tmp/test_status.XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	fp = fdopen(fd, "w");
+	assert_non_null(fp);
+	fputs(content, fp);
+	assert_int_equal(fclose(fp), 0);
+	return path;
+}
+
+static void
+test_client_load(void **state)
+{
+	struct status_client c;
+	char err[256];
+	const char *p;
+
+	(void)state;
+	p = file_of("# comment\nformat = 1\nclient = host-a\npid = 77\n"
+	    "updated = 1700000000\ninterval = 10\nclosed = 0\nn = 4\n"
+	    "reads = 5\nserver.3.connected = 1\nserver.3.replies = 9\n"
+	    "server.3.bad-fragments = 7\nserver.3.recent.bad-fragments = 2\n"
+	    "server.3.recent.timeouts = 4\nserver.3.future-thing = 1\n");
+	assert_int_equal(status_client_load(p, 4, &c, err, sizeof err), 0);
+	assert_string_equal(c.name, "host-a");
+	assert_int_equal(c.pid, 77);
+	assert_int_equal(c.updated, 1700000000);
+	assert_int_equal(c.interval, 10);
+	assert_true(c.servers[3].connected);
+	assert_false(c.servers[2].connected);
+	assert_int_equal(c.servers[3].replies, 9);
+	assert_int_equal(c.servers[3].total[CLI_BAD_FRAGMENTS], 7);
+	assert_int_equal(c.servers[3].recent[CLI_BAD_FRAGMENTS], 2);
+	assert_int_equal(c.servers[3].recent[CLI_TIMEOUTS], 4);
+	/* Another cluster's size, a server beyond n, no format, garbage. */
+	assert_int_equal(status_client_load(p, 7, &c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "a client of a cluster of 4 servers"));
+	unlink(p);
+	p = file_of("format = 1\nn = 4\nupdated = 1\ninterval = 10\n"
+	    "server.4.replies = 1\n");
+	assert_int_equal(status_client_load(p, 4, &c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "no such server"));
+	unlink(p);
+	p = file_of("n = 4\nupdated = 1\ninterval = 10\n");
+	assert_int_equal(status_client_load(p, 4, &c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not a client stats file"));
+	unlink(p);
+	p = file_of("format = 1\nn = 4\nupdated = -3\ninterval = 10\n");
+	assert_int_equal(status_client_load(p, 4, &c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not a number"));
+	unlink(p);
+	assert_int_equal(status_client_load("/nonexistent/x", 4, &c, err,
+	    sizeof err), -1);
 }
 
 static void
@@ -311,6 +486,9 @@ main(void)
 		cmocka_unit_test_teardown(test_text, teardown),
 		cmocka_unit_test_teardown(test_json, teardown),
 		cmocka_unit_test_teardown(test_json_string, teardown),
+		cmocka_unit_test_teardown(test_clients, teardown),
+		cmocka_unit_test_teardown(test_clients_print, teardown),
+		cmocka_unit_test_teardown(test_client_load, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
