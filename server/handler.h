@@ -6,6 +6,7 @@
 #ifndef BFTBLK_HANDLER_H
 #define BFTBLK_HANDLER_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -48,6 +49,11 @@ struct bft_handler {
 	uint64_t started_ms;		/* CLOCK_MONOTONIC, for uptime */
 	/* Rebuild and scrub progress for STATUS; NULL reports zeros. */
 	const struct bft_heal_progress *heal;
+	/*
+	 * Reads and writes from the network (net.c counts them), which the
+	 * rebuild thread watches to give way to them.
+	 */
+	atomic_ullong io_requests;
 };
 
 /* Sets up h over an open store; 0, or -1 when out of memory. */

@@ -61,7 +61,8 @@ usage(FILE *f)
 	    "[--max-conns N]\n"
 	    "                     [--max-client-conns N] [--max-inflight N] "
 	    "[--max-client-stores N]\n"
-	    "                     [--rebuild-rate MB] [--rebuild-interval S]\n"
+	    "                     [--rebuild-rate MB] [--rebuild-busy-rate MB]\n"
+	    "                     [--rebuild-interval S]\n"
 	    "                     [--scrub-rate MB] [--scrub-interval S]\n"
 	    "                     [--handshake-timeout MS] "
 	    "[--client-store-window MS]\n" BFT_TEST_USAGE);
@@ -134,6 +135,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "create-data-dir", no_argument, NULL, 'D' },
 		{ "rebuild-rate", required_argument, NULL, 'R' },
 		{ "rebuild-interval", required_argument, NULL, 'N' },
+		{ "rebuild-busy-rate", required_argument, NULL, 'b' },
 		{ "scrub-rate", required_argument, NULL, 'r' },
 		{ "scrub-interval", required_argument, NULL, 'i' },
 		{ "listen", required_argument, NULL, 'l' },
@@ -157,6 +159,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->max_pending = BFT_DEFAULT_MAX_PENDING;
 	o->lim.max_conns = BFT_DEFAULT_MAX_CONNS;
 	o->rebuild.rate = BFT_REBUILD_DEFAULT_RATE;
+	o->rebuild.busy_rate = BFT_REBUILD_DEFAULT_BUSY_RATE;
 	o->rebuild.interval_s = BFT_REBUILD_DEFAULT_INTERVAL;
 	o->scrub.rate = BFT_SCRUB_DEFAULT_RATE;
 	o->scrub.interval_s = BFT_SCRUB_DEFAULT_INTERVAL;
@@ -169,12 +172,13 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'R':
 		case 'N':
 		case 'r':
-		case 'i': {
+		case 'i':
+		case 'b': {
 			static const char *names[] = { "--rebuild-rate",
 			    "--rebuild-interval", "--scrub-rate",
-			    "--scrub-interval" };
+			    "--scrub-interval", "--rebuild-busy-rate" };
 			const char *name = names[ch == 'R' ? 0 : ch == 'N' ?
-			    1 : ch == 'r' ? 2 : 3];
+			    1 : ch == 'r' ? 2 : ch == 'i' ? 3 : 4];
 			unsigned v;
 
 			/* 0: no limit (rates), only when asked (scrub). */
@@ -187,6 +191,8 @@ parse_args(int argc, char **argv, struct opts *o)
 				o->rebuild.rate = (uint64_t)v * 1000000;
 			else if (ch == 'N')
 				o->rebuild.interval_s = v;
+			else if (ch == 'b')
+				o->rebuild.busy_rate = (uint64_t)v * 1000000;
 			else if (ch == 'r')
 				o->scrub.rate = (uint64_t)v * 1000000;
 			else

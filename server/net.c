@@ -364,6 +364,9 @@ dispatch(struct conn *c)
 			    (unsigned long long)net->elimit);
 		return send_reply(c);
 	}
+	if (net->req.type >= BFT_CLOCK && net->req.type <= BFT_REPAIR)
+		atomic_fetch_add_explicit(&net->h->io_requests, 1,
+		    memory_order_relaxed);
 	rc = bft_handle(net->h, c->peer, &net->req, &net->rep);
 	if (net->req.type == BFT_STORE && net->rep.status == BFT_OK)
 		bft_quota_note_store(&net->quotas, c->client,

@@ -20,6 +20,7 @@
 #define RETRY_S		5	/* between passes that could not finish */
 #define WAIT_PEERS_S	0.2	/* a new server looking for its peers */
 #define PROGRESS_S	5	/* between progress lines */
+#define BUSY_S		1	/* clients seen this recently: give way */
 
 double
 rb_now_s(void)
@@ -195,14 +196,41 @@ set_progress(struct bft_rebuild *rb, unsigned state, uint64_t done,
 	uv_async_send(&rb->wake);
 }
 
-static void
-throttle(struct bft_rebuild *rb, double start, uint64_t bytes)
+/*
+ * Whether clients read or wrote through this server within the last
+ * BUSY_S: the rebuild then runs at --rebuild-busy-rate.
+ */
+static bool
+clients_busy(struct bft_rebuild *rb)
 {
+	uint64_t seen = atomic_load_explicit(&rb->h->io_requests,
+	    memory_order_relaxed);
+	double now = rb_now_s();
+
+	if (seen != rb->io_seen) {
+		rb->io_seen = seen;
+		rb->io_seen_at = now;
+	}
+	return rb->io_seen_at > 0 && now - rb->io_seen_at < BUSY_S;
+}
+
+/*
+ * Paces one batch of bytes that began at batch_start: at the busy rate
+ * (the lower of the two limits) while clients use this server, else at
+ * --rebuild-rate.  A limit of 0 is none.
+ */
+static void
+throttle(struct bft_rebuild *rb, double batch_start, uint64_t bytes)
+{
+	uint64_t rate = rb->o.rate;
 	double ahead;
 
-	if (rb->o.rate == 0)
+	if (clients_busy(rb) && rb->o.busy_rate != 0 &&
+	    (rate == 0 || rb->o.busy_rate < rate))
+		rate = rb->o.busy_rate;
+	if (rate == 0)
 		return;
-	ahead = (double)bytes / (double)rb->o.rate - (rb_now_s() - start);
+	ahead = (double)bytes / (double)rate - (rb_now_s() - batch_start);
 	if (ahead > 0)
 		pause_s(rb, ahead, false);
 }
@@ -246,6 +274,7 @@ rebuild_todo(struct bft_rebuild *rb)
 	    k += BFTBLK_PEER_BATCH) {
 		unsigned nb = total - k < BFTBLK_PEER_BATCH ?
 		    (unsigned)(total - k) : BFTBLK_PEER_BATCH, ns = 0;
+		double batch_start = rb_now_s();
 
 		/* todo[failed..] is rewritten behind the read position. */
 		memcpy(batch, rb->todo + k, nb * sizeof batch[0]);
@@ -261,7 +290,7 @@ rebuild_todo(struct bft_rebuild *rb)
 			    false);
 			last = rb_now_s();
 		}
-		throttle(rb, start, bytes);
+		throttle(rb, batch_start, (uint64_t)nb * BFT_BLOCK_SIZE);
 	}
 	rb_close_libs(rb);
 	if (total > 0)

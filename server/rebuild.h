@@ -39,6 +39,12 @@
  * --rebuild-interval (s between comparisons once caught up).
  */
 #define BFT_REBUILD_DEFAULT_RATE	(100u * 1000 * 1000)
+/*
+ * Default of --rebuild-busy-rate: the rebuild gives way to clients'
+ * reads and writes while this server has served some within the last
+ * second.
+ */
+#define BFT_REBUILD_DEFAULT_BUSY_RATE	(25u * 1000 * 1000)
 #define BFT_REBUILD_DEFAULT_INTERVAL	60
 
 struct bft_rebuild_opts {
@@ -46,6 +52,7 @@ struct bft_rebuild_opts {
 	const char *key_path;		/* this server's key file */
 	const char *data_dir;		/* holds the marker of a new server */
 	uint64_t rate;			/* bytes/s of blocks rebuilt; 0: no limit */
+	uint64_t busy_rate;		/* ... while clients use the server */
 	unsigned interval_s;		/* between passes once caught up */
 };
 

@@ -63,6 +63,8 @@ struct bft_rebuild {
 	uint64_t *todo;
 	size_t ntodo, todocap;
 	uint64_t bytes;
+	uint64_t io_seen;		/* the handler's io_requests, last look */
+	double io_seen_at;		/* when it last changed */
 	bool warned_wait;
 	uint32_t answered;		/* peers that answered this pass's scan */
 	unsigned passes;
