@@ -3,7 +3,9 @@
  * the client hello names the client by its public key, which must be
  * listed in bftblk.conf, as a client's or as another server's (a peer);
  * the client finish proves the client holds the matching secret.  Until
- * then nothing the client sends is decoded.
+ * then nothing the client sends is decoded, the connection counts only
+ * in the pool of unauthenticated ones (preauth.h), and what goes wrong
+ * is logged sparingly: anyone can send garbage.
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,14 +13,19 @@
 #include "log.h"
 #include "net_int.h"
 
-/* Sends a refusal in the clear and closes once it is written. */
+/*
+ * Sends a refusal in the clear and closes once it is written; what is
+ * logged is "refused: " and what (the status's name unless given).
+ */
 static int
-refuse(struct conn *c, enum bft_chan_status st, const char *detail)
+refuse(struct conn *c, const char *what, enum bft_chan_status st,
+    const char *detail)
 {
 	uint8_t sh[BFT_CHAN_SHELLO_LEN];
 
-	bft_log("conn %s: refused: %s%s", c->peer, bft_chan_status_str(st),
-	    detail);
+	bft_preauth_note(c->net, c->addr, st == BFT_CHAN_TOO_MANY ?
+	    BFT_PA_REFUSED : BFT_PA_FAILED, "conn %s: refused: %s%s", c->peer,
+	    what ? what : bft_chan_status_str(st), detail);
 	bft_chan_server_refuse(st, sh);
 	if (bft_buf_append(&c->out, sh, sizeof sh) < 0) {
 		bft_net_conn_fail(c, "out of memory");
@@ -40,17 +47,17 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 	bool oom;
 
 	if (bft_chan_parse_hello(ch, &h) < 0)
-		return refuse(c, BFT_CHAN_BAD_HELLO, " (not a bftblk client, or "
+		return refuse(c, NULL, BFT_CHAN_BAD_HELLO, " (not a bftblk client, or "
 		    "another version)");
 	if (memcmp(h.cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN) != 0 ||
 	    h.server_index != net->key->index)
-		return refuse(c, BFT_CHAN_WRONG_CLUSTER, "");
+		return refuse(c, NULL, BFT_CHAN_WRONG_CLUSTER, "");
 	if (h.mode != cfg->channel)
-		return refuse(c, BFT_CHAN_WRONG_MODE, "");
+		return refuse(c, NULL, BFT_CHAN_WRONG_MODE, "");
 	bft_chan_fingerprint(h.client_pk, fp);
 	/* Nothing is gained by a server reading from itself. */
 	if (memcmp(h.client_pk, cfg->server_pk[net->key->index], 32) == 0)
-		return refuse(c, BFT_CHAN_UNKNOWN_CLIENT, ": it is this "
+		return refuse(c, NULL, BFT_CHAN_UNKNOWN_CLIENT, ": it is this "
 		    "server's own key, which it never lets in");
 	cl = bft_quota_get(&net->quotas, h.client_pk, &oom);
 	if (cl == NULL) {
@@ -59,16 +66,22 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 			return -1;
 		}
 		snprintf(detail, sizeof detail, " (key %s...)", fp);
-		return refuse(c, BFT_CHAN_UNKNOWN_CLIENT, detail);
+		return refuse(c, NULL, BFT_CHAN_UNKNOWN_CLIENT, detail);
 	}
 	if (cl->nconns >= net->quotas.max_conns) {
 		snprintf(detail, sizeof detail, ": client %s has %u "
 		    "(--max-client-conns)", cl->name, cl->nconns);
-		return refuse(c, BFT_CHAN_TOO_MANY, detail);
+		return refuse(c, NULL, BFT_CHAN_TOO_MANY, detail);
+	}
+	/* Said now, in the clear, rather than by a close after the finish. */
+	if (net->nconns >= net->max_conns) {
+		snprintf(detail, sizeof detail, "%u connections open "
+		    "(--max-conns)", net->nconns);
+		return refuse(c, detail, BFT_CHAN_TOO_MANY, "");
 	}
 	if (bft_chan_server_accept(&net->key->chan, ch, &h,
 	    bft_chan_ciphers(), &c->chan, sh) < 0)
-		return refuse(c, h.ciphers & bft_chan_ciphers() ?
+		return refuse(c, NULL, h.ciphers & bft_chan_ciphers() ?
 		    BFT_CHAN_BAD_HELLO : BFT_CHAN_NO_CIPHER, "");
 	if (bft_buf_append(&c->out, sh, sizeof sh) < 0) {
 		bft_net_conn_fail(c, "out of memory");
@@ -84,7 +97,10 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 	return 0;
 }
 
-/* The finish verified: the connection now counts for its client. */
+/*
+ * The finish verified: the connection now counts for its client and
+ * takes one of the --max-conns slots.
+ */
 static int
 admit(struct conn *c)
 {
@@ -106,8 +122,18 @@ admit(struct conn *c)
 		bft_net_conn_fail(c, detail);
 		return -1;
 	}
+	if (net->nconns >= net->max_conns) {
+		snprintf(detail, sizeof detail, "%u connections open "
+		    "(--max-conns)", net->nconns);
+		bft_net_conn_fail(c, detail);
+		return -1;
+	}
 	c->client = cl;
 	cl->nconns++;
+	/* Out of the unauthenticated pool, into an authenticated slot. */
+	bft_preauth_remove(c);
+	c->slot = true;
+	net->nconns++;
 	snprintf(c->peer + strlen(c->peer), sizeof c->peer - strlen(c->peer),
 	    "/%s", cl->name);
 	return 0;

@@ -1,15 +1,18 @@
 /*
- * The server's listeners: TCP (IPv4 or IPv6) and a unix socket.
+ * The server's listeners: TCP (IPv4 or IPv6) and a unix socket, and
+ * the accepting of their connections.
  */
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "net.h"
 #include "net_int.h"
 
@@ -20,6 +23,81 @@ append_where(struct bft_net *net, const char *what)
 
 	snprintf(net->where + len, sizeof net->where - len, "%s%s",
 	    len ? " and " : "", what);
+}
+
+/* Names c for the log ("ip:port"), and its source address for preauth.h. */
+static void
+peer_name(struct conn *c, bool is_unix)
+{
+	struct sockaddr_storage ss;
+	char *ip = c->addr;
+	int len = sizeof ss;
+
+	if (is_unix) {
+		snprintf(c->addr, sizeof c->addr, "unix");
+		snprintf(c->peer, sizeof c->peer, "unix#%llu",
+		    (unsigned long long)++c->net->unix_seq);
+		return;
+	}
+	if (uv_tcp_getpeername(&c->u.tcp, (struct sockaddr *)&ss, &len) < 0) {
+		snprintf(c->addr, sizeof c->addr, "?");
+		snprintf(c->peer, sizeof c->peer, "?");
+		return;
+	}
+	if (ss.ss_family == AF_INET6) {
+		uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof c->addr);
+		snprintf(c->peer, sizeof c->peer, "[%s]:%u", ip,
+		    ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+	} else {
+		uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof c->addr);
+		snprintf(c->peer, sizeof c->peer, "%s:%u", ip,
+		    ntohs(((struct sockaddr_in *)&ss)->sin_port));
+	}
+}
+
+/*
+ * Every connection is accepted: closing a connection the server has no
+ * room for, rather than not accepting it, keeps the listen backlog from
+ * filling with clients that wait forever.
+ */
+static void
+on_connection(uv_stream_t *server, int status)
+{
+	struct bft_net *net = server->data;
+	bool is_unix = server->type == UV_NAMED_PIPE;
+	struct conn *c;
+	int err;
+
+	if (status < 0) {
+		bft_preauth_note(net, NULL, BFT_PA_REFUSED, "accept: %s",
+		    uv_strerror(status));
+		return;
+	}
+	c = calloc(1, sizeof *c);
+	if (c == NULL) {
+		bft_preauth_note(net, NULL, BFT_PA_REFUSED,
+		    "accept: out of memory");
+		return;
+	}
+	c->net = net;
+	err = is_unix ? uv_pipe_init(net->loop, &c->u.pipe, 0) :
+	    uv_tcp_init(net->loop, &c->u.tcp);
+	if (err < 0) {
+		bft_preauth_note(net, NULL, BFT_PA_REFUSED, "accept: %s",
+		    uv_strerror(err));
+		free(c);
+		return;
+	}
+	c->u.handle.data = c;
+	err = uv_accept(server, &c->u.stream);
+	if (err < 0) {
+		bft_preauth_note(net, NULL, BFT_PA_REFUSED, "accept: %s",
+		    uv_strerror(err));
+		bft_net_conn_close(c);
+		return;
+	}
+	peer_name(c, is_unix);
+	bft_net_conn_open(c, is_unix);
 }
 
 int
@@ -50,7 +128,7 @@ bft_net_listen_tcp(struct bft_net *net, const char *host, uint16_t port,
 	}
 	freeaddrinfo(ai);
 	if (e == 0)
-		e = uv_listen(&net->tcp.u.stream, SOMAXCONN, bft_net_on_connection);
+		e = uv_listen(&net->tcp.u.stream, SOMAXCONN, on_connection);
 	if (e == 0)
 		e = uv_tcp_getsockname(&net->tcp.u.tcp, (struct sockaddr *)&ss,
 		    &len);
@@ -121,7 +199,7 @@ bft_net_listen_unix(struct bft_net *net, const char *path, char *err,
 	if (e == 0) {
 		/* From here on the file is ours to remove at shutdown. */
 		snprintf(net->unix_path, sizeof net->unix_path, "%s", path);
-		e = uv_listen(&net->unx.u.stream, SOMAXCONN, bft_net_on_connection);
+		e = uv_listen(&net->unx.u.stream, SOMAXCONN, on_connection);
 	}
 	if (e < 0) {
 		snprintf(err, errlen, "cannot listen on unix socket %s: %s",

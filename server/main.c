@@ -65,7 +65,9 @@ usage(FILE *f)
 	    "                     [--rebuild-interval S]\n"
 	    "                     [--scrub-rate MB] [--scrub-interval S]\n"
 	    "                     [--handshake-timeout MS] "
-	    "[--client-store-window MS]\n" BFT_TEST_USAGE);
+	    "[--client-store-window MS]\n"
+	    "                     [--max-preauth N] [--max-preauth-per-addr N]\n"
+	    BFT_TEST_USAGE);
 }
 
 /* A decimal number from min to 1000000; 0 or -1. */
@@ -147,6 +149,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "max-client-stores", required_argument, NULL, 'T' },
 		{ "client-store-window", required_argument, NULL, 'W' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
+		{ "max-preauth", required_argument, NULL, 'A' },
+		{ "max-preauth-per-addr", required_argument, NULL, 'a' },
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -215,11 +219,15 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'I':
 		case 'T':
 		case 'W':
-		case 'H': {
+		case 'H':
+		case 'A':
+		case 'a': {
 			unsigned v, *dst = ch == 'C' ? &o->lim.max_conns :
 			    ch == 'M' ? &o->lim.max_client_conns :
 			    ch == 'I' ? &o->lim.max_inflight :
-			    ch == 'T' ? &o->lim.max_client_stores : &v;
+			    ch == 'T' ? &o->lim.max_client_stores :
+			    ch == 'A' ? &o->lim.max_preauth :
+			    ch == 'a' ? &o->lim.max_preauth_per_addr : &v;
 
 			if (parse_count(optarg, dst) < 0) {
 				bft_log("%s: not a count: %s",

@@ -45,6 +45,7 @@ bft_net_new(uv_loop_t *loop, struct bft_handler *h,
 	if (net->lim.handshake_ms == 0)
 		net->lim.handshake_ms = BFT_DEFAULT_HANDSHAKE_MS;
 	net->max_conns = net->lim.max_conns;
+	bft_preauth_init(&net->pa, lim->max_preauth, lim->max_preauth_per_addr);
 	bft_quota_init(&net->quotas, h->cfg, key->index,
 	    lim->max_client_conns, lim->max_client_stores,
 	    lim->store_window_ms);
@@ -75,8 +76,9 @@ on_conn_closed(uv_handle_t *handle)
 			c->net->conns = c->next;
 		if (c->next)
 			c->next->prev = c->prev;
-		c->net->nconns--;
 	}
+	if (c->slot)
+		c->net->nconns--;
 	free(c->rbuf);
 	bft_buf_free(&c->out);
 	bft_buf_free(&c->wbuf);
@@ -85,21 +87,29 @@ on_conn_closed(uv_handle_t *handle)
 	free(c);
 }
 
-static void
-conn_close(struct conn *c)
+void
+bft_net_conn_close(struct conn *c)
 {
 	if (c->closing)
 		return;
 	c->closing = true;
+	bft_preauth_remove(c);
 	bft_test_conn_close(c);
 	/* libuv cancels a write in flight; its callback runs before ours. */
 	uv_close(&c->u.handle, on_conn_closed);
 }
 
+#define conn_close bft_net_conn_close
+
 void
 bft_net_conn_fail(struct conn *c, const char *reason)
 {
-	bft_log("conn %s: closing: %s", c->peer, reason);
+	/* Anyone can cause these before the handshake: not one line each. */
+	if (c->hs != HS_DONE)
+		bft_preauth_note(c->net, c->addr, BFT_PA_FAILED,
+		    "conn %s: closing: %s", c->peer, reason);
+	else
+		bft_log("conn %s: closing: %s", c->peer, reason);
 	conn_close(c);
 }
 
@@ -198,10 +208,11 @@ flush(struct conn *c)
 	c->wreq.data = c;
 	err = uv_write(&c->wreq, &c->u.stream, &b, 1, on_written);
 	if (err < 0) {
+		char why[128];
+
 		c->wbuf.len = 0;
-		bft_log("conn %s: closing: write: %s", c->peer,
-		    uv_strerror(err));
-		conn_close(c);
+		snprintf(why, sizeof why, "write: %s", uv_strerror(err));
+		conn_fail(c, why);
 		return;
 	}
 	c->writing = true;
@@ -231,10 +242,14 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 			 * A client may shut down its side right after its last
 			 * request; it still gets the replies already due.
 			 */
-			if (c->rend > c->rstart)
+			if (c->rend > c->rstart && c->hs != HS_DONE)
+				bft_preauth_note(c->net, c->addr, BFT_PA_FAILED,
+				    "conn %s: closed by peer in the middle of a "
+				    "handshake (%zu bytes unread)", c->peer,
+				    c->rend - c->rstart);
+			else if (c->rend > c->rstart)
 				bft_log("conn %s: closed by peer in the middle "
-				    "of a %s (%zu bytes unread)", c->peer,
-				    c->hs == HS_DONE ? "frame" : "handshake",
+				    "of a frame (%zu bytes unread)", c->peer,
 				    c->rend - c->rstart);
 			else
 				bft_debug("conn %s: closed by peer", c->peer);
@@ -461,81 +476,19 @@ process(struct conn *c)
 	}
 }
 
-static void
-peer_name(struct conn *c, bool is_unix)
-{
-	struct sockaddr_storage ss;
-	char ip[INET6_ADDRSTRLEN];
-	int len = sizeof ss;
-
-	if (is_unix) {
-		snprintf(c->peer, sizeof c->peer, "unix#%llu",
-		    (unsigned long long)++c->net->unix_seq);
-		return;
-	}
-	if (uv_tcp_getpeername(&c->u.tcp, (struct sockaddr *)&ss, &len) < 0) {
-		snprintf(c->peer, sizeof c->peer, "?");
-		return;
-	}
-	if (ss.ss_family == AF_INET6) {
-		uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
-		snprintf(c->peer, sizeof c->peer, "[%s]:%u", ip,
-		    ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
-	} else {
-		uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
-		snprintf(c->peer, sizeof c->peer, "%s:%u", ip,
-		    ntohs(((struct sockaddr_in *)&ss)->sin_port));
-	}
-}
-
+/*
+ * Takes in c, accepted and named by listen.c: it joins the pool of
+ * unauthenticated connections (preauth.h) and its handshake starts.
+ */
 void
-bft_net_on_connection(uv_stream_t *server, int status)
+bft_net_conn_open(struct conn *c, bool is_unix)
 {
-	struct bft_net *net = server->data;
-	bool is_unix = server->type == UV_NAMED_PIPE;
-	struct conn *c;
-	int err;
+	struct bft_net *net = c->net;
 
-	if (status < 0) {
-		bft_log("accept: %s", uv_strerror(status));
-		return;
-	}
-	c = calloc(1, sizeof *c);
-	if (c == NULL) {
-		bft_log("accept: out of memory");
-		return;
-	}
-	c->net = net;
-	err = is_unix ? uv_pipe_init(net->loop, &c->u.pipe, 0) :
-	    uv_tcp_init(net->loop, &c->u.tcp);
-	if (err < 0) {
-		bft_log("accept: %s", uv_strerror(err));
-		free(c);
-		return;
-	}
-	c->u.handle.data = c;
-	err = uv_accept(server, &c->u.stream);
-	if (err < 0) {
-		bft_log("accept: %s", uv_strerror(err));
-		conn_close(c);
-		return;
-	}
-	peer_name(c, is_unix);
-	/*
-	 * Accepting and closing at once, rather than not accepting, keeps
-	 * the listen backlog from filling with clients that wait forever.
-	 */
 	c->accepted_ms = uv_now(net->loop);
-	if (net->nconns >= net->max_conns) {
-		net->refused++;
-		bft_log("conn %s: refused: %u connections open (--max-conns), "
-		    "%llu refused so far", c->peer, net->nconns,
-		    (unsigned long long)net->refused);
-		conn_close(c);
-		return;
-	}
 	if (bft_test_conn_open(c, send_held) < 0) {
-		bft_log("conn %s: refused: out of memory", c->peer);
+		bft_preauth_note(net, c->addr, BFT_PA_REFUSED,
+		    "conn %s: refused: out of memory", c->peer);
 		conn_close(c);
 		return;
 	}
@@ -546,8 +499,9 @@ bft_net_on_connection(uv_stream_t *server, int status)
 	if (net->conns)
 		net->conns->prev = c;
 	net->conns = c;
-	net->nconns++;
-	bft_debug("conn %s: connected (%u open)", c->peer, net->nconns);
+	bft_preauth_add(net, c);
+	bft_debug("conn %s: connected (%u authenticated, %u not yet)",
+	    c->peer, net->nconns, net->pa.count);
 	process(c);
 }
 
@@ -596,8 +550,10 @@ on_tick(uv_timer_t *t)
 	struct conn *c;
 	char why[96];
 
+	bft_preauth_tick(net, now);
+	/* Authenticated, and still no HELLO. */
 	for (c = net->conns; c != NULL; c = c->next) {
-		if (c->closing || c->hello_ok ||
+		if (c->closing || c->hello_ok || c->hs != HS_DONE ||
 		    now - c->accepted_ms < net->lim.handshake_ms)
 			continue;
 		snprintf(why, sizeof why, "no handshake and HELLO within %llu "

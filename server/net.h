@@ -17,7 +17,7 @@
 
 #define BFT_DEFAULT_MAX_CONNS		256
 #define BFT_DEFAULT_MAX_INFLIGHT	4096
-#define BFT_DEFAULT_HANDSHAKE_MS	10000
+#define BFT_DEFAULT_HANDSHAKE_MS	5000
 
 struct bft_net;
 
@@ -25,11 +25,15 @@ struct bft_net;
  * What one client may hold of a server.  Memory per connection is at
  * most a read buffer of one frame (BFT_MAX_FRAME) plus its queued
  * replies (8 MiB, or max_inflight replies); so the server's is bounded
- * by max_conns of those plus each client's pending-STORE list.  Zero
- * picks the default.
+ * by max_conns of those plus each client's pending-STORE list.  Before
+ * it has proven a key a connection holds at most one client hello and
+ * one finish, and counts in a pool of its own (preauth.h) instead of
+ * max_conns.  Zero picks the default.
  */
 struct bft_net_limits {
-	unsigned max_conns;		/* connections in all */
+	unsigned max_conns;		/* authenticated connections */
+	unsigned max_preauth;		/* unauthenticated ones in all */
+	unsigned max_preauth_per_addr;	/* those per source address */
 	unsigned max_client_conns;	/* connections per client identity */
 	unsigned max_inflight;		/* unanswered requests per connection */
 	unsigned max_client_stores;	/* STOREs above lc per client */

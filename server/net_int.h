@@ -1,8 +1,9 @@
 /*
  * What the server's network files share: the connection and listener
  * state.  net.c moves bytes and frames, listen.c opens the listeners,
- * handshake.c authenticates a new connection, quota.c keeps what is
- * known of each client identity.
+ * handshake.c authenticates a new connection, preauth.c bounds the
+ * connections that have not yet, quota.c keeps what is known of each
+ * client identity.
  */
 #ifndef BFTBLK_NET_INT_H
 #define BFTBLK_NET_INT_H
@@ -17,6 +18,7 @@
 #include "quota.h"
 #include "handler.h"
 #include "net.h"
+#include "preauth.h"
 #include "wire.h"
 
 #define READ_CHUNK	(64u * 1024)
@@ -37,9 +39,13 @@ union bft_stream {
 struct conn {
 	union bft_stream u;
 	struct bft_net *net;
-	struct conn *prev, *next;
-	bool linked;		/* counted in nconns */
+	struct conn *prev, *next;	/* net->conns: every connection */
+	bool linked;		/* in net->conns */
+	bool slot;		/* authenticated: counted in nconns */
+	bool preauth;		/* in net->pa (preauth.h) */
+	struct conn *pa_prev, *pa_next;
 	char peer[80];
+	char addr[BFT_PREAUTH_ADDR_LEN];	/* source address, or "unix" */
 	uint8_t *rbuf;
 	size_t rstart, rend, rcap;
 	struct bft_buf out;	/* encoded replies not yet handed to libuv */
@@ -65,17 +71,18 @@ struct listener {
 struct bft_net {
 	uv_loop_t *loop;
 	struct bft_handler *h;
-	unsigned n, max_conns, nconns;
+	unsigned n, max_conns, nconns;	/* nconns: authenticated ones */
 	struct listener tcp, unx;
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char where[BFT_HOST_LEN + sizeof(((struct sockaddr_un *)0)->sun_path)
 	    + 32];
 	struct conn *conns;
-	uint64_t refused, unix_seq;
+	uint64_t unix_seq;
 	bool shut;
 	const struct bft_server_key *key;
 	struct bft_quotas quotas;
 	struct bft_net_limits lim;
+	struct bft_preauth pa;		/* not yet authenticated */
 	uv_timer_t tick;		/* handshake deadlines */
 	bool tick_open;
 	uint64_t eperm, elimit;		/* requests refused by role, bound */
@@ -85,8 +92,12 @@ struct bft_net {
 
 
 /* net.c */
-void bft_net_on_connection(uv_stream_t *server, int status);
+/* A connection listen.c accepted and named: its handshake starts. */
+void bft_net_conn_open(struct conn *c, bool is_unix);
+/* Logs why c is closed (sparingly before it authenticated) and closes. */
 void bft_net_conn_fail(struct conn *c, const char *reason);
+/* Closes c without a word. */
+void bft_net_conn_close(struct conn *c);
 
 /* handshake.c: consumes handshake bytes from c's read buffer.  Returns
  * 1 when more bytes are needed, 0 when the channel is up, -1 when c was

@@ -2,7 +2,8 @@
 # The server's resource limits (t=1): each refuses with a clear log line
 # while the server keeps serving everyone else.  Server 0 runs with
 #   --max-conns 6 --max-client-conns 3 --max-client-stores 8
-#   --client-store-window 5000 --max-inflight 32 --max-pending 64 -v
+#   --client-store-window 5000 --max-inflight 32 --max-pending 64
+#   --max-preauth-per-addr 5 -v
 # (-v for the debug line of a paused connection; --max-pending, the cap
 # per block, well above the cap per client tested here).
 #
@@ -18,10 +19,14 @@
 #    bftblk-testclient probe under client.key must get a channel (no
 #    "channel refused", the old failure being status 5) and CLOCK and
 #    COLLECT answered ok; server 0 logs no "too many connections for
-#    this client" meanwhile.  (4 hellos + nbdkit + probe = --max-conns.)
-# 3. --max-conns: five raw connections fill server 0 up to 6 with
-#    nbdkit's; two more are closed at once, logged, while the first five
-#    stay open.
+#    this client" meanwhile.  (The hellos and the probe's handshake are
+#    5 unauthenticated connections, within --max-preauth-per-addr.)
+# 3. --max-conns counts authenticated connections: two handshakes under
+#    client.key and three under other.key fill server 0 up to 6 with
+#    nbdkit's; one more under stutterer.key gets status 5, logged.
+#    --max-preauth-per-addr 5: of seven raw connections that never send
+#    a byte, the two oldest are closed and the five newest stay open
+#    (they never counted against --max-conns).
 # 4. --max-client-stores: a writer "stutterer" (its own identity)
 #    STOREs 8 new versions of block 50 at server 0 and completes the
 #    last, which retires all 8; then STOREs 12 more without completing:
@@ -51,9 +56,12 @@ STORE_WINDOW_MS=5000
 MAX_INFLIGHT=32
 RSS_MAX_KB=$((48 * 1024))
 
+MAX_PREAUTH_PER_ADDR=5
+
 export SERVER_ARGS_0="-v --max-conns $MAX_CONNS --max-client-conns
     $MAX_CLIENT_CONNS --max-client-stores $MAX_STORES --client-store-window
-    $STORE_WINDOW_MS --max-inflight $MAX_INFLIGHT --max-pending 64"
+    $STORE_WINDOW_MS --max-inflight $MAX_INFLIGHT --max-pending 64
+    --max-preauth-per-addr $MAX_PREAUTH_PER_ADDR"
 cluster_start 1
 CONF=$CLUSTER_DIR/bftblk.conf
 nbdkit_start nbd
@@ -151,23 +159,45 @@ if case == 'client-conns':
     for s in held:
         if not still_open(s):
             sys.exit('an accepted connection was closed')
-elif case == 'conns':
-    # conns ALLOWED EXTRA: ALLOWED raw connections stay open, EXTRA more
-    # are closed by the server at once.
+elif case == 'slots':
+    # slots KEY COUNT KEY COUNT LAST_KEY: COUNT handshakes under each KEY
+    # are accepted; one more under LAST_KEY gets status 5.
+    held = []
+    for key, count in ((sys.argv[5], sys.argv[6]), (sys.argv[7],
+                                                    sys.argv[8])):
+        for k in range(int(count)):
+            s = bftchan.connect(cl, index)
+            bftchan.handshake(s, cl, index, bftchan.client_sk(key))
+            held.append(s)
+    print('%d handshakes accepted' % len(held))
+    s = bftchan.connect(cl, index)
+    try:
+        bftchan.handshake(s, cl, index, bftchan.client_sk(sys.argv[9]))
+    except bftchan.Refused as e:
+        print('one more: %s' % e)
+        if e.status != 5:
+            sys.exit('wanted status 5 (too many connections)')
+    else:
+        sys.exit('a handshake over --max-conns was accepted')
+elif case == 'preauth':
+    # preauth ALLOWED EXTRA: of ALLOWED + EXTRA raw connections that
+    # send nothing, the server closes the EXTRA oldest at once and keeps
+    # the ALLOWED newest.
     allowed, extra = int(sys.argv[5]), int(sys.argv[6])
-    held = [bftchan.connect(cl, index) for _ in range(allowed)]
-    time.sleep(0.5)
-    for k in range(extra):
-        s = bftchan.connect(cl, index)
+    socks = []
+    for _ in range(allowed + extra):
+        socks.append(bftchan.connect(cl, index))
+        time.sleep(0.05)
+    for k, s in enumerate(socks[:extra]):
         t0 = time.monotonic()
         if still_open(s, wait=3):
-            sys.exit('connection %d over the limit stayed open' % (k + 1))
-        print('connection %d over the limit: closed after %.2f s'
+            sys.exit('old connection %d stayed open' % (k + 1))
+        print('old connection %d: closed after %.2f s'
               % (k + 1, time.monotonic() - t0))
-    for k, s in enumerate(held):
+    for k, s in enumerate(socks[extra:]):
         if not still_open(s, wait=0.1):
-            sys.exit('connection %d within the limit was closed' % (k + 1))
-    print('%d connections within the limit still open' % allowed)
+            sys.exit('new connection %d was closed' % (k + 1))
+    print('the %d newest connections still open' % allowed)
 elif case == 'hellos':
     # hellos NAME COUNT OUT CMD...: COUNT connections each send a client
     # hello with NAME's public key from bftblk.conf (what anyone can
@@ -264,9 +294,18 @@ io_check "unfinished hellos"
 
 log "3. --max-conns $MAX_CONNS (nbdkit holds one)"
 offset=$(stat -c %s "$vlog")
-conns conns $((MAX_CONNS - 1)) 2 || fail "--max-conns not enforced"
+conns slots "$CLUSTER_DIR/client.key" $((MAX_CLIENT_CONNS - 1)) \
+    "$CLUSTER_DIR/other.key" $((MAX_CONNS - MAX_CLIENT_CONNS)) \
+    "$CLUSTER_DIR/stutterer.key" || fail "--max-conns not enforced"
 wait_vlog "$offset" "refused: $MAX_CONNS connections open (--max-conns)" \
     max-conns
+drained max-conns
+log "3b. --max-preauth-per-addr $MAX_PREAUTH_PER_ADDR"
+offset=$(stat -c %s "$vlog")
+conns preauth "$MAX_PREAUTH_PER_ADDR" 2 ||
+    fail "--max-preauth-per-addr not enforced"
+wait_vlog "$offset" "the oldest of $MAX_PREAUTH_PER_ADDR (--max-preauth-per-addr)" \
+    max-preauth-per-addr
 # The held connections are gone once the server has seen them close.
 drained max-conns
 io_check max-conns

@@ -37,7 +37,10 @@ VICTIM=0
 HS_TIMEOUT_MS=2000
 
 export CLUSTER_CHANNEL=plain
-export SERVER_ARGS_0="--handshake-timeout $HS_TIMEOUT_MS"
+# -v: a server logs one line for the first of a run of refused or failed
+# handshakes, then a summary every 10 s; with -v each has its own line,
+# and the cases look for their reasons there.
+export SERVER_ARGS_0="-v --handshake-timeout $HS_TIMEOUT_MS"
 cluster_start 1
 grep -q '^channel *= *plain' "$CLUSTER_DIR/bftblk.conf" ||
     fail "keygen --channel plain did not write channel = plain"
