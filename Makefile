@@ -18,6 +18,8 @@
 #                        fragment hashing and MACs off (no BFT; refuses
 #                        to run without BFTBLK_BENCH_NOVERIFY=1)
 #   make bench-overhead  bftblk with and without hashing/MACs, alternated
+#   make bench-latency   64 KiB read/write latency with server 0 slowed by
+#                        0, 2, 5 and 20 ms (a delay proxy on its link)
 
 SAN ?=
 # Benchmark-only: common/crypto.c then computes no hash or MAC (see
@@ -265,6 +267,11 @@ bench: all
 bench-overhead:
 	fio-jobs/bench-overhead
 
+# Latency with one slow server: a delay proxy (tests/tools/delay-proxy.py)
+# in front of server 0, 64 KiB reads and writes at iodepth=1 per delay.
+bench-latency:
+	BUILD=$(BUILD) fio-jobs/bench-latency
+
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang into their
 # own directory: every object gets coverage instrumentation and ASan +
 # UBSan; common/log.c is left out for the harnesses' quiet log sink.
@@ -310,7 +317,7 @@ clean:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system \
-	run stop bench bench-overhead fuzz fuzz-build clean
+	run stop bench bench-overhead bench-latency fuzz fuzz-build clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \
 	-type f 2>/dev/null)
