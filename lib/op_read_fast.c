@@ -26,12 +26,13 @@
 #include "crypto.h"
 
 /*
- * After n-t replies with fewer than k good fragments (some replier sent
- * a bad one, or none), how long to wait for asked-for fragments still on
- * their way.  The loop's tick checks it, so the wait is between
- * FRAG_WAIT_MS and FRAG_WAIT_MS + TICK_MS; only a faulty server among
- * the repliers together with a dead or slow one makes it run out, and
- * then FRAG_AVOID_MS keeps it from happening again at once.
+ * After n-t replies that do not decide yet (fewer than k good fragments,
+ * or fewer than n-t on one candidate: a replier lied, or missed the
+ * latest write), how long to wait for the other replies.  The loop's
+ * tick checks it, so the wait is between FRAG_WAIT_MS and FRAG_WAIT_MS +
+ * TICK_MS; only such a replier together with a dead or slow server makes
+ * it run out, and then FRAG_AVOID_MS keeps it from happening again at
+ * once when the fault was a fragment.
  */
 #define FRAG_WAIT_MS	20
 #define FRAG_AVOID_MS	2000
