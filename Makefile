@@ -19,6 +19,8 @@
 #                        fragment hashing and MACs off (no BFT; refuses
 #                        to run without BFTBLK_BENCH_NOVERIFY=1)
 #   make bench-overhead  bftblk with and without hashing/MACs, alternated
+#   make bench-latency   64 KiB read/write latency with server 0 slowed by
+#                        0, 2, 5 and 20 ms (a delay proxy on its link)
 
 SAN ?=
 # Benchmark-only: common/crypto.c then computes no hash or MAC (see
@@ -272,6 +274,11 @@ bench-rebuild: all
 bench-overhead:
 	fio-jobs/bench-overhead
 
+# Latency with one slow server: a delay proxy (tests/tools/delay-proxy.py)
+# in front of server 0, 64 KiB reads and writes at iodepth=1 per delay.
+bench-latency:
+	BUILD=$(BUILD) fio-jobs/bench-latency
+
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang into their
 # own directory: every object gets coverage instrumentation and ASan +
 # UBSan; common/log.c is left out for the harnesses' quiet log sink.
@@ -317,7 +324,8 @@ clean:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system \
-	run stop bench bench-rebuild bench-overhead fuzz fuzz-build clean
+	run stop bench bench-rebuild bench-overhead bench-latency fuzz fuzz-build \
+	clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \
 	-type f 2>/dev/null)

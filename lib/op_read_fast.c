@@ -5,11 +5,17 @@
  * Why that is linearizable is in common/predicates.c (bft_fast_read())
  * and the README; this file only feeds the predicate and acts on it.
  *
- * COLLECT asks k = t+1 servers for their fragment of lc, the data
- * fragments 0..k-1 when it can (decoding them is a copy), so a read
- * moves about one block.  The others send lc and cc only.  A server
- * asked for a fragment that then fails to give a good one in time is
- * passed over for FRAG_AVOID_MS, so one bad or dead data server costs
+ * COLLECT asks 2t+1 = k+t servers for their fragment of lc (k = t+1),
+ * the data servers 0..k-1 first when it can (decoding their fragments
+ * is a copy), and takes the first k that verify.  k+t is the fewest
+ * that never makes a read wait for one given server: any n-t replies,
+ * which the read waits for anyway, include k of the asked, so the
+ * slowest t servers, data servers or not, are never waited for.  Only
+ * a server that answers with a bad fragment (or none), at most t of
+ * them, makes the read wait for more.  The others send lc and cc only.
+ * A read moves about (2t+1)/(t+1) blocks, 1.5 at t = 1.  A server asked
+ * for a fragment that fails to give a good one in time, or gives a bad
+ * one, is passed over for FRAG_AVOID_MS, so one bad or dead server costs
  * one fallback, not one per read.  Any disagreement falls back to the
  * FILTER round with the candidates COLLECT gathered.
  */
@@ -20,12 +26,13 @@
 #include "crypto.h"
 
 /*
- * After n-t replies, how long to wait for asked-for fragments still on
- * their way (the servers that send them answer last: their replies are
- * the long ones).  The loop's tick checks it, so the wait is between
- * FRAG_WAIT_MS and FRAG_WAIT_MS + TICK_MS; only a dead or slow server
- * makes it run out, and then FRAG_AVOID_MS keeps it from happening again
- * at once.
+ * After n-t replies that do not decide yet (fewer than k good fragments,
+ * or fewer than n-t on one candidate: a replier lied, or missed the
+ * latest write), how long to wait for the other replies.  The loop's
+ * tick checks it, so the wait is between FRAG_WAIT_MS and FRAG_WAIT_MS +
+ * TICK_MS; only such a replier together with a dead or slow server makes
+ * it run out, and then FRAG_AVOID_MS keeps it from happening again at
+ * once when the fault was a fragment.
  */
 #define FRAG_WAIT_MS	20
 #define FRAG_AVOID_MS	2000
@@ -36,7 +43,7 @@ fast_read_start(struct op *op)
 	struct bft_engine *cl = op->cl;
 	struct engine_loop *lp = cl->lp;
 	uint64_t now = uv_now(&lp->loop);
-	unsigned k = cl->t + 1;
+	unsigned ask = 2 * cl->t + 1;
 
 	memset(op->A, 0, cl->n * sizeof op->A[0]);
 	op->fast_on = true;
@@ -44,12 +51,12 @@ fast_read_start(struct op *op)
 	op->fast_have = 0;
 	op->placed = 0;
 	/*
-	 * The first k connected servers not passed over; failing that, any
-	 * k, as a server that comes back is sent its COLLECT then.
+	 * The first k+t connected servers not passed over; failing that,
+	 * any k+t, as a server that comes back is sent its COLLECT then.
 	 */
 	op->want = 0;
 	for (int pass = 0; pass < 3; pass++)
-		for (unsigned i = 0; i < cl->n && popcount32(op->want) < k;
+		for (unsigned i = 0; i < cl->n && popcount32(op->want) < ask;
 		    i++) {
 			if (pass < 2 && lp->conns[i].state != C_READY)
 				continue;
@@ -103,6 +110,34 @@ avoid(struct op *op, uint32_t bad)
 			cl->frag_avoid_until[i] = until;
 }
 
+/*
+ * The read is done: an asked server that sent a fragment under the
+ * chosen write's timestamp which does not hash to the agreed cc is a
+ * liar or has a bad disk (a correct server holds one fragment per
+ * timestamp, the writer's).  It is counted and passed over, so it
+ * cannot make the next reads wait for the other asked servers.  A
+ * fragment of another write (one the server has not seen complete, or
+ * a newer one) is not suspect.
+ */
+static void
+note_bad_fragments(struct op *op)
+{
+	struct bft_engine *cl = op->cl;
+	const struct bft_collect_reply *agreed = &op->A[op->fast_pick];
+	uint32_t bad = 0;
+
+	for (unsigned i = 0; i < cl->n; i++)
+		if ((op->want & (1u << i)) && op->A[i].present &&
+		    op->A[i].has_frag &&
+		    bft_ts_cmp(&op->A[i].lc.ts, &op->chosen.ts) == 0 &&
+		    !bft_equal(op->A[i].fh, agreed->cc[i], BFT_HASH_LEN)) {
+			bad |= 1u << i;
+			atomic_fetch_add(&cl->stats.server[i].bad_fragments, 1);
+		}
+	if (bad)
+		avoid(op, bad);
+}
+
 static void
 give_up(struct op *op)
 {
@@ -137,6 +172,7 @@ fast_read_try(struct op *op)
 		op->fast_have = have;
 		op->fast_pick = (unsigned)pick;
 		op->chosen = op->A[pick].lc;
+		note_bad_fragments(op);
 		tscache_note(cl, op->block, op->chosen.ts.num);
 		op_done(op, 0, NULL);
 		return true;
