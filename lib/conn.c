@@ -36,6 +36,7 @@ conn_send(struct conn *c, const struct bft_msg *m)
 	}
 	c->cl->lp->dirty |= 1u << c->idx;
 	c->last_tx_ms = uv_now(&c->cl->lp->loop);
+	c->sent_ns[c->nsent % LAT_RING] = uv_hrtime();
 	if (c->nsent++ == c->nrcvd)
 		c->wait_ms = c->last_tx_ms;
 }
@@ -219,6 +220,10 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		}
 		off += 4 + (size_t)flen;
 		/* Any frame shows the link alive; the rest wait from now. */
+		if (c->nrcvd < c->nsent && c->nsent - c->nrcvd <= LAT_RING &&
+		    c->state == C_READY)
+			engine_note_latency(c->cl, c->idx, uv_hrtime() -
+			    c->sent_ns[c->nrcvd % LAT_RING]);
 		if (c->nrcvd < c->nsent && ++c->nrcvd < c->nsent)
 			c->wait_ms = uv_now(&c->cl->lp->loop);
 		if (c->state == C_HELLO)

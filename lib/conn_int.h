@@ -21,6 +21,8 @@
  * C_HANDSHAKE: our client hello is out, the server's is awaited.
  * C_HELLO: the channel is up, our HELLO (geometry check) is out.
  */
+#define LAT_RING	64
+
 enum conn_state {
 	C_IDLE, C_CONNECTING, C_HANDSHAKE, C_HELLO, C_READY, C_CLOSING
 };
@@ -52,6 +54,12 @@ struct conn {
 	uint64_t state_ms;
 	uint64_t nsent, nrcvd;
 	uint64_t wait_ms, last_tx_ms;
+	/*
+	 * When each of the last LAT_RING requests went out (uv_hrtime):
+	 * a server answers a connection's requests in order, so reply
+	 * nrcvd is to request nrcvd.
+	 */
+	uint64_t sent_ns[LAT_RING];
 };
 
 struct engine_loop {
@@ -117,6 +125,8 @@ int eng_stats_file_write(struct bft_engine *cl,
 
 /* engine.c, for conn.c */
 void engine_dispatch(struct conn *c, const struct bft_msg *m);
+/* A reply of server i came ns after its request: the moving average. */
+void engine_note_latency(struct bft_engine *cl, unsigned i, uint64_t ns);
 /* A server answered HELLO: bring it into the rounds that lack it. */
 void engine_conn_ready(struct conn *c);
 /* A connection dropped: its unanswered requests must go out again. */

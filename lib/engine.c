@@ -220,6 +220,15 @@ engine_dispatch(struct conn *c, const struct bft_msg *m)
 }
 
 void
+engine_note_latency(struct bft_engine *cl, unsigned i, uint64_t ns)
+{
+	uint64_t *l = &cl->lat_ns[i];
+
+	/* Weight 1/8: a few replies move it, one outlier does not. */
+	*l = *l == 0 ? ns : *l - *l / 8 + ns / 8;
+}
+
+void
 engine_conn_ready(struct conn *c)
 {
 	struct engine_loop *lp = c->cl->lp;

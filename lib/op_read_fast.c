@@ -5,19 +5,19 @@
  * Why that is linearizable is in common/predicates.c (bft_fast_read())
  * and the README; this file only feeds the predicate and acts on it.
  *
- * COLLECT asks 2t+1 = k+t servers for their fragment of lc (k = t+1),
- * the data servers 0..k-1 first when it can (decoding their fragments
- * is a copy), and takes the first k that verify.  k+t is the fewest
- * that never makes a read wait for one given server: any n-t replies,
- * which the read waits for anyway, include k of the asked, so the
- * slowest t servers, data servers or not, are never waited for.  Only
- * a server that answers with a bad fragment (or none), at most t of
- * them, makes the read wait for more.  The others send lc and cc only.
- * A read moves about (2t+1)/(t+1) blocks, 1.5 at t = 1.  A server asked
- * for a fragment that fails to give a good one in time, or gives a bad
- * one, is passed over for FRAG_AVOID_MS, so one bad or dead server costs
- * one fallback, not one per read.  Any disagreement falls back to the
- * FILTER round with the candidates COLLECT gathered.
+ * COLLECT asks k = t+1 servers for their fragment of lc: the k that
+ * answer fastest, by the moving average of each server's reply times,
+ * with the data servers 0..k-1 preferred unless one is slower than
+ * another server by DATA_PREFERENCE_NS (their fragments decode by a
+ * copy).  So a read moves one block, and a server slower than its peers
+ * is not asked and not waited for: the read needs n-t replies, which
+ * the t slowest need not be among.  The others send lc and cc only.
+ * A server that turns slow while asked costs the reads of that moment
+ * up to FRAG_WAIT_MS (its replies, late or not, raise its average); a
+ * server asked for a fragment that fails to give a good one in time, or
+ * gives a bad one, is passed over for FRAG_AVOID_MS, so one bad or dead
+ * server costs one fallback, not one per read.  Any disagreement falls
+ * back to the FILTER round with the candidates COLLECT gathered.
  */
 #include <string.h>
 
@@ -36,6 +36,13 @@
  */
 #define FRAG_WAIT_MS	20
 #define FRAG_AVOID_MS	2000
+/*
+ * How much slower than another server a data server may answer and
+ * still be asked first: decoding its fragment is a copy where a parity
+ * fragment costs about 12 us, and a reply with a fragment takes longer
+ * to send than one without.  Below it, latencies are noise.
+ */
+#define DATA_PREFERENCE_NS	300000
 
 void
 fast_read_start(struct op *op)
@@ -43,7 +50,7 @@ fast_read_start(struct op *op)
 	struct bft_engine *cl = op->cl;
 	struct engine_loop *lp = cl->lp;
 	uint64_t now = uv_now(&lp->loop);
-	unsigned ask = 2 * cl->t + 1;
+	unsigned k = cl->t + 1;
 
 	memset(op->A, 0, cl->n * sizeof op->A[0]);
 	op->fast_on = true;
@@ -51,18 +58,33 @@ fast_read_start(struct op *op)
 	op->fast_have = 0;
 	op->placed = 0;
 	/*
-	 * The first k+t connected servers not passed over; failing that,
-	 * any k+t, as a server that comes back is sent its COLLECT then.
+	 * The k fastest connected servers not passed over; failing that,
+	 * connected ones, then any, as a server that comes back is sent its
+	 * COLLECT then.
 	 */
 	op->want = 0;
 	for (int pass = 0; pass < 3; pass++)
-		for (unsigned i = 0; i < cl->n && popcount32(op->want) < ask;
-		    i++) {
-			if (pass < 2 && lp->conns[i].state != C_READY)
-				continue;
-			if (pass < 1 && cl->frag_avoid_until[i] > now)
-				continue;
-			op->want |= 1u << i;
+		while (popcount32(op->want) < k) {
+			int best = -1;
+			int64_t best_score = 0;
+
+			for (unsigned i = 0; i < cl->n; i++) {
+				int64_t score = (int64_t)cl->lat_ns[i] -
+				    (i < k ? DATA_PREFERENCE_NS : 0);
+
+				if ((op->want & (1u << i)) ||
+				    (pass < 2 && lp->conns[i].state !=
+				    C_READY) || (pass < 1 &&
+				    cl->frag_avoid_until[i] > now))
+					continue;
+				if (best < 0 || score < best_score) {
+					best = (int)i;
+					best_score = score;
+				}
+			}
+			if (best < 0)
+				break;
+			op->want |= 1u << best;
 		}
 }
 
@@ -110,34 +132,6 @@ avoid(struct op *op, uint32_t bad)
 			cl->frag_avoid_until[i] = until;
 }
 
-/*
- * The read is done: an asked server that sent a fragment under the
- * chosen write's timestamp which does not hash to the agreed cc is a
- * liar or has a bad disk (a correct server holds one fragment per
- * timestamp, the writer's).  It is counted and passed over, so it
- * cannot make the next reads wait for the other asked servers.  A
- * fragment of another write (one the server has not seen complete, or
- * a newer one) is not suspect.
- */
-static void
-note_bad_fragments(struct op *op)
-{
-	struct bft_engine *cl = op->cl;
-	const struct bft_collect_reply *agreed = &op->A[op->fast_pick];
-	uint32_t bad = 0;
-
-	for (unsigned i = 0; i < cl->n; i++)
-		if ((op->want & (1u << i)) && op->A[i].present &&
-		    op->A[i].has_frag &&
-		    bft_ts_cmp(&op->A[i].lc.ts, &op->chosen.ts) == 0 &&
-		    !bft_equal(op->A[i].fh, agreed->cc[i], BFT_HASH_LEN)) {
-			bad |= 1u << i;
-			atomic_fetch_add(&cl->stats.server[i].bad_fragments, 1);
-		}
-	if (bad)
-		avoid(op, bad);
-}
-
 static void
 give_up(struct op *op)
 {
@@ -172,7 +166,6 @@ fast_read_try(struct op *op)
 		op->fast_have = have;
 		op->fast_pick = (unsigned)pick;
 		op->chosen = op->A[pick].lc;
-		note_bad_fragments(op);
 		tscache_note(cl, op->block, op->chosen.ts.num);
 		op_done(op, 0, NULL);
 		return true;

@@ -33,6 +33,12 @@ struct bft_engine {
 	 * one in time.  Loop thread only.
 	 */
 	uint64_t frag_avoid_until[BFT_MAX_N];
+	/*
+	 * Each server's reply time, a moving average in ns (0: none yet),
+	 * from which the 1-round read picks whom to ask for fragments.
+	 * Loop thread only.
+	 */
+	uint64_t lat_ns[BFT_MAX_N];
 	struct bft_engine_stats stats;
 	struct engine_loop *lp;		/* event loop internals (client.c) */
 	/* Finished ops kept with their buffers for reuse (op_pool.c). */
