@@ -14,6 +14,8 @@
 #   make run / make stop bring up a 4-server demo cluster and nbdkit
 #   make bench           fio jobs against bftblk and nbdkit's memory plugin
 #   make bench-rebuild   rebuild speed, its cost to fio, catch-up sizes
+#   make bench-store     the store at disk scale: RAM per block, restart
+#                        with a cold cache, space, overwrite speed
 #   make fuzz            libFuzzer harnesses (clang), FUZZ_TIME s each
 #   make BENCH_NOVERIFY=1  benchmark-only build into build-noverify/ with
 #                        fragment hashing and MACs off (no BFT; refuses
@@ -269,6 +271,11 @@ bench: all
 bench-rebuild: all
 	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-rebuild
 
+# The store at disk scale: RAM per written block, cold restarts, space
+# and compaction under overwrites (BENCH_DISK=2G for a quicker run).
+bench-store: all
+	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-store
+
 # The BFT overhead: the same code with hashing and MACs compiled out,
 # alternated with the normal build (fio-jobs/bench-overhead).
 bench-overhead:
@@ -324,8 +331,8 @@ clean:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system \
-	run stop bench bench-rebuild bench-overhead bench-latency fuzz fuzz-build \
-	clean
+	run stop bench bench-rebuild bench-store bench-overhead bench-latency fuzz \
+	fuzz-build clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \
 	-type f 2>/dev/null)
