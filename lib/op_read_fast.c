@@ -39,10 +39,14 @@
 /*
  * How much slower than another server a data server may answer and
  * still be asked first: decoding its fragment is a copy where a parity
- * fragment costs about 12 us, and a reply with a fragment takes longer
- * to send than one without.  Below it, latencies are noise.
+ * fragment costs about 12 us.  The servers asked for fragments answer
+ * later for that alone (the fragment's read, sealing and transfer), by
+ * tenths of a millisecond on a loaded machine: with a smaller margin
+ * reads swung between data and parity servers and nbdkit spent 8% more
+ * CPU per MB (fio-jobs/bench, seq-read-64k).  A link 1 ms slower costs
+ * less than waiting for it would.
  */
-#define DATA_PREFERENCE_NS	300000
+#define DATA_PREFERENCE_NS	1000000
 
 void
 fast_read_start(struct op *op)
