@@ -155,7 +155,10 @@ cand_equal(const struct bft_cand *a, const struct bft_cand *b, unsigned n)
 /*
  * Why YES may return c after COLLECT alone (n = 3t+1, at most t liars):
  *
- * - c was written: its timestamp carries the writer's MAC, and t+1
+ * - c was written: its timestamp carries the writer's MAC (or, read by
+ *   a server as a peer, c.vec's entry for that server verifies over
+ *   c.ts and H(c.N) under its own key, which only a writer could make:
+ *   bft_cand_written()), and t+1
  *   replies agreeing on cc include a correct server, which sends cc only
  *   when its Hist[c.ts] backs c (validByHist: H(c.N) matches).  The
  *   nonce is revealed only by COMPLETE, after STORE reached n-t servers.
@@ -175,9 +178,22 @@ cand_equal(const struct bft_cand *a, const struct bft_cand *b, unsigned n)
  * Two different candidates cannot both have n-t replies (2(n-t) > n and
  * each server sends one lc), so the candidate found is the only one.
  */
+bool
+bft_cand_written(const struct bft_cand *c, const struct bft_written_key *k)
+{
+	uint8_t nh[BFT_HASH_LEN];
+
+	if (k->kw != NULL)
+		return bft_ts_verify(&c->ts, k->kw);
+	if (k->ki == NULL || k->self >= BFT_MAX_N)
+		return false;
+	bft_hash(c->nonce, BFT_NONCE_LEN, nh);
+	return bft_vec_verify(&c->ts, nh, k->ki, c->vec[k->self]);
+}
+
 enum bft_fast_verdict
 bft_fast_read(const struct bft_collect_reply *A, unsigned n, unsigned t,
-    uint32_t pending, uint32_t want, const uint8_t kw[BFT_KEY_LEN],
+    uint32_t pending, uint32_t want, const struct bft_written_key *k,
     int *pick, uint32_t *have)
 {
 	unsigned missing = (unsigned)__builtin_popcount(pending);
@@ -206,7 +222,7 @@ bft_fast_read(const struct bft_collect_reply *A, unsigned n, unsigned t,
 	if (best_cnt < n - t)
 		return BFT_FAST_WAIT;
 	c = &A[best].lc;
-	if (!bft_ts_verify(&c->ts, kw))
+	if (!bft_cand_written(c, k))
 		return BFT_FAST_NO;
 	/* The cc the most replies for c agree on. */
 	for (unsigned a = 0; a < n; a++) {

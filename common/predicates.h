@@ -80,9 +80,25 @@ enum bft_fast_verdict {
 };
 
 /*
+ * How a reader tells a candidate that a writer made.  A writer's client
+ * checks the timestamp's MAC under k_W.  A server reading from its peers
+ * (a rebuild) has no k_W but its own k_i: it checks its entry of the MAC
+ * vector over (ts, ts.mac, H(N)), which only a writer, holding every
+ * k_i, can make either, and which binds the nonce too.  A read-only
+ * client has neither, and no candidate passes.
+ */
+struct bft_written_key {
+	const uint8_t *kw;		/* k_W, or NULL */
+	const uint8_t *ki;		/* else k_self, or NULL */
+	unsigned self;			/* ki's server */
+};
+bool bft_cand_written(const struct bft_cand *c,
+    const struct bft_written_key *k);
+
+/*
  * The 1-round READ: YES when at least n-t replies carry one and the same
- * candidate c (ts, MAC, nonce and vec) with c.ts non-zero and signed
- * under kw, at least t+1 of them carry an identical cc, and at least
+ * candidate c (ts, MAC, nonce and vec) with c.ts non-zero and written
+ * (bft_cand_written() under k), at least t+1 of them carry an identical cc, and at least
  * t+1 of them carry a fragment whose hash is that cc's entry for its
  * server.  pending holds the servers whose reply may still come, want
  * those asked for a fragment; WAIT means the replies so far allow YES
@@ -92,6 +108,6 @@ enum bft_fast_verdict {
  */
 enum bft_fast_verdict bft_fast_read(const struct bft_collect_reply *A,
     unsigned n, unsigned t, uint32_t pending, uint32_t want,
-    const uint8_t kw[BFT_KEY_LEN], int *pick, uint32_t *have);
+    const struct bft_written_key *k, int *pick, uint32_t *have);
 
 #endif

@@ -51,23 +51,15 @@ read_build(struct op *op, unsigned i, struct bft_msg *m)
  * write with a nonce of its own, which every other check here accepts
  * (the value comes from the fragments); chosen, it would be refused at
  * adoption and the block retried one rebuild pass later, for as long as
- * the liar keeps winning the race.  Dropping it here leaves the genuine
- * candidate, which t+1 correct servers also sent.
+ * the liar keeps winning the race.  Dropping it here (bft_cand_written()
+ * with the peer's key) leaves the genuine candidate, which t+1 correct
+ * servers also sent.
  */
-static bool
-peer_can_adopt(const struct bft_engine *cl, const struct bft_cand *c)
-{
-	const struct bft_client_key *k = cl->p.key;
-	uint8_t nh[BFT_HASH_LEN];
-
-	bft_hash(c->nonce, BFT_NONCE_LEN, nh);
-	return bft_vec_verify(&c->ts, nh, k->k[k->self], c->vec[k->self]);
-}
-
 static void
 add_candidate(struct op *op, unsigned i, const struct bft_cand *c)
 {
 	struct bft_engine *cl = op->cl;
+	struct bft_written_key wkey = eng_written_key(cl);
 
 	if (bft_ts_is_zero(&c->ts))
 		return;
@@ -83,7 +75,8 @@ add_candidate(struct op *op, unsigned i, const struct bft_cand *c)
 		atomic_fetch_add(&cl->stats.server[i].forged_ts, 1);
 		return;
 	}
-	if (cl->p.key->role == BFT_ROLE_PEER && !peer_can_adopt(cl, c)) {
+	if (cl->p.key->role == BFT_ROLE_PEER &&
+	    !bft_cand_written(c, &wkey)) {
 		atomic_fetch_add(&cl->stats.forged_ts, 1);
 		atomic_fetch_add(&cl->stats.server[i].forged_ts, 1);
 		return;

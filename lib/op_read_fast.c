@@ -148,6 +148,7 @@ fast_read_try(struct op *op)
 {
 	struct bft_engine *cl = op->cl;
 	uint32_t all = (1u << cl->n) - 1, pending = all & ~op->replied;
+	struct bft_written_key wkey;
 	uint32_t have;
 	int pick;
 
@@ -161,8 +162,9 @@ fast_read_try(struct op *op)
 	for (unsigned i = 0; i < cl->n; i++)
 		if (cl->lp->conns[i].state != C_READY)
 			pending &= ~(1u << i);
+	wkey = eng_written_key(cl);
 	switch (bft_fast_read(op->A, cl->n, cl->t, pending, op->want,
-	    cl->p.key->kw, &pick, &have)) {
+	    &wkey, &pick, &have)) {
 	case BFT_FAST_YES:
 		atomic_fetch_add(&cl->stats.fast_reads, 1);
 		op->fast_wait = false;

@@ -98,4 +98,20 @@ bool fast_read_try(struct op *op);
 /* The wait for fragments timed out: FILTER must run. */
 void fast_read_expired(struct op *op);
 
+/* How this reader tells a candidate a writer made (predicates.h). */
+static inline struct bft_written_key
+eng_written_key(const struct bft_engine *cl)
+{
+	const struct bft_client_key *k = cl->p.key;
+	struct bft_written_key w = { NULL, NULL, 0 };
+
+	if (k->role == BFT_ROLE_RW) {
+		w.kw = k->kw;
+	} else if (k->role == BFT_ROLE_PEER) {
+		w.ki = k->k[k->self];
+		w.self = k->self;
+	}
+	return w;
+}
+
 #endif

@@ -21,6 +21,7 @@
 struct fx {
 	unsigned t, n;
 	uint8_t kw[BFT_KEY_LEN];
+	struct bft_written_key wk;	/* a writer's: checks with kw */
 	struct bft_ec *ec;
 	uint32_t flen;
 	uint8_t block[BFT_BLOCK_SIZE];
@@ -47,6 +48,7 @@ setup(void **state)
 	f->n = 3 * t + 1;
 	f->want = (1u << (t + 1)) - 1;
 	bft_random(f->kw, sizeof f->kw);
+	f->wk.kw = f->kw;
 	f->ec = bft_ec_new(t, NULL, err, sizeof err);
 	if (f->ec == NULL)
 		return -1;
@@ -123,7 +125,7 @@ decide(struct fx *f, int *pick, uint32_t *have)
 	for (unsigned i = 0; i < f->n; i++)
 		if (!f->A[i].present)
 			pending |= 1u << i;
-	return bft_fast_read(f->A, f->n, f->t, pending, f->want, f->kw, pick,
+	return bft_fast_read(f->A, f->n, f->t, pending, f->want, &f->wk, pick,
 	    have);
 }
 
@@ -175,7 +177,7 @@ test_too_few_answers(void **state)
 	/* n-t-1 answers: more may come, so wait; if none can, give up. */
 	answers(f, (1u << (f->n - f->t - 1)) - 1);
 	assert_int_equal(decide(f, &pick, &have), BFT_FAST_WAIT);
-	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, f->kw,
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &f->wk,
 	    &pick, &have), BFT_FAST_NO);
 	answers(f, 0);
 	assert_int_equal(decide(f, &pick, &have), BFT_FAST_WAIT);
@@ -195,7 +197,7 @@ test_zero_ts(void **state)
 		memset(&f->A[i].lc, 0, sizeof f->A[i].lc);
 		f->A[i].has_cc = f->A[i].has_frag = false;
 	}
-	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, f->kw,
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &f->wk,
 	    &pick, &have), BFT_FAST_NO);
 	/* A zero ts with the real rest of c, fragments and cc, too. */
 	answers(f, all(f));
@@ -262,7 +264,7 @@ forged_candidate_case(struct fx *f, uint32_t liars)
 			answers(f, q);
 			forge_higher(f, liars, genuine);
 			assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0,
-			    f->want, f->kw, &pick, &have), BFT_FAST_NO);
+			    f->want, &f->wk, &pick, &have), BFT_FAST_NO);
 			assert_int_equal(decide(f, &pick, &have),
 			    BFT_FAST_WAIT);
 		}
@@ -431,9 +433,52 @@ test_missing_data_fragment(void **state)
 	assert_int_equal(decide(f, &pick, &have), BFT_FAST_NO);
 }
 
+/*
+ * A server reading from its peers has no k_W: a candidate is a writer's
+ * when its MAC vector's entry for that server verifies over (ts, H(N))
+ * under the server's own key.  The honest candidate passes; the same
+ * candidate with another nonce, sent by every replier alike, does not,
+ * nor one whose entry is another server's; a read-only reader (no key at
+ * all) never reads in one round.
+ */
+static void
+test_peer_key(void **state)
+{
+	struct fx *f = *state;
+	uint8_t ki[BFT_KEY_LEN], nh[BFT_HASH_LEN];
+	unsigned self = f->n - 1;
+	struct bft_written_key wk = { NULL, ki, self };
+	uint32_t have;
+	int pick;
+
+	bft_random(ki, sizeof ki);
+	bft_hash(f->c.nonce, BFT_NONCE_LEN, nh);
+	bft_vec_mac(&f->c.ts, nh, ki, f->c.vec[self]);
+	answers(f, all(f) & ~(1u << self));
+	assert_true(bft_cand_written(&f->c, &wk));
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &wk,
+	    &pick, &have), BFT_FAST_YES);
+	assert_yes_is_honest(f, pick, have);
+
+	for (unsigned i = 0; i < f->n; i++)
+		f->A[i].lc.nonce[0] ^= 1;
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &wk,
+	    &pick, &have), BFT_FAST_NO);
+	for (unsigned i = 0; i < f->n; i++)
+		f->A[i].lc.nonce[0] ^= 1;
+	wk.self = 0;
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &wk,
+	    &pick, &have), BFT_FAST_NO);
+	wk.ki = NULL;
+	assert_false(bft_cand_written(&f->c, &wk));
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &wk,
+	    &pick, &have), BFT_FAST_NO);
+}
+
 int
 main(void)
 {
+
 #define BOTH(fn) \
 	cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, &t_one), \
 	cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, &t_two)
@@ -447,6 +492,7 @@ main(void)
 		BOTH(test_colluding_cc),
 		BOTH(test_mixed_candidates),
 		BOTH(test_missing_data_fragment),
+		BOTH(test_peer_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
