@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -25,6 +26,7 @@
 #include "reload.h"
 #include "rebuild.h"
 #include "scrub.h"
+#include "sdnotify.h"
 #include "store.h"
 #include "test_hooks.h"
 
@@ -353,20 +355,51 @@ stop(struct server *srv)
 	}
 }
 
+/*
+ * Tells systemd (Type=notify) how the server is: READY=1 once it
+ * listens and after each reload, RELOADING=1 while it rereads the
+ * configuration, STOPPING=1 on the way out.  Without NOTIFY_SOCKET
+ * these do nothing.
+ */
+static void
+notify_ready(struct server *srv)
+{
+	if (bft_sd_notifyf("READY=1\nSTATUS=listening on %s",
+	    bft_net_where(srv->net)) < 0)
+		bft_warn("NOTIFY_SOCKET: %s", strerror(errno));
+}
+
+/* RELOADING=1 carries the time it started, as systemd asks. */
+static void
+notify_reloading(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (bft_sd_notifyf("RELOADING=1\nMONOTONIC_USEC=%llu",
+	    (unsigned long long)now.tv_sec * 1000000 +
+	    (unsigned long long)now.tv_nsec / 1000) < 0)
+		bft_warn("NOTIFY_SOCKET: %s", strerror(errno));
+}
+
 static void
 on_sighup(uv_signal_t *sig, int signum)
 {
 	struct server *srv = sig->data;
 
 	(void)signum;
+	notify_reloading();
 	if (bft_reload_clients(srv->config, srv->cfg, srv->self) == 0)
 		bft_net_reload(srv->net);
+	notify_ready(srv);
 }
 
 static void
 on_signal(uv_signal_t *sig, int signum)
 {
 	bft_log("%s: shutting down", strsignal(signum));
+	if (bft_sd_notify("STOPPING=1") < 0)
+		bft_warn("NOTIFY_SOCKET: %s", strerror(errno));
 	stop(sig->data);
 }
 
@@ -523,6 +556,7 @@ main(int argc, char **argv)
 		bft_error("%s: %s", o.pidfile, strerror(errno));
 		goto out_net;
 	}
+	notify_ready(&srv);
 	o.rebuild.config_path = o.config;
 	o.rebuild.key_path = o.key;
 	o.rebuild.data_dir = o.data;
