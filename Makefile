@@ -11,6 +11,9 @@
 #                        the security tests
 #   make check-faults    Byzantine servers and clients, crashes, lincheck
 #   make check-system    filesystems, kernel /dev/nbd0 and VM disks (root)
+#   make install         programs, library, plugin, manual pages and
+#                        systemd units under PREFIX (default /usr/local),
+#                        staged under DESTDIR; make uninstall removes them
 #   make run / make stop bring up a 4-server demo cluster and nbdkit
 #   make bench           fio jobs against bftblk and nbdkit's memory plugin
 #   make bench-rebuild   rebuild speed, its cost to fio, catch-up sizes
@@ -256,6 +259,114 @@ check-valgrind: all
 	VALGRIND=1 BUILD=$(BUILD) tests/run-integration \
 	    $(patsubst %,tests/integration/%.sh,$(VALGRIND_TESTS))
 
+# Installation.  The server is a daemon (sbin, man section 8); bftblk
+# is a tool anyone holding a key runs (bin).  The plugin goes where
+# nbdkit looks for plugins by short name, its compiled-in plugindir,
+# whatever PREFIX is: that is what makes `nbdkit bftblk ...` work.
+# NBDKIT_PLUGINDIR overrides it (nbdkit then needs the plugin's path).
+# The units name /etc/bftblk and /var/lib/bftblk (systemd/*.in says
+# what goes there) and run as the user bftblk from sysusers.d.
+VERSION = 0.1
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+MANDIR ?= $(PREFIX)/share/man
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+NBDKIT_PLUGINDIR ?= $(or $(shell pkg-config --variable=plugindir nbdkit \
+	2>/dev/null),$(LIBDIR)/$(MULTIARCH)/nbdkit/plugins)
+NBDKIT ?= $(or $(shell command -v nbdkit 2>/dev/null),/usr/bin/nbdkit)
+# systemd's own directories when installing into /usr, else PREFIX's
+# (systemd also reads /usr/local/lib/systemd/system and sysusers.d).
+ifeq ($(PREFIX),/usr)
+SYSTEMDUNITDIR ?= $(or $(shell pkg-config --variable=systemdsystemunitdir \
+	systemd 2>/dev/null),/usr/lib/systemd/system)
+SYSUSERSDIR ?= $(or $(shell pkg-config --variable=sysusersdir systemd \
+	2>/dev/null),/usr/lib/sysusers.d)
+else
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+endif
+INSTALL ?= install
+
+UNITS = $(BUILD)/systemd/bftblk-server@.service \
+	$(BUILD)/systemd/bftblk-nbd.service systemd/bftblk-nbd.socket
+
+$(BUILD)/systemd/%: systemd/%.in Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+	    -e 's|@NBDKIT@|$(NBDKIT)|g' \
+	    -e 's|@PLUGIN@|$(NBDKIT_PLUGINDIR)/nbdkit-bftblk-plugin.so|g' \
+	    $< >$@
+
+$(BUILD)/bftblk.pc: Makefile
+	@mkdir -p $(dir $@)
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' \
+	    'includedir=$(INCLUDEDIR)' '' 'Name: bftblk' \
+	    'Description: Byzantine-fault-tolerant erasure-coded block storage client' \
+	    'Version: $(VERSION)' 'Libs: -L$${libdir} -lbftblk' \
+	    'Cflags: -I$${includedir}' >$@
+
+# The units and pkg-config file hold paths: made anew on every install.
+install: $(SERVER) $(ADMIN) $(LIBBFTBLK_SO) $(PLUGIN)
+	rm -f $(BUILD)/bftblk.pc $(filter $(BUILD)/%,$(UNITS))
+	$(MAKE) --no-print-directory $(BUILD)/bftblk.pc \
+	    $(filter $(BUILD)/%,$(UNITS))
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) \
+	    $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+	    $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(NBDKIT_PLUGINDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
+	    $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)/etc/bftblk \
+	    $(DESTDIR)/var/lib/bftblk
+	$(INSTALL) -m 755 $(ADMIN) $(DESTDIR)$(BINDIR)/bftblk
+	$(INSTALL) -m 755 $(SERVER) $(DESTDIR)$(SBINDIR)/bftblk-server
+	$(INSTALL) -m 755 $(LIBBFTBLK_SO) $(DESTDIR)$(LIBDIR)/libbftblk.so.1
+	ln -sf libbftblk.so.1 $(DESTDIR)$(LIBDIR)/libbftblk.so
+	$(INSTALL) -m 644 lib/bftblk.h $(DESTDIR)$(INCLUDEDIR)/bftblk.h
+	$(INSTALL) -m 644 $(BUILD)/bftblk.pc $(DESTDIR)$(PKGCONFIGDIR)/bftblk.pc
+	$(INSTALL) -m 755 $(PLUGIN) \
+	    $(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-bftblk-plugin.so
+	$(INSTALL) -m 644 man/nbdkit-bftblk-plugin.1 $(DESTDIR)$(MANDIR)/man1/
+	$(INSTALL) -m 644 man/bftblk.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	$(INSTALL) -m 644 man/bftblk.8 man/bftblk-server.8 \
+	    $(DESTDIR)$(MANDIR)/man8/
+	$(INSTALL) -m 644 $(UNITS) $(DESTDIR)$(SYSTEMDUNITDIR)/
+	$(INSTALL) -m 644 systemd/bftblk.sysusers \
+	    $(DESTDIR)$(SYSUSERSDIR)/bftblk.conf
+	@case '$(NBDKIT_PLUGINDIR)' in '$(PREFIX)'/*) ;; *) \
+	    echo "install: the plugin went to nbdkit's plugin directory" \
+		"$(NBDKIT_PLUGINDIR), outside PREFIX $(PREFIX), so that" \
+		"'nbdkit bftblk' finds it (NBDKIT_PLUGINDIR=... to change)" ;; \
+	esac
+	@if [ -z '$(DESTDIR)' ]; then \
+	    ldconfig 2>/dev/null || true; \
+	    if command -v systemd-sysusers >/dev/null; then \
+		systemd-sysusers $(SYSUSERSDIR)/bftblk.conf; fi; \
+	    if [ -d /run/systemd/system ]; then \
+		systemctl daemon-reload || true; fi; \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/bftblk $(DESTDIR)$(SBINDIR)/bftblk-server \
+	    $(DESTDIR)$(LIBDIR)/libbftblk.so.1 $(DESTDIR)$(LIBDIR)/libbftblk.so \
+	    $(DESTDIR)$(INCLUDEDIR)/bftblk.h \
+	    $(DESTDIR)$(PKGCONFIGDIR)/bftblk.pc \
+	    $(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-bftblk-plugin.so \
+	    $(DESTDIR)$(MANDIR)/man1/nbdkit-bftblk-plugin.1 \
+	    $(DESTDIR)$(MANDIR)/man5/bftblk.conf.5 \
+	    $(DESTDIR)$(MANDIR)/man8/bftblk.8 \
+	    $(DESTDIR)$(MANDIR)/man8/bftblk-server.8 \
+	    $(DESTDIR)$(SYSTEMDUNITDIR)/bftblk-server@.service \
+	    $(DESTDIR)$(SYSTEMDUNITDIR)/bftblk-nbd.service \
+	    $(DESTDIR)$(SYSTEMDUNITDIR)/bftblk-nbd.socket \
+	    $(DESTDIR)$(SYSUSERSDIR)/bftblk.conf
+	@# Keys and data stay; their directories go only when empty.
+	-rmdir $(DESTDIR)/etc/bftblk $(DESTDIR)/var/lib/bftblk 2>/dev/null
+	@if [ -z '$(DESTDIR)' ]; then ldconfig 2>/dev/null || true; fi
+
 # The demo script installs what is missing and builds by itself.
 run:
 	scripts/bftblk-demo start
@@ -330,7 +441,7 @@ clean:
 .SECONDARY:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
-	check-faults check-system \
+	check-faults check-system install uninstall \
 	run stop bench bench-rebuild bench-store bench-overhead bench-latency fuzz \
 	fuzz-build clean
 

@@ -16,6 +16,14 @@ int admin_path_in(char *out, size_t len, const char *dir, const char *name);
 #define ADMIN_PATH_MAX	4096
 int admin_cluster_paths(const char *dir, const char *keys, char *conf,
     char *keypath);
+/*
+ * HOST, HOST:PORT, [V6ADDR] or [V6ADDR]:PORT into host (BFT_HOST_LEN
+ * bytes, without the brackets) and *port (0 when not given).  An IPv6
+ * address needs its brackets only to be followed by a port, but one
+ * with a port and no brackets cannot be told apart: a host with more
+ * than one colon is taken whole, without a port.  0, or -1.
+ */
+int admin_parse_hostport(const char *s, char *host, unsigned *port);
 /* --timeout SECS, 1..3600; 0, or -1 after logging why. */
 int admin_parse_timeout(const char *s, unsigned *out);
 

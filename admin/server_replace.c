@@ -22,25 +22,18 @@
 #include "keys.h"
 #include "log.h"
 
-/* HOST or HOST:PORT; the port stays as it was when not given. */
+/* HOST[:PORT] or [V6ADDR][:PORT]; the port stays when not given. */
 static int
 parse_host(const char *s, struct bft_server_addr *a)
 {
-	const char *colon = strrchr(s, ':');
-	size_t hl = colon ? (size_t)(colon - s) : strlen(s);
-	char *end;
+	char host[BFT_HOST_LEN];
+	unsigned port;
 
-	if (hl == 0 || hl >= BFT_HOST_LEN)
+	if (admin_parse_hostport(s, host, &port) != 0)
 		return -1;
-	if (colon != NULL) {
-		unsigned long p = strtoul(colon + 1, &end, 10);
-
-		if (*end != '\0' || p == 0 || p > 65535)
-			return -1;
-		a->port = (uint16_t)p;
-	}
-	memcpy(a->host, s, hl);
-	a->host[hl] = '\0';
+	memcpy(a->host, host, sizeof a->host);
+	if (port != 0)
+		a->port = (uint16_t)port;
 	return 0;
 }
 

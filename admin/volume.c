@@ -56,7 +56,7 @@ admin_volume_key(int argc, char **argv)
 		return 2;
 	}
 	if (!bft_aead_available(vk.aead))
-		bft_log("warning: this CPU cannot run %s; the volume will "
+		bft_warn("this CPU cannot run %s; the volume will "
 		    "only open on CPUs with AES-NI", bft_aead_name(vk.aead));
 	bft_random(vk.key, sizeof vk.key);
 	if (bft_volume_key_write(out, &vk) != 0) {

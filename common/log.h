@@ -1,7 +1,8 @@
 /*
  * Logging for the server and the admin tool: one line per event on
- * stderr, prefixed with the program name.  The plugin uses nbdkit_error
- * and nbdkit_debug instead.
+ * stderr, prefixed with the date and time and the program name, or with
+ * a syslog priority when stderr is the journal (log.c).  The plugin
+ * uses nbdkit_error and nbdkit_debug instead.
  */
 #ifndef BFTBLK_LOG_H
 #define BFTBLK_LOG_H
@@ -12,8 +13,17 @@
 #include <stdarg.h>
 
 void bft_log_init(const char *progname, int verbose);
+/* bft_log: information; bft_warn adds "warning: "; bft_error: failures. */
 void bft_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bft_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bft_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bft_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Whether fd is the stream journal_stream (JOURNAL_STREAM's "DEV:INO")
+ * names, i.e. whether systemd connected it to the journal.
+ */
+bool bft_log_is_journal(const char *journal_stream, int fd);
 
 /*
  * Whether the count-th event of a kind should be logged: the first ten,

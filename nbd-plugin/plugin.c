@@ -13,8 +13,13 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include <nbdkit-plugin.h>
 
@@ -25,17 +30,80 @@
 static struct bftblk *lib;
 static struct bftblk_info info;
 
+/*
+ * nbdkit's own lines carry no time.  On a terminal or in a file, ours
+ * start with the UTC date and time, as the servers' do; when stderr is
+ * the journal (JOURNAL_STREAM names it), journald stamps lines itself.
+ */
+static bool stamped;
+
+static bool
+stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat sb;
+	int used = 0;
+
+	return js != NULL &&
+	    sscanf(js, "%llu:%llu%n", &dev, &ino, &used) == 2 &&
+	    js[used] == '\0' && fstat(2, &sb) == 0 &&
+	    (unsigned long long)sb.st_dev == dev &&
+	    (unsigned long long)sb.st_ino == ino;
+}
+
+static void
+vlog(bool error, const char *fmt, va_list ap)
+{
+	char msg[2048], ts[64] = "";
+	struct timespec now;
+	struct tm tm;
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	if (stamped) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		gmtime_r(&now.tv_sec, &tm);
+		snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ ",
+		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec, now.tv_nsec / 1000000);
+	}
+	if (error)
+		nbdkit_error("%s%s", ts, msg);
+	else
+		nbdkit_debug("%s%s", ts, msg);
+}
+
+static void __attribute__((format(printf, 1, 2)))
+plugin_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(true, fmt, ap);
+	va_end(ap);
+}
+
+static void __attribute__((format(printf, 1, 2)))
+plugin_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(false, fmt, ap);
+	va_end(ap);
+}
+
 /* Errors and warnings always; the rest with nbdkit -v. */
 static void
 plugin_log(void *opaque, enum bftblk_log_level level, const char *msg)
 {
 	(void)opaque;
 	if (level == BFTBLK_LOG_ERROR)
-		nbdkit_error("%s", msg);
+		plugin_error("%s", msg);
 	else if (level == BFTBLK_LOG_WARN)
-		nbdkit_error("warning: %s", msg);
+		plugin_error("warning: %s", msg);
 	else
-		nbdkit_debug("%s", msg);
+		plugin_debug("%s", msg);
 }
 
 /* Reports a failed library call r as the request's error. */
@@ -49,6 +117,7 @@ failed(int r)
 static void
 plug_load(void)
 {
+	stamped = !stderr_is_journal();
 	if ((lib = bftblk_create()) == NULL)
 		return;
 	bftblk_set_log(lib, plugin_log, NULL);
@@ -72,7 +141,7 @@ plug_config(const char *k, const char *value)
 	int r;
 
 	if (lib == NULL) {
-		nbdkit_error("out of memory");
+		plugin_error("out of memory");
 		return -1;
 	}
 	if (strcmp(k, "config") == 0 || strcmp(k, "keys") == 0 ||
@@ -84,7 +153,7 @@ plug_config(const char *k, const char *value)
 	r = bftblk_set_option(lib, k, value);
 	free(abs);
 	if (r != 0) {
-		nbdkit_error("%s", bftblk_errmsg(lib));
+		plugin_error("%s", bftblk_errmsg(lib));
 		return -1;
 	}
 	return 0;
@@ -95,7 +164,7 @@ static int
 plug_config_complete(void)
 {
 	if (bftblk_load(lib) != 0 || bftblk_get_info(lib, &info) != 0) {
-		nbdkit_error("%s", bftblk_errmsg(lib));
+		plugin_error("%s", bftblk_errmsg(lib));
 		return -1;
 	}
 	return 0;
@@ -106,7 +175,7 @@ static int
 plug_after_fork(void)
 {
 	if (bftblk_connect(lib) != 0) {
-		nbdkit_error("%s", bftblk_errmsg(lib));
+		plugin_error("%s", bftblk_errmsg(lib));
 		return -1;
 	}
 	return 0;
@@ -119,7 +188,7 @@ plug_cleanup(void)
 
 	if (bftblk_get_stats(lib, &s) != 0)
 		return;
-	nbdkit_debug("bftblk: %" PRIu64 " reads (%" PRIu64 " in one round, "
+	plugin_debug("bftblk: %" PRIu64 " reads (%" PRIu64 " in one round, "
 	    "%" PRIu64 " fell back, %" PRIu64 " restarts, %" PRIu64
 	    " repairs), %" PRIu64 " writes (%" PRIu64 " without CLOCK, %"
 	    PRIu64 " fell back), %" PRIu64 " flushes, %" PRIu64 " forged "
@@ -134,7 +203,7 @@ plug_cleanup(void)
 	for (unsigned i = 0; i < s.nservers; i++) {
 		const struct bftblk_server_stats *v = &s.server[i];
 
-		nbdkit_debug("bftblk: server %u: %" PRIu64 " replies, %" PRIu64
+		plugin_debug("bftblk: server %u: %" PRIu64 " replies, %" PRIu64
 		    " errors, %" PRIu64 " timeouts, %" PRIu64 " mismatched, %"
 		    PRIu64 " forged timestamps, %" PRIu64 " bad fragments, %"
 		    PRIu64 " disconnects", i, v->replies, v->error_replies,

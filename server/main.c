@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -25,6 +26,7 @@
 #include "reload.h"
 #include "rebuild.h"
 #include "scrub.h"
+#include "sdnotify.h"
 #include "store.h"
 #include "test_hooks.h"
 
@@ -187,7 +189,7 @@ parse_args(int argc, char **argv, struct opts *o)
 
 			/* 0: no limit (rates), only when asked (scrub). */
 			if (parse_number(optarg, ch == 'N', &v) < 0) {
-				bft_log("%s: not a number from %d to 1000000: "
+				bft_error("%s: not a number from %d to 1000000: "
 				    "%s", name, ch == 'N', optarg);
 				return -1;
 			}
@@ -209,7 +211,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'v': o->verbose = 1; break;
 		case 'P':
 			if (parse_count(optarg, &o->max_pending) < 0) {
-				bft_log("--max-pending: not a count: %s",
+				bft_error("--max-pending: not a count: %s",
 				    optarg);
 				return -1;
 			}
@@ -230,7 +232,7 @@ parse_args(int argc, char **argv, struct opts *o)
 			    ch == 'a' ? &o->lim.max_preauth_per_addr : &v;
 
 			if (parse_count(optarg, dst) < 0) {
-				bft_log("%s: not a count: %s",
+				bft_error("%s: not a count: %s",
 				    argv[optind - 1], optarg);
 				return -1;
 			}
@@ -274,7 +276,7 @@ check_data_dir(const struct opts *o)
 
 	if (stat(o->data, &sb) == 0 || errno != ENOENT || o->create_data)
 		return 0;
-	bft_log("data directory %s does not exist; create it (mkdir) or "
+	bft_error("data directory %s does not exist; create it (mkdir) or "
 	    "pass --create-data-dir if this is a new server", o->data);
 	return -1;
 }
@@ -289,26 +291,26 @@ check_key(const struct opts *o, const struct bft_config *cfg,
 	if (!bft_equal(key->cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN)) {
 		bft_format_hex(key->cluster_id, BFT_CLUSTER_ID_LEN, a);
 		bft_format_hex(cfg->cluster_id, BFT_CLUSTER_ID_LEN, b);
-		bft_log("%s: key of cluster %s, but %s is cluster %s", o->key,
+		bft_error("%s: key of cluster %s, but %s is cluster %s", o->key,
 		    a, o->config, b);
 		return -1;
 	}
 	if (key->index >= cfg->n) {
-		bft_log("%s: key of server %u, but %s has only n=%u servers",
+		bft_error("%s: key of server %u, but %s has only n=%u servers",
 		    o->key, key->index, o->config, cfg->n);
 		return -1;
 	}
 	if (!bft_equal(key->chan.pk, cfg->server_pk[key->index], 32)) {
-		bft_log("%s: its chan-key does not match server.%u.pk in %s",
+		bft_error("%s: its chan-key does not match server.%u.pk in %s",
 		    o->key, key->index, o->config);
 		return -1;
 	}
 	if (cfg->nclients == 0)
-		bft_log("%s lists no client.NAME lines: nobody can connect "
+		bft_warn("%s lists no client.NAME lines: nobody can connect "
 		    "until one is added (bftblk client add) and SIGHUP sent",
 		    o->config);
 	if (cfg->channel == BFT_CHAN_PLAIN)
-		bft_log("channel = plain: frames travel unencrypted and "
+		bft_warn("channel = plain: frames travel unencrypted and "
 		    "unauthenticated; for measurements on a private network "
 		    "only");
 	return 0;
@@ -353,20 +355,51 @@ stop(struct server *srv)
 	}
 }
 
+/*
+ * Tells systemd (Type=notify) how the server is: READY=1 once it
+ * listens and after each reload, RELOADING=1 while it rereads the
+ * configuration, STOPPING=1 on the way out.  Without NOTIFY_SOCKET
+ * these do nothing.
+ */
+static void
+notify_ready(struct server *srv)
+{
+	if (bft_sd_notifyf("READY=1\nSTATUS=listening on %s",
+	    bft_net_where(srv->net)) < 0)
+		bft_warn("NOTIFY_SOCKET: %s", strerror(errno));
+}
+
+/* RELOADING=1 carries the time it started, as systemd asks. */
+static void
+notify_reloading(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (bft_sd_notifyf("RELOADING=1\nMONOTONIC_USEC=%llu",
+	    (unsigned long long)now.tv_sec * 1000000 +
+	    (unsigned long long)now.tv_nsec / 1000) < 0)
+		bft_warn("NOTIFY_SOCKET: %s", strerror(errno));
+}
+
 static void
 on_sighup(uv_signal_t *sig, int signum)
 {
 	struct server *srv = sig->data;
 
 	(void)signum;
+	notify_reloading();
 	if (bft_reload_clients(srv->config, srv->cfg, srv->self) == 0)
 		bft_net_reload(srv->net);
+	notify_ready(srv);
 }
 
 static void
 on_signal(uv_signal_t *sig, int signum)
 {
 	bft_log("%s: shutting down", strsignal(signum));
+	if (bft_sd_notify("STOPPING=1") < 0)
+		bft_warn("NOTIFY_SOCKET: %s", strerror(errno));
 	stop(sig->data);
 }
 
@@ -380,7 +413,7 @@ start(struct server *srv, uv_loop_t *loop, const struct opts *o,
 
 	if (o->listen) {
 		if (parse_hostport(o->listen, host, sizeof host, &port) < 0) {
-			bft_log("--listen: not HOST:PORT: %s", o->listen);
+			bft_error("--listen: not HOST:PORT: %s", o->listen);
 			return -1;
 		}
 	} else {
@@ -390,13 +423,13 @@ start(struct server *srv, uv_loop_t *loop, const struct opts *o,
 	if (bft_net_listen_tcp(srv->net, host, port, err, sizeof err) < 0 ||
 	    (o->unix_path &&
 	    bft_net_listen_unix(srv->net, o->unix_path, err, sizeof err) < 0)) {
-		bft_log("%s", err);
+		bft_error("%s", err);
 		return -1;
 	}
 	if (uv_signal_init(loop, &srv->sigterm) < 0 ||
 	    uv_signal_init(loop, &srv->sigint) < 0 ||
 	    uv_signal_init(loop, &srv->sighup) < 0) {
-		bft_log("cannot set up signal handling");
+		bft_error("cannot set up signal handling");
 		return -1;
 	}
 	srv->signals = true;
@@ -404,7 +437,7 @@ start(struct server *srv, uv_loop_t *loop, const struct opts *o,
 	if (uv_signal_start(&srv->sigterm, on_signal, SIGTERM) < 0 ||
 	    uv_signal_start(&srv->sigint, on_signal, SIGINT) < 0 ||
 	    uv_signal_start(&srv->sighup, on_sighup, SIGHUP) < 0) {
-		bft_log("cannot set up signal handling");
+		bft_error("cannot set up signal handling");
 		return -1;
 	}
 	return 0;
@@ -418,7 +451,7 @@ log_replay(const char *dir, const struct bft_store *st)
 
 	bft_store_replay_info(st, &r);
 	if (r.torn_records || r.corrupt_records)
-		bft_log("%s: discarded %" PRIu64 " torn records (%" PRIu64
+		bft_warn("%s: discarded %" PRIu64 " torn records (%" PRIu64
 		    " bytes) and %" PRIu64 " corrupt ones (%" PRIu64
 		    " bytes)", dir, r.torn_records, r.torn_bytes,
 		    r.corrupt_records, r.corrupt_bytes);
@@ -458,17 +491,17 @@ main(int argc, char **argv)
 		return 1;
 	bft_log_init(argv[0], o.verbose);
 	if (bft_config_load(o.config, &cfg, err, sizeof err) < 0) {
-		bft_log("%s", err);
+		bft_error("%s", err);
 		return 1;
 	}
 	if (bft_server_key_load(o.key, &key, err, sizeof err) < 0) {
-		bft_log("%s", err);
+		bft_error("%s", err);
 		return 1;
 	}
 	if (check_key(&o, &cfg, &key) < 0)
 		return 1;
 	if (bft_crypto_init() < 0) {
-		bft_log("cannot initialize the crypto libraries");
+		bft_error("cannot initialize the crypto libraries");
 		return 1;
 	}
 	if (check_data_dir(&o) < 0)
@@ -482,7 +515,7 @@ main(int argc, char **argv)
 	id.nblocks = cfg.nblocks;
 	st = bft_store_open(o.data, &id, err, sizeof err);
 	if (st == NULL) {
-		bft_log("%s", err);
+		bft_error("%s", err);
 		return 1;
 	}
 	log_replay(o.data, st);
@@ -492,17 +525,17 @@ main(int argc, char **argv)
 	 * open across restarts until it has an answer.
 	 */
 	if (bft_store_created(st) && bft_rebuild_mark_new(o.data) < 0) {
-		bft_log("%s/%s: %s", o.data, BFT_REBUILD_MARKER,
+		bft_error("%s/%s: %s", o.data, BFT_REBUILD_MARKER,
 		    strerror(errno));
 		goto out_store;
 	}
 	if (bft_handler_init(&h, &cfg, &key, st, o.max_pending) < 0) {
-		bft_log("out of memory");
+		bft_error("out of memory");
 		goto out_store;
 	}
 	e = uv_loop_init(&loop);
 	if (e < 0) {
-		bft_log("uv_loop_init: %s", uv_strerror(e));
+		bft_error("uv_loop_init: %s", uv_strerror(e));
 		goto out_handler;
 	}
 	memset(&srv, 0, sizeof srv);
@@ -511,7 +544,7 @@ main(int argc, char **argv)
 	srv.self = key.index;
 	srv.net = bft_net_new(&loop, &h, &key, &o.lim);
 	if (srv.net == NULL) {
-		bft_log("out of memory");
+		bft_error("out of memory");
 		goto out_loop;
 	}
 	if (bft_test_start(&loop, &h) < 0 ||
@@ -520,9 +553,10 @@ main(int argc, char **argv)
 	bft_log("listening on %s (server %u of %u, t=%u, %" PRIu64 " blocks)",
 	    bft_net_where(srv.net), key.index, cfg.n, cfg.t, cfg.nblocks);
 	if (o.pidfile && write_pidfile(o.pidfile) < 0) {
-		bft_log("%s: %s", o.pidfile, strerror(errno));
+		bft_error("%s: %s", o.pidfile, strerror(errno));
 		goto out_net;
 	}
+	notify_ready(&srv);
 	o.rebuild.config_path = o.config;
 	o.rebuild.key_path = o.key;
 	o.rebuild.data_dir = o.data;
@@ -530,12 +564,12 @@ main(int argc, char **argv)
 	srv.rb = bft_rebuild_start(&loop, &h, &cfg, &key, &o.rebuild,
 	    &srv.heal);
 	if (srv.rb == NULL)
-		bft_log("warning: cannot start the rebuild; this server will "
+		bft_warn("cannot start the rebuild; this server will "
 		    "not catch up with its peers by itself");
 	srv.scrub = bft_scrub_start(&loop, &h, &srv.heal, &o.scrub, kick,
 	    srv.rb);
 	if (srv.scrub == NULL)
-		bft_log("warning: cannot start the scrub; out of memory");
+		bft_warn("cannot start the scrub; out of memory");
 	uv_run(&loop, UV_RUN_DEFAULT);
 	rc = 0;
 	if (o.pidfile)
@@ -555,7 +589,7 @@ out_handler:
 out_store:
 	e = bft_store_sync(st);
 	if (e < 0) {
-		bft_log("%s: sync: %s", o.data, strerror(-e));
+		bft_error("%s: sync: %s", o.data, strerror(-e));
 		rc = 1;
 	}
 	if (o.verbose)

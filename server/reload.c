@@ -19,7 +19,7 @@ bft_reload_clients(const char *path, struct bft_config *cfg, unsigned self)
 	char err[1024];
 
 	if (bft_config_load(path, &next, err, sizeof err) < 0) {
-		bft_log("reload: %s; keeping the old client list", err);
+		bft_error("reload: %s; keeping the old client list", err);
 		return -1;
 	}
 	if (memcmp(next.cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN) ||
@@ -28,7 +28,7 @@ bft_reload_clients(const char *path, struct bft_config *cfg, unsigned self)
 	    memcmp(&next.servers[self], &cfg->servers[self],
 	    sizeof cfg->servers[self]) ||
 	    memcmp(next.server_pk[self], cfg->server_pk[self], 32)) {
-		bft_log("reload: %s changed more than its client and peer "
+		bft_warn("reload: %s changed more than its client and peer "
 		    "lines; the rest takes effect at a restart", path);
 	}
 	for (unsigned j = 0; j < cfg->n; j++) {

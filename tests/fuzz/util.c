@@ -223,6 +223,26 @@ bft_log(const char *fmt, ...)
 }
 
 void
+bft_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
+
+void
+bft_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
+
+void
 bft_debug(const char *fmt, ...)
 {
 	va_list ap;
