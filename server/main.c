@@ -38,6 +38,7 @@ struct opts {
 	bool create_data;		/* --create-data-dir */
 	struct bft_rebuild_opts rebuild;
 	struct bft_scrub_opts scrub;
+	struct bft_store_opts store;
 };
 
 struct server {
@@ -59,7 +60,8 @@ usage(FILE *f)
 	    "[--create-data-dir]\n"
 	    "                     [--listen HOST:PORT]"
 	    " [--pidfile FILE] [-v]\n"
-	    "                     [--unix PATH] [--max-pending N] "
+	    "                     [--unix PATH] [--compact-pct P]\n"
+	    "                     [--max-pending N] "
 	    "[--max-conns N]\n"
 	    "                     [--max-client-conns N] [--max-inflight N] "
 	    "[--max-client-stores N]\n"
@@ -145,6 +147,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "unix", required_argument, NULL, 'u' },
 		{ "max-pending", required_argument, NULL, 'P' },
+		{ "compact-pct", required_argument, NULL, 'K' },
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "max-client-conns", required_argument, NULL, 'M' },
 		{ "max-inflight", required_argument, NULL, 'I' },
@@ -209,6 +212,15 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'u': o->unix_path = optarg; break;
 		case 'p': o->pidfile = optarg; break;
 		case 'v': o->verbose = 1; break;
+		case 'K':
+			if (parse_count(optarg, &o->store.compact_pct) < 0 ||
+			    o->store.compact_pct < 10 ||
+			    o->store.compact_pct > 95) {
+				bft_log("--compact-pct: not a percentage from "
+				    "10 to 95: %s", optarg);
+				return -1;
+			}
+			break;
 		case 'P':
 			if (parse_count(optarg, &o->max_pending) < 0) {
 				bft_error("--max-pending: not a count: %s",
@@ -513,7 +525,7 @@ main(int argc, char **argv)
 	id.t = cfg.t;
 	id.block_size = cfg.block_size;
 	id.nblocks = cfg.nblocks;
-	st = bft_store_open(o.data, &id, err, sizeof err);
+	st = bft_store_open_opts(o.data, &id, &o.store, err, sizeof err);
 	if (st == NULL) {
 		bft_error("%s", err);
 		return 1;
