@@ -10,7 +10,8 @@
 #   make check-valgrind  servers and plugin under valgrind: a workload and
 #                        the security tests
 #   make check-faults    Byzantine servers and clients, crashes, lincheck
-#   make check-system    filesystems, kernel /dev/nbd0 and VM disks (root)
+#   make check-system    filesystems, kernel /dev/nbd0, VM disks and a
+#                        deployment on network namespaces (root)
 #   make install         programs, library, plugin, manual pages and
 #                        systemd units under PREFIX (default /usr/local),
 #                        staged under DESTDIR; make uninstall removes them
@@ -245,7 +246,8 @@ check-faults: all
 	    $(filter-out tests/faults/lib.sh,$(wildcard tests/faults/*.sh))
 
 # Real use: host filesystem over nbdfuse, a kernel /dev/nbd0 and a VM
-# disk in TCG guests, fio as documented.  Guests boot in minutes here.
+# disk in TCG guests, fio as documented, and README's deployment on five
+# hosts made of network namespaces.  Guests boot in minutes here.
 check-system: all
 	BUILD=$(BUILD) BFTBLK_TEST_TIMEOUT=900 tests/run-integration \
 	    $(wildcard tests/system/*.sh)

@@ -1,0 +1,481 @@
+#!/bin/bash
+# README's "Deploy on N hosts", on five hosts: four server hosts node0..3
+# and the client host app1, each a network namespace with its own
+# addresses on a bridge, and its own mount namespace in which /usr holds
+# what `make install` installed, and /etc, /var and /run are its own.
+# Nothing of the machine's /etc, /var or network is touched.
+#
+# 1. The network: a bridge in a namespace of its own, a veth from each
+#    host into it; IPv4 10.213.47.0/24 (servers .1-.4, client .10) and
+#    IPv6 fd5b:f7c1:2f::/64 (::1-::4, ::10), both unused here (checked).
+# 2. make install DESTDIR=... PREFIX=/usr; each host sees that tree over
+#    its /usr, so the plugin is in nbdkit's own plugin directory there
+#    and `nbdkit bftblk` finds it by its short name, as on a real host.
+#    systemd-sysusers makes the user bftblk in each host's /etc, as make
+#    install does without DESTDIR.
+# 3. keygen --hosts with servers 0 and 1 by IPv4 address and servers 2
+#    and 3 by IPv6 address ([fd5b:...::3]), port 7700 (each host has its
+#    own ports).  Each host gets only the files README's table gives it,
+#    and runs README's own command lines: every line the test runs on a
+#    host is checked to be in the section, word for word.  The servers
+#    run what bftblk-server@.service runs (checked against the installed
+#    unit), as the user bftblk.
+# 4. fio on app1, through the NBD socket: 64 MiB of 64 KiB random writes
+#    at 3 MB/s with a crc32c verify pass.  Mid-run node2 is cut off with
+#    nftables (all but loopback dropped): writes go on (fio's bandwidth
+#    log, and a write and read of a block outside fio's range), bftblk
+#    status on app1 says AT RISK with server 2 unreachable, and fio's
+#    verify pass reads everything back with node2 still cut off.
+# 5. node2 is reconnected: its rebuild finds the blocks it missed (its
+#    log: "rebuild: done, K/K blocks", K > 0), status is OK again with
+#    node2 holding as many blocks as node0.  Then node0 is stopped and
+#    fio verifies the 64 MiB again, through nodes 1, 2 and 3.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (network and mount namespaces)"
+for c in ip nft nsenter unshare setpriv systemd-sysusers fio nbdinfo; do
+	command -v "$c" >/dev/null ||
+	    skip "$c is not installed (scripts/install-deps)"
+done
+[[ " $(fio --enghelp 2>/dev/null | tr -s '\t\n' '  ') " == *" nbd "* ]] ||
+    skip "fio has no nbd engine"
+[ -d /proc/sys/net/ipv6 ] || skip "the kernel has no IPv6"
+grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
+    skip "no overlay file system (the hosts' /usr, /etc and /var)"
+require_build
+
+NET4=10.213.47
+NET6=fd5b:f7c1:2f:
+PORT=7700
+# Unique names, so that two runs (or a neighbour) never share one.
+TAG=bmh$$
+BRNS=$TAG-br
+HOSTS=(node0 node1 node2 node3 app1)
+declare -A ADDR4=([node0]=1 [node1]=2 [node2]=3 [node3]=4 [app1]=10)
+declare -A HOLDER=()		# host -> pid of the process holding its mounts
+declare -a NETNS=()		# namespaces made, for the EXIT trap
+HROOT=$TESTDIR/hosts
+ROOT=$TESTDIR/root
+SECTION=$TESTDIR/deploy-section.sh
+SOCK=/run/bftblk/nbd.sock
+URI="nbd+unix:///?socket=$SOCK"
+
+# The EXIT trap: the processes holding the hosts' mount namespaces go
+# first (they are not lib.sh's), then the namespaces; the servers and
+# nbdkit, still in them, are stopped by lib.sh's cleanup, and each
+# namespace goes with its last process.
+_mh_cleanup()
+{
+	local rc=$? h ns
+	set +e
+	for h in "${!HOLDER[@]}"; do
+		kill -s KILL "${HOLDER[$h]}" 2>/dev/null
+		wait "${HOLDER[$h]}" 2>/dev/null
+	done
+	for ns in "${NETNS[@]}"; do
+		ip netns del "$ns" 2>/dev/null
+	done
+	(exit "$rc")
+	_cleanup
+}
+trap _mh_cleanup EXIT
+
+ip netns add "$BRNS" 2>"$TESTDIR/log/netns.err" ||
+    skip "ip netns add failed: $(cat "$TESTDIR/log/netns.err")"
+NETNS+=("$BRNS")
+
+# --- 1. The network -----------------------------------------------------
+if ip -o addr show | grep -qE " ($NET4\\.|${NET6}:)"; then
+	skip "$NET4.0/24 or ${NET6}:/64 is in use on this machine"
+fi
+if ip route show | grep -q "^$NET4\\." ||
+    ip -6 route show | grep -q "^${NET6}:"; then
+	skip "$NET4.0/24 or ${NET6}:/64 is routed on this machine"
+fi
+ip -n "$BRNS" link set lo up
+ip -n "$BRNS" link add br0 type bridge 2>"$TESTDIR/log/netns.err" ||
+    skip "no bridge: $(cat "$TESTDIR/log/netns.err")"
+ip -n "$BRNS" link set br0 up
+for h in "${HOSTS[@]}"; do
+	ns=$TAG-$h
+	ip netns add "$ns"
+	NETNS+=("$ns")
+	ip link add eth0 netns "$ns" type veth peer name "$h" netns "$BRNS"
+	ip -n "$BRNS" link set "$h" master br0 up
+	ip -n "$ns" link set lo up
+	ip -n "$ns" addr add "$NET4.${ADDR4[$h]}/24" dev eth0
+	ip -n "$ns" addr add "${NET6}:${ADDR4[$h]}/64" dev eth0 nodad
+	ip -n "$ns" link set eth0 up
+done
+# IPv6 addresses are usable once not tentative; nodad makes that at once.
+deadline=$((SECONDS + 10))
+for h in "${HOSTS[@]}"; do
+	until [ -z "$(ip -n "$TAG-$h" -6 addr show tentative)" ]; do
+		[ "$SECONDS" -lt "$deadline" ] ||
+		    fail "$h: IPv6 address still tentative after 10s"
+		sleep 0.1
+	done
+done
+log "network: bridge in $BRNS, hosts ${HOSTS[*]} on $NET4.0/24" \
+    "and ${NET6}:/64"
+
+# --- 2. make install, and the hosts' file systems -----------------------
+san=
+if ldd "$SERVER" | grep -q libasan; then
+	san=SAN=1
+fi
+make -C "$SRCDIR" --no-print-directory BUILD="$BUILD" $san PREFIX=/usr \
+    DESTDIR="$ROOT" install >"$TESTDIR/log/make-install.log" 2>&1 ||
+    { _show_log_tail "$TESTDIR/log/make-install.log"; fail "make install"; }
+log "make install DESTDIR=$ROOT PREFIX=/usr"
+
+# What make install gives systemd-sysusers (where pkg-config says).
+SYSUSERS=$(find "$ROOT" -path '*/sysusers.d/bftblk.conf' | head -n 1)
+[ -n "$SYSUSERS" ] || fail "make install installed no sysusers.d/bftblk.conf"
+
+# A host: its network namespace, and a mount namespace held by a sleep
+# in it.  /usr is the installed tree over the machine's (read-only), /etc
+# and /var the machine's with the installed files and the host's own
+# changes in $HROOT/HOST, /run an empty tmpfs.
+for h in "${HOSTS[@]}"; do
+	d=$HROOT/$h
+	mkdir -p "$d/incoming" "$d/etc" "$d/etc.work" "$d/var" "$d/var.work"
+	ip netns exec "$TAG-$h" unshare --mount --propagation private \
+	    sleep 100000 </dev/null &
+	HOLDER[$h]=$!
+	deadline=$((SECONDS + 10))
+	until [ "$(readlink "/proc/${HOLDER[$h]}/ns/mnt")" != \
+	    "$(readlink /proc/self/ns/mnt)" ] &&
+	    [ "$(readlink "/proc/${HOLDER[$h]}/exe")" = "$(command -v sleep)" ]
+	do
+		[ "$SECONDS" -lt "$deadline" ] || fail "$h: no mount namespace"
+		sleep 0.1
+	done
+	nsenter -t "${HOLDER[$h]}" -m -- sh -ec "
+	    mount -t overlay overlay -o lowerdir=$ROOT/usr:/usr /usr
+	    mount -t overlay overlay -o lowerdir=$ROOT/etc:/etc,upperdir=$d/etc,workdir=$d/etc.work /etc
+	    mount -t overlay overlay -o lowerdir=$ROOT/var:/var,upperdir=$d/var,workdir=$d/var.work /var
+	    mount -t tmpfs -o mode=755 tmpfs /run
+	    systemd-sysusers $SYSUSERS" \
+	    >>"$TESTDIR/log/hosts.log" 2>&1 ||
+	    { _show_log_tail "$TESTDIR/log/hosts.log"; fail "$h: mounts"; }
+done
+log "hosts ready: /usr from make install, own /etc /var /run, user bftblk"
+
+# on HOST CMD...: runs CMD on HOST (its network and mounts).
+on()
+{
+	local h=$1
+	shift
+	nsenter -t "${HOLDER[$h]}" -m -n -- "$@"
+}
+
+# README's "Deploy on N hosts" code, continuation lines joined and
+# trailing comments dropped, one command a line.
+sed -n '/^## Deploy on N hosts/,/^## /p' "$SRCDIR/README.md" |
+    awk '/^```/ { code = !code; next }
+	code { if (sub(/\\$/, "")) { part = part $0; next }
+	    line = part $0; part = ""
+	    sub(/[ \t]+#.*$/, "", line); sub(/^[ \t]+/, "", line)
+	    gsub(/[ \t]+/, " ", line)
+	    if (line != "" && line !~ /^#/) print line }' >"$SECTION"
+[ -s "$SECTION" ] || fail "README.md has no Deploy on N hosts code"
+
+# documented LINE: fails unless README's section has LINE as a command.
+documented()
+{
+	grep -qxF -- "$1" "$SECTION" ||
+	    fail "README's Deploy on N hosts section has no line: $1"
+}
+
+# doc HOST I LINE...: runs README's LINEs on HOST in one shell, in the
+# directory the files were copied to, with I set (the server's index).
+doc()
+{
+	local h=$1 i=$2 l script="cd $HROOT/$1/incoming && I=$2"
+	shift 2
+	for l in "$@"; do
+		documented "$l"
+		script+=" && $l"
+	done
+	echo "== $h: $*" >>"$TESTDIR/log/hosts.log"
+	on "$h" sh -c "$script" >>"$TESTDIR/log/hosts.log" 2>&1 ||
+	    { _show_log_tail "$TESTDIR/log/hosts.log"; fail "$h: $*"; }
+}
+
+# doc_daemon HOST I NAME LINE...: like doc, in the background, the last
+# LINE exec'd as the process lib.sh tracks as NAME; its output goes to
+# $TESTDIR/log/NAME.log.  Sets DAEMON_PID.
+doc_daemon()
+{
+	local h=$1 i=$2 name=$3 l script logf=$TESTDIR/log/$3.log
+	shift 3
+	script="cd $HROOT/$h/incoming && I=$i"
+	for l in "$@"; do
+		documented "$l"
+		if [ "$l" = "${*: -1}" ]; then
+			script+=" && exec $l"
+		else
+			script+=" && $l"
+		fi
+	done
+	echo "== $(date +%T) $h: $*" >>"$logf"
+	# Not through on(): a function in the background is a subshell,
+	# and lib.sh must track the daemon itself (nsenter and sh exec it).
+	nsenter -t "${HOLDER[$h]}" -m -n -- sh -c "$script" \
+	    >>"$logf" 2>&1 </dev/null &
+	DAEMON_PID=$!
+	_track "$DAEMON_PID" "$name"
+}
+
+# --- 3. Keys, and what each host gets -----------------------------------
+ADMINDIR=$TESTDIR/admin
+mkdir -p "$ADMINDIR"
+HOSTLIST=$NET4.1:$PORT,$NET4.2:$PORT,[${NET6}:3]:$PORT,[${NET6}:4]:$PORT
+"$ROOT/usr/bin/bftblk" keygen --dir "$ADMINDIR/cluster" --size 128M \
+    --hosts "$HOSTLIST" >"$TESTDIR/log/keygen.log" 2>&1 ||
+    { _show_log_tail "$TESTDIR/log/keygen.log"; fail "keygen --hosts"; }
+for i in 0 1 2 3; do
+	grep -q "^server\\.$i = " "$ADMINDIR/cluster/bftblk.conf" ||
+	    fail "bftblk.conf has no server.$i line"
+done
+grep -qF "server.2 = ${NET6}:3:$PORT" "$ADMINDIR/cluster/bftblk.conf" ||
+    fail "server 2 is not by its IPv6 address: $(grep '^server' \
+	"$ADMINDIR/cluster/bftblk.conf")"
+log "keygen --hosts $HOSTLIST"
+
+# The server hosts' own lines, run with only their files; the units'
+# command (checked below) and its optional server-I.env.
+SERVER_LINES=(
+	'install -m 644 bftblk.conf /etc/bftblk/'
+	'install -o bftblk -g bftblk -m 600 server-$I.key /etc/bftblk/'
+	'install -d -o bftblk -g bftblk -m 700 /var/lib/bftblk/server-$I'
+)
+SERVER_RUN=(
+	'set -a; . /etc/bftblk/server-$I.env; set +a'
+	'setpriv --reuid=bftblk --regid=bftblk --init-groups bftblk-server --config /etc/bftblk/bftblk.conf --key /etc/bftblk/server-$I.key --data /var/lib/bftblk/server-$I $BFTBLK_SERVER_ARGS'
+)
+CLIENT_LINES=(
+	'install -m 644 bftblk.conf /etc/bftblk/'
+	'install -o bftblk -g bftblk -m 600 client.key /etc/bftblk/'
+	'install -d -o bftblk -g bftblk -m 755 /run/bftblk'
+)
+CLIENT_RUN='setpriv --reuid=bftblk --regid=bftblk --init-groups nbdkit -f -U /run/bftblk/nbd.sock bftblk config=/etc/bftblk/bftblk.conf keys=/etc/bftblk/client.key'
+
+# The command the README gives is the unit's ExecStart (%i = $I, the
+# program by its name), so that a host without systemd runs what
+# systemctl would.
+unit=$(find "$ROOT" -name 'bftblk-server@.service' | head -n 1)
+[ -n "$unit" ] || fail "make install installed no bftblk-server@.service"
+exec_start=$(sed -n '/^ExecStart=/,/[^\\]$/p' "$unit" | tr -d '\\\n' |
+    sed -e 's/^ExecStart=//' -e 's/%i/$I/g' -e 's|/usr/sbin/||' |
+    tr -s ' \t' '  ')
+[ "$exec_start" = "${SERVER_RUN[1]#setpriv * --init-groups }" ] ||
+    fail "README's command is not the unit's: '$exec_start'"
+
+for i in 0 1 2 3; do
+	h=node$i
+	cp "$ADMINDIR/cluster/bftblk.conf" "$ADMINDIR/cluster/server-$i.key" \
+	    "$HROOT/$h/incoming/"
+	doc "$h" "$i" "${SERVER_LINES[@]}"
+	# A caught-up server compares with its peers every 60 s by default;
+	# every 10 s here, through the unit's environment file.
+	on "$h" sh -c "echo 'BFTBLK_SERVER_ARGS=\"--rebuild-interval 10\"' \
+	    >/etc/bftblk/server-$i.env"
+	have=$(on "$h" ls /etc/bftblk | tr '\n' ' ')
+	[ "$have" = "bftblk.conf server-$i.env server-$i.key " ] ||
+	    fail "$h's /etc/bftblk holds $have"
+	[ "$(on "$h" stat -c '%U %a' "/etc/bftblk/server-$i.key" \
+	    "/var/lib/bftblk/server-$i" | tr '\n' ' ')" = \
+	    "bftblk 600 bftblk 700 " ] || fail "$h: wrong owners or modes"
+	doc_daemon "$h" "$i" "server-$i" "${SERVER_RUN[@]}"
+	SERVER_PID[$i]=$DAEMON_PID
+done
+for i in 0 1 2 3; do
+	_wait_log "${SERVER_PID[$i]}" "$TESTDIR/log/server-$i.log" 0 \
+	    "listening on" "server-$i"
+	log "node$i: $(grep -o 'listening on .*' "$TESTDIR/log/server-$i.log")"
+	[ "$(awk '/^Uid:/ { print $2 }' "/proc/${SERVER_PID[$i]}/status")" = \
+	    "$(on "node$i" id -u bftblk)" ] ||
+	    fail "server-$i does not run as bftblk"
+done
+# Each listens on its own address, IPv6 for node2.
+grep -q "listening on .*${NET6}:3\\]*:$PORT" "$TESTDIR/log/server-2.log" ||
+    fail "server-2 is not listening on its IPv6 address"
+
+cp "$ADMINDIR/cluster/bftblk.conf" "$ADMINDIR/cluster/client.key" \
+    "$HROOT/app1/incoming/"
+doc app1 - "${CLIENT_LINES[@]}"
+[ "$(on app1 ls /etc/bftblk | tr '\n' ' ')" = "bftblk.conf client.key " ] ||
+    fail "app1's /etc/bftblk holds more than bftblk.conf and client.key"
+doc_daemon app1 - nbdkit-nbd "$CLIENT_RUN"
+NBDKIT_PID[nbd]=$DAEMON_PID
+deadline=$((SECONDS + BFTBLK_WAIT))
+until on app1 nbdinfo --size "$URI" >/dev/null 2>&1; do
+	_alive "$DAEMON_PID" || fail "nbdkit exited before serving"
+	[ "$SECONDS" -lt "$deadline" ] ||
+	    fail "nbdkit not serving after ${BFTBLK_WAIT}s"
+	sleep 0.2
+done
+doc app1 - "nbdinfo '$URI'"
+log "app1: nbdkit serving $URI, $(on app1 nbdinfo --size "$URI") bytes"
+
+# _status_run NAME ARGS...: README's status line on app1 with ARGS, into
+# log/NAME.out; sets RC.
+_status_run()
+{
+	local name=$1 line='bftblk status --dir /etc/bftblk'
+	shift
+	documented "$line"
+	RC=0
+	# shellcheck disable=SC2086 # a command line of words.
+	on app1 $line --timeout 2 "$@" >"$TESTDIR/log/$name.out" \
+	    2>"$TESTDIR/log/$name.err" || RC=$?
+	sed "s/^/  $name: /" "$TESTDIR/log/$name.out" >&2
+}
+_status_run healthy
+[ "$RC" -eq 0 ] || fail "status on app1 exited $RC with every server up"
+
+# --- 4. fio, and node2 cut off mid-run ----------------------------------
+# fio_job NAME OPTIONS...: writes $TESTDIR/NAME.fio, the job with OPTIONS.
+fio_job()
+{
+	local name=$1
+	shift
+	{
+		printf '%s\n' '[global]' ioengine=nbd "uri=$URI" size=64M bs=64k \
+		    iodepth=8 rw=randwrite verify=crc32c verify_fatal=1 \
+		    verify_state_save=0 "$@" "[$name]"
+	} >"$TESTDIR/$name.fio"
+}
+
+# fio_start NAME: fio on app1 runs NAME.fio with a JSON report.
+fio_start()
+{
+	nsenter -t "${HOLDER[app1]}" -m -n -- fio --output-format=json --output="$TESTDIR/log/fio-$1.json" \
+	    "$TESTDIR/$1.fio" >"$TESTDIR/log/fio-$1.log" 2>&1 &
+	FIO_PID=$!
+}
+# fio_wait NAME: fio must exit 0 with no error, having verified 64 MiB.
+fio_wait()
+{
+	local name=$1 rc=0
+	wait "$FIO_PID" || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		_show_log_tail "$TESTDIR/log/fio-$name.log" 30
+		_show_log_tail "$TESTDIR/log/fio-$name.json" 30
+		fail "fio $name exited with status $rc"
+	fi
+	python3 - "$TESTDIR/log/fio-$name.json" <<'PY' ||
+import json, sys
+text = open(sys.argv[1]).read()
+job = json.loads(text[text.index("{"):])["jobs"][0]
+if job["error"]:
+    sys.exit("fio job error %d" % job["error"])
+if job["read"]["io_bytes"] != 64 << 20:
+    sys.exit("fio verified %d bytes, not 64 MiB" % job["read"]["io_bytes"])
+print("fio: wrote %d B, verified %d B" % (job["write"]["io_bytes"],
+                                          job["read"]["io_bytes"]))
+PY
+	    fail "fio $name: bad report"
+}
+
+cut_off()
+{
+	on "$1" nft -f - <<'EOF'
+table inet cutoff {
+	chain input { type filter hook input priority 0; policy drop;
+		iifname "lo" accept; }
+	chain output { type filter hook output priority 0; policy drop;
+		oifname "lo" accept; }
+}
+EOF
+	log "$1 cut off (nftables: all but loopback dropped)"
+}
+reconnect()
+{
+	on "$1" nft delete table inet cutoff
+	log "$1 reconnected"
+}
+
+log "fio: 64 MiB of random 64 KiB writes at 3 MB/s, then a verify pass"
+fio_job write rate=3m "write_bw_log=$TESTDIR/fio-write" log_avg_msec=1000
+fio_start write
+fio_t0=$SECONDS
+sleep 4
+cut_off node2
+cut_t=$((SECONDS - fio_t0))
+sleep 2
+_status_run cut
+[ "$RC" -eq 1 ] || fail "status with node2 cut off exited $RC, not 1"
+line=$(head -n 1 "$TESTDIR/log/cut.out")
+[ "$line" = "health: AT RISK (server 2 unreachable: no fault left to spare)" ] ||
+    fail "unexpected health line with node2 cut off: $line"
+grep -q "^server 2 .*${NET6}:3\\]*:$PORT: unreachable" "$TESTDIR/log/cut.out" ||
+    fail "status does not say server 2 is unreachable"
+# Another client's I/O, beyond fio's 64 MiB, goes through too.
+# nbdsh is /usr/bin/python3's (python3-libnbd), whatever python3 PATH has.
+on app1 env PATH="/usr/bin:$PATH" timeout 30 nbdsh -u "$URI" -c '
+import os
+b = os.urandom(65536)
+h.pwrite(b, 96 << 20)
+assert h.pread(65536, 96 << 20) == b' ||
+    fail "a write and read with node2 cut off failed"
+log "a write and read beyond fio's range went through"
+fio_wait write
+fio_end=$((SECONDS - fio_t0))
+# The bandwidth log: one line a second, "ms, KiB/s, ...".  From 2 s after
+# the cut to the end of the writes, fio must have gone on writing at
+# least half its rate on average.
+python3 - "$TESTDIR"/fio-write_bw.*.log "$cut_t" <<'PY' ||
+import sys
+rows = [l.split(",") for l in open(sys.argv[1]) if l.strip()]
+cut = float(sys.argv[2])
+win = [int(r[1]) for r in rows if int(r[0]) / 1000.0 > cut + 2]
+if len(win) < 5:
+    sys.exit("only %d bandwidth samples after the cut" % len(win))
+# The verify pass is reads: fio logs write bandwidth only while writing.
+avg = sum(win) / len(win)
+print("fio after the cut: %d samples, %.0f KiB/s on average, min %d" %
+      (len(win), avg, min(win)))
+if avg < 1500:
+    sys.exit("fio wrote %.0f KiB/s after the cut, not ~3000" % avg)
+PY
+    fail "fio's writes stalled with node2 cut off"
+log "fio done in ${fio_end}s with node2 cut off from ${cut_t}s on"
+
+# --- 5. node2 back: it catches up, and is then needed -------------------
+logf=$TESTDIR/log/server-2.log
+offset=$(stat -c %s "$logf")
+reconnect node2
+BFTBLK_WAIT=40 _wait_log "${SERVER_PID[2]}" "$logf" "$offset" \
+    "rebuild: done, " "server-2 (catch-up)"
+caught=$(tail -c "+$((offset + 1))" "$logf" | grep -m1 -o 'rebuild: done, [0-9]*/[0-9]* blocks')
+k=${caught#rebuild: done, }
+k=${k%%/*}
+[ "$k" -gt 0 ] && [ "$caught" = "rebuild: done, $k/$k blocks" ] ||
+    fail "node2's catch-up: $caught"
+log "node2: $caught"
+deadline=$((SECONDS + 20))
+until _status_run back --json && [ "$RC" -eq 0 ] &&
+    python3 - "$TESTDIR/log/back.out" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+held = [s.get("blocks_held") for s in r["servers"]]
+print("blocks held:", held, file=sys.stderr)
+sys.exit(0 if held[2] == held[0] and held[0] >= 1024 else 1)
+PY
+do
+	[ "$SECONDS" -lt "$deadline" ] ||
+	    fail "status not OK with node2 holding node0's blocks after 20s"
+	sleep 1
+done
+log "status OK again, node2 holds as many blocks as node0"
+
+server_kill 0
+log "fio: verify the 64 MiB again with node0 stopped"
+fio_job reverify verify_only=1
+fio_start reverify
+fio_wait reverify
+log "ok"
