@@ -351,11 +351,13 @@ bft_store_sync(struct bft_store *st)
 	int err;
 
 	/* A sync covers everything before it, background work included. */
+	st->syncs++;
 	if ((err = st_bg_sync_wait(st)) < 0)
 		return err;
 	for (size_t i = 0; i < st->nseg; i++) {
 		if (!st->segs[i].dirty)
 			continue;
+		st->fsyncs++;
 		if (fdatasync(st->segs[i].fd) < 0)
 			return -errno;
 		st->segs[i].dirty = false;
@@ -363,6 +365,7 @@ bft_store_sync(struct bft_store *st)
 	if (st->nretired > 0 && (err = unlink_retired(st)) < 0)
 		return err;
 	if (st->dir_dirty) {
+		st->fsyncs++;
 		if (fsync(st->dirfd) < 0)
 			return -errno;
 		st->dir_dirty = false;
@@ -380,6 +383,8 @@ bft_store_stats(const struct bft_store *st, struct bft_store_stats *out)
 	out->compactions = st->compactions;
 	out->bytes_copied = st->copied;
 	out->blocks_held = st->held;
+	out->syncs = st->syncs;
+	out->fsyncs = st->fsyncs;
 	for (size_t i = 0; i < st->nseg; i++) {
 		out->bytes_live += st->segs[i].live;
 		out->bytes_total += st->segs[i].size;

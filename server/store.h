@@ -147,6 +147,8 @@ struct bft_store_stats {
 	uint64_t compactions;
 	uint64_t bytes_copied;		/* by compaction, since open */
 	uint64_t blocks_held;		/* blocks whose lc is not c0 */
+	uint64_t syncs;			/* bft_store_sync calls */
+	uint64_t fsyncs;		/* fsync and fdatasync calls made */
 };
 void bft_store_stats(const struct bft_store *st, struct bft_store_stats *out);
 

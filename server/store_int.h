@@ -67,6 +67,7 @@ struct bft_store {
 	uint64_t cmp_off;
 	bool cmp_failing;		/* its error is logged already */
 	uint64_t replayed, compactions, copied;
+	uint64_t syncs, fsyncs;		/* bft_store_sync; fsync/fdatasync calls */
 	uint64_t held;			/* blocks whose lc is not c0 */
 	struct bft_store_replay rp;
 	bool created;			/* this open made the identity file */

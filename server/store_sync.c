@@ -73,6 +73,9 @@ reap(struct bft_store *st, bool block)
 	    pthread_tryjoin_np(st->bg_thread, NULL) != 0)
 		return block ? -EIO : -EBUSY;
 	err = job->err;
+	/* The thread's calls: one per segment, one for the directory. */
+	if (err == 0)
+		st->fsyncs += job->nfds + 1;
 	if (err < 0)
 		bft_log("%s: background sync: %s (compacted segments stay "
 		    "on disk until the next restart)", st->dir, strerror(-err));
