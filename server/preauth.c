@@ -56,6 +56,7 @@ bft_preauth_note(struct bft_net *net, const char *addr,
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
 	pa->n[ev]++;
+	pa->total[ev]++;
 	count_source(pa, addr ? addr : "?");
 	if (pa->busy) {
 		bft_debug("%s", line);

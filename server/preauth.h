@@ -51,6 +51,7 @@ struct bft_preauth {
 	bool busy;
 	uint64_t since_ms, told;
 	uint64_t n[BFT_PA_NEVENTS];	/* since since_ms */
+	uint64_t total[BFT_PA_NEVENTS];	/* since start, for /metrics */
 	struct bft_preauth_src top[BFT_PREAUTH_TOP];	/* busiest sources */
 };
 
