@@ -22,6 +22,7 @@
 #include "keys.h"
 #include "log.h"
 #include "handler.h"
+#include "metrics.h"
 #include "net.h"
 #include "reload.h"
 #include "rebuild.h"
@@ -32,6 +33,7 @@
 
 struct opts {
 	const char *config, *key, *data, *listen, *unix_path, *pidfile;
+	const char *metrics;		/* --metrics ADDR:PORT */
 	unsigned max_pending;
 	struct bft_net_limits lim;
 	int verbose;
@@ -51,6 +53,7 @@ struct server {
 	struct bft_rebuild *rb;
 	struct bft_scrub *scrub;
 	struct bft_heal_progress heal;	/* what STATUS reports */
+	struct bft_metrics *metrics;	/* --metrics, or NULL */
 };
 
 static void
@@ -71,6 +74,7 @@ usage(FILE *f)
 	    "                     [--handshake-timeout MS] "
 	    "[--client-store-window MS]\n"
 	    "                     [--max-preauth N] [--max-preauth-per-addr N]\n"
+	    "                     [--metrics HOST:PORT]\n"
 	    BFT_TEST_USAGE);
 }
 
@@ -157,6 +161,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "max-preauth", required_argument, NULL, 'A' },
 		{ "max-preauth-per-addr", required_argument, NULL, 'a' },
 		{ "pidfile", required_argument, NULL, 'p' },
+		{ "metrics", required_argument, NULL, 'm' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		BFT_TEST_LONGOPTS
@@ -177,6 +182,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'c': o->config = optarg; break;
 		case 'k': o->key = optarg; break;
 		case 'd': o->data = optarg; break;
+		case 'm': o->metrics = optarg; break;
 		case 'D': o->create_data = true; break;
 		case 'R':
 		case 'N':
@@ -358,6 +364,8 @@ stop(struct server *srv)
 	srv->scrub = NULL;
 	bft_rebuild_stop(srv->rb);
 	srv->rb = NULL;
+	bft_metrics_stop(srv->metrics);
+	srv->metrics = NULL;
 	bft_net_shutdown(srv->net);
 	if (srv->signals) {
 		srv->signals = false;
@@ -437,6 +445,16 @@ start(struct server *srv, uv_loop_t *loop, const struct opts *o,
 	    bft_net_listen_unix(srv->net, o->unix_path, err, sizeof err) < 0)) {
 		bft_error("%s", err);
 		return -1;
+	}
+	if (o->metrics) {
+		srv->metrics = bft_metrics_start(loop, o->metrics, srv->net,
+		    err, sizeof err);
+		if (srv->metrics == NULL) {
+			bft_error("--metrics: %s", err);
+			return -1;
+		}
+		bft_log("metrics on http://%s/metrics",
+		    bft_metrics_where(srv->metrics));
 	}
 	if (uv_signal_init(loop, &srv->sigterm) < 0 ||
 	    uv_signal_init(loop, &srv->sigint) < 0 ||

@@ -216,6 +216,7 @@ flush(struct conn *c)
 		return;
 	}
 	c->writing = true;
+	c->net->bytes_out += b.len;
 }
 
 static void
@@ -264,6 +265,7 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	c->rend += (size_t)nread;
+	c->net->bytes_in += (size_t)nread;
 	process(c);
 }
 
@@ -348,6 +350,7 @@ dispatch(struct conn *c)
 {
 	struct bft_net *net = c->net;
 	char why[128];
+	uint64_t t0;
 	int rc;
 
 	if (net->req.type & BFT_ACK) {
@@ -382,7 +385,9 @@ dispatch(struct conn *c)
 	if (net->req.type >= BFT_CLOCK && net->req.type <= BFT_REPAIR)
 		atomic_fetch_add_explicit(&net->h->io_requests, 1,
 		    memory_order_relaxed);
+	t0 = uv_hrtime();
 	rc = bft_handle(net->h, c->peer, &net->req, &net->rep);
+	bft_prom_observe(&net->handle_ns[net->req.type], uv_hrtime() - t0);
 	if (net->req.type == BFT_STORE && net->rep.status == BFT_OK)
 		bft_quota_note_store(&net->quotas, c->client,
 		    net->req.block, &net->req.ts, uv_now(net->loop));

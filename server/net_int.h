@@ -19,6 +19,7 @@
 #include "handler.h"
 #include "net.h"
 #include "preauth.h"
+#include "promtext.h"
 #include "wire.h"
 
 #define READ_CHUNK	(64u * 1024)
@@ -86,6 +87,9 @@ struct bft_net {
 	uv_timer_t tick;		/* handshake deadlines */
 	bool tick_open;
 	uint64_t eperm, elimit;		/* requests refused by role, bound */
+	uint64_t bytes_in, bytes_out;	/* on every connection, for /metrics */
+	/* Time in bft_handle by request type (metrics.h). */
+	struct bft_prom_hist handle_ns[BFT_MSG_TYPE_MAX + 1];
 	/* One request and one reply at a time: the loop is single-threaded. */
 	struct bft_msg req, rep;
 };
