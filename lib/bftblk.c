@@ -23,6 +23,7 @@
 #include "error_int.h"
 #include "handle_int.h"
 #include "keys.h"
+#include "promhttp.h"
 #include "volcrypt.h"
 #include "write_int.h"
 
@@ -165,6 +166,16 @@ bftblk_set_option(struct bftblk *h, const char *k, const char *value)
 		return set_path(h, &h->server_key_path, value);
 	if (strcmp(k, "stats-file") == 0)
 		return set_path(h, &h->stats_path, value);
+	if (strcmp(k, "metrics") == 0) {
+		char host[256];
+		uint16_t port;
+
+		if (bft_promhttp_parse_addr(value, host, sizeof host,
+		    &port) != 0)
+			return failf(h, EINVAL, "metrics must be HOST:PORT, "
+			    "[ADDR]:PORT or :PORT");
+		return set_path(h, &h->metrics_addr, value);
+	}
 	if (strcmp(k, "volume-key") == 0)
 		return set_path(h, &h->volume_key_path, value);
 	if (strcmp(k, "ec-backend") == 0)
@@ -374,7 +385,8 @@ bftblk_connect(struct bftblk *h)
 		.io_timeout_ms = (h->io_timeout_s > h->timeout_s ?
 		    h->io_timeout_s : h->timeout_s) * 1000,
 		.writer_id = h->writer_id,
-		.skip = h->skip, .stats_path = h->stats_path, .log = h->log, .log_opaque = h->log_opaque,
+		.skip = h->skip, .stats_path = h->stats_path,
+		.metrics_addr = h->metrics_addr, .log = h->log, .log_opaque = h->log_opaque,
 	};
 	if (h->cache_bytes > 0 && h->cache == NULL &&
 	    (h->cache = bft_bc_new(h->cache_bytes)) == NULL)
@@ -449,6 +461,7 @@ bftblk_close(struct bftblk *h)
 	free(h->keys_path);
 	free(h->server_key_path);
 	free(h->stats_path);
+	free(h->metrics_addr);
 	free(h->ec_backend);
 	free(h->volume_key_path);
 	free(h);

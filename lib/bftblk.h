@@ -66,7 +66,9 @@ const char *bftblk_options_help(void);
     "encrypt=on|off  seal every block with the volume key (default off)\n" \
     "volume-key=FILE volume key from bftblk volume-key (for encrypt=on)\n" \
     "stats-file=FILE rewrite FILE every 10 s with what this client saw\n" \
-    "                of each server (bftblk status --client-stats)"
+    "                of each server (bftblk status --client-stats)\n" \
+    "metrics=HOST:PORT serve Prometheus metrics at http://HOST:PORT/metrics\n" \
+    "                ([ADDR]:PORT for IPv6; bftblk_client_* names)"
 /* Reads and checks the configuration and keys; starts no thread. */
 int bftblk_load(struct bftblk *h);
 /* Loads if needed, starts the event loop and connects (asynchronously). */

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "channel.h"
+#include "promtext.h"
 #include "rounds_int.h"
 #include "wire.h"
 
@@ -88,6 +89,9 @@ struct engine_loop {
 	uint64_t ev_last[BFT_MAX_N][EV_KINDS];
 	uint64_t ev_recent[BFT_MAX_N][EV_KINDS];	/* in the last period */
 	bool stats_file_failed;		/* said once */
+	/* metrics=: ops' time from engine_start_op to op_done, by kind. */
+	struct bft_prom_hist op_ns[3];
+	struct eng_metrics *metrics;	/* NULL without metrics= */
 };
 
 /* conn.c */
@@ -122,6 +126,13 @@ void engine_watch_stop(struct engine_loop *lp);
 /* stats_file.c: writes stats-file=; 0, or -1 with errno. */
 int eng_stats_file_write(struct bft_engine *cl,
     const uint64_t recent[][EV_KINDS], bool closing);
+
+/* metrics.c: metrics=ADDR:PORT on the loop; NULL with a reason in err. */
+struct eng_metrics *eng_metrics_start(struct bft_engine *cl,
+    const char *addr, char *err, size_t errlen);
+const char *eng_metrics_where(const struct eng_metrics *m);
+/* Closes the endpoint; the loop frees it as it runs.  NULL: no-op. */
+void eng_metrics_stop(struct eng_metrics *m);
 
 /* engine.c, for conn.c */
 void engine_dispatch(struct conn *c, const struct bft_msg *m);

@@ -96,6 +96,12 @@ op_done(struct op *op, int err, const char *why)
 	 */
 	if (err && op->kind == OP_WRITE && op->phase != PH_CLOCK)
 		rotate_writer_id(op->cl);
+	/* A parked write comes back: its time runs on. */
+	if (!op->parked) {
+		bft_prom_observe(&lp->op_ns[op->kind], uv_hrtime() -
+		    op->start_ns);
+		op->start_ns = 0;
+	}
 	lp->slots[op->slot] = NULL;
 	lp->nactive--;
 	batch_signal(op->batch);	/* op may be freed from here on */
@@ -141,6 +147,8 @@ engine_start_op(struct op *op)
 	struct engine_loop *lp = op->cl->lp;
 	uint32_t s;
 
+	if (op->start_ns == 0)
+		op->start_ns = uv_hrtime();
 	for (s = 0; s < MAX_OPS && lp->slots[s] != NULL; s++)
 		;
 	if (s == MAX_OPS) {
@@ -433,6 +441,9 @@ engine_free(struct bft_engine *cl)
 {
 	struct engine_loop *lp = cl->lp;
 
+	/* Before the walk, which would close its handles without freeing. */
+	eng_metrics_stop(lp->metrics);
+	lp->metrics = NULL;
 	uv_walk(&lp->loop, close_handle, NULL);
 	uv_run(&lp->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&lp->loop);
@@ -462,6 +473,19 @@ bft_engine_start(const struct bft_engine_params *p)
 		if (conn_resolve(cl, &p->cfg->servers[i],
 		    &lp->conns[i].addr) != 0)
 			goto out_free;
+	if (p->metrics_addr != NULL) {
+		char err[256];
+
+		lp->metrics = eng_metrics_start(cl, p->metrics_addr, err,
+		    sizeof err);
+		if (lp->metrics == NULL) {
+			eng_log(cl, BFTBLK_LOG_ERROR, "metrics=%s: %s",
+			    p->metrics_addr, err);
+			goto out_free;
+		}
+		eng_log(cl, BFTBLK_LOG_INFO, "metrics on http://%s/metrics",
+		    eng_metrics_where(lp->metrics));
+	}
 	for (unsigned i = 0; i < cl->n; i++)
 		if (!(p->skip & (1u << i)))
 			conn_connect(&lp->conns[i]);

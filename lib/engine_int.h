@@ -61,6 +61,7 @@ struct op {
 	int fail_status;
 	uint64_t deadline_ms;
 	uint64_t give_up_ms;		/* the whole op's bound (io-timeout) */
+	uint64_t start_ns;		/* uv_hrtime when first started, or 0 */
 	unsigned restarts;
 
 	/*
@@ -176,6 +177,7 @@ struct bft_engine_params {
 	unsigned io_timeout_ms;		/* per op, restarts included */
 	uint64_t writer_id;
 	const char *stats_path;		/* stats-file=; NULL: none */
+	const char *metrics_addr;	/* metrics=; NULL: none */
 	uint32_t skip;			/* servers never to connect to */
 	bftblk_log_fn *log;		/* never NULL */
 	void *log_opaque;

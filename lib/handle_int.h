@@ -21,6 +21,7 @@ struct bftblk {
 	char *config_path, *keys_path, *ec_backend, *volume_key_path;
 	char *server_key_path;		/* a peer: a server's own key file */
 	char *stats_path;		/* stats-file= */
+	char *metrics_addr;		/* metrics= */
 	/*
 	 * sealed=on, for a peer: registers hold values sealed by
 	 * encrypt=on writers, which it reads as they are, unopened.
