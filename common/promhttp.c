@@ -16,6 +16,8 @@ struct hconn {
 	struct hconn *prev, *next;
 	unsigned open;			/* handles not yet closed */
 	bool closing, responded;
+	bool shut;			/* the response is out and shut down */
+	bool eof;			/* the client has shut down its side */
 	uv_write_t wreq;
 	uv_shutdown_t sreq;
 	struct bft_prom resp;
@@ -115,7 +117,8 @@ on_shutdown(uv_shutdown_t *req, int status)
 	struct hconn *c = req->data;
 
 	/* Reading goes on until the client closes too, or the deadline. */
-	if (status < 0)
+	c->shut = true;
+	if (status < 0 || c->eof)
 		conn_close(c);
 }
 
@@ -245,6 +248,15 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	if (c->closing || nread == 0)
 		return;
 	if (nread < 0) {
+		/*
+		 * A client may shut down its side right after its request:
+		 * the response still goes out before the close.
+		 */
+		if (nread == UV_EOF && c->responded && !c->shut) {
+			c->eof = true;
+			uv_read_stop(s);
+			return;
+		}
 		conn_close(c);
 		return;
 	}

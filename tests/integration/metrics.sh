@@ -74,8 +74,9 @@ value()
 	EOF
 }
 
-# http ADDR RAW: sends RAW bytes (Python escapes) and prints the status
-# line of the answer, or "closed" when none came.
+# http ADDR RAW [shut]: sends RAW bytes (Python escapes), with shut
+# then shuts down its side, and prints the status line of the answer,
+# or "closed" when none came.
 http()
 {
 	"$PY" - "$@" <<-'EOF'
@@ -85,6 +86,8 @@ http()
 	s = socket.create_connection((host.strip('[]'), int(port)), timeout=10)
 	try:
 	    s.sendall(raw.encode('latin-1'))
+	    if len(sys.argv) > 3:
+	        s.shutdown(socket.SHUT_WR)
 	    data = b''
 	    while True:
 	        b = s.recv(65536)
@@ -153,6 +156,9 @@ for addr in "${MADDR[0]}" "$CADDR"; do
 	[ "$r" = 404 ] || fail "$addr: /nope answered $r, want 404"
 	r=$(http "$addr" 'garbage\r\n\r\n')
 	[[ "$r" == "HTTP/1.1 400 "* ]] || fail "$addr: garbage answered '$r'"
+	r=$(http "$addr" 'GET /metrics HTTP/1.0\r\n\r\n' shut)
+	[[ "$r" == "HTTP/1.1 200 "* ]] ||
+	    fail "$addr: a request and a shutdown answered '$r'"
 	r=$(http "$addr" 'POST /metrics HTTP/1.1\r\n\r\n')
 	[[ "$r" == "HTTP/1.1 405 "* ]] || fail "$addr: POST answered '$r'"
 	r=$(http "$addr" "GET /metrics HTTP/1.1\\r\\nX: $(head -c 20000 \
