@@ -97,7 +97,7 @@ op_done(struct op *op, int err, const char *why)
 	if (err && op->kind == OP_WRITE && op->phase != PH_CLOCK)
 		rotate_writer_id(op->cl);
 	/* A parked write comes back: its time runs on. */
-	if (!op->parked) {
+	if (!op->parked && op->start_ns != 0) {
 		bft_prom_observe(&lp->op_ns[op->kind], uv_hrtime() -
 		    op->start_ns);
 		op->start_ns = 0;
