@@ -139,6 +139,15 @@ conn_close(struct conn *c, const char *why)
 {
 	if (c->state == C_CLOSING || c->state == C_IDLE)
 		return;
+	/*
+	 * The engine's teardown closes every handle without going through
+	 * here; a connect still pending then fails with UV_ECANCELED, and a
+	 * second uv_close would abort the process.
+	 */
+	if (uv_is_closing((uv_handle_t *)&c->tcp)) {
+		conn_set_state(c, C_CLOSING);
+		return;
+	}
 	engine_conn_lost(c);
 	c->out.len = 0;		/* lost with the connection, resent later */
 	if (!c->warned)
