@@ -28,13 +28,16 @@
 #    verify pass reads everything back with node2 still cut off.
 # 5. node2 is reconnected: its rebuild finds the blocks it missed (its
 #    log: "rebuild: done, K/K blocks", K > 0), status is OK again with
-#    node2 holding as many blocks as node0.  Then node0 is stopped and
-#    fio verifies the 64 MiB again, through nodes 1, 2 and 3.
+#    node2 holding as many blocks as node0.  Every server's metrics,
+#    served on its host's address (IPv4 or IPv6) and scraped from app1,
+#    pass promtool and the Python client's parser.  Then node0 is
+#    stopped and fio verifies the 64 MiB again, through nodes 1, 2 and 3.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (network and mount namespaces)"
-for c in ip nft nsenter unshare setpriv systemd-sysusers fio nbdinfo; do
+for c in ip nft nsenter unshare setpriv systemd-sysusers fio nbdinfo curl \
+    promtool; do
 	command -v "$c" >/dev/null ||
 	    skip "$c is not installed (scripts/install-deps)"
 done
@@ -280,9 +283,13 @@ for i in 0 1 2 3; do
 	    "$HROOT/$h/incoming/"
 	doc "$h" "$i" "${SERVER_LINES[@]}"
 	# A caught-up server compares with its peers every 60 s by default;
-	# every 10 s here, through the unit's environment file.
-	on "$h" sh -c "echo 'BFTBLK_SERVER_ARGS=\"--rebuild-interval 10\"' \
-	    >/etc/bftblk/server-$i.env"
+	# every 10 s here, through the unit's environment file, which also
+	# serves metrics on the host's own address.
+	if [ "$i" -lt 2 ]; then maddr=$NET4.$((i + 1)); else
+		maddr="[${NET6}:$((i + 1))]"; fi
+	METRICS[$i]=$maddr:9100
+	on "$h" sh -c "echo 'BFTBLK_SERVER_ARGS=\"--rebuild-interval 10 \
+--metrics ${METRICS[$i]}\"' >/etc/bftblk/server-$i.env"
 	have=$(on "$h" ls /etc/bftblk | tr '\n' ' ')
 	[ "$have" = "bftblk.conf server-$i.env server-$i.key " ] ||
 	    fail "$h's /etc/bftblk holds $have"
@@ -472,6 +479,29 @@ do
 	sleep 1
 done
 log "status OK again, node2 holds as many blocks as node0"
+
+# Every server's metrics, scraped from app1 across the bridge, pass
+# promtool and the Python client's parser, and count the writes.
+for i in 0 1 2 3; do
+	out=$TESTDIR/log/metrics-$i.txt
+	on app1 curl -fsS --max-time 5 "http://${METRICS[$i]}/metrics" \
+	    >"$out" || fail "no metrics from server $i at ${METRICS[$i]}"
+	promtool check metrics <"$out" >/dev/null 2>&1 ||
+	    fail "promtool rejects server $i's metrics: $(promtool check \
+	    metrics <"$out" 2>&1 | head -3)"
+	/usr/bin/python3 - "$out" <<'PY' || fail "server $i's metrics: parser"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+stores = 0
+for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
+    for s in fam.samples:
+        if s.name == "bftblk_server_requests_total" and \
+                s.labels.get("type") == "store":
+            stores = s.value
+assert stores >= 1024, "only %d STOREs counted" % stores
+PY
+done
+log "metrics of the four servers parse, each counts the writes"
 
 server_kill 0
 log "fio: verify the 64 MiB again with node0 stopped"
