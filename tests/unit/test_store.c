@@ -118,14 +118,17 @@ roundtrip(unsigned n)
 {
 	struct bft_store_stats ss;
 	struct bft_store *st;
+	struct bft_cand c;
 	struct bft_ts ts;
 
 	geometry(n, 64);
 	st = sopen(0);
-	assert_ptr_equal(bft_store_block(st, 3), bft_store_block(st, 4));
-	assert_true(bft_ts_is_zero(&bft_store_block(st, 3)->lc.ts));
-	assert_int_equal(bft_store_block(st, 3)->nhist, 0);
-	assert_null(bft_store_block(st, 64));
+	assert_memory_equal(store_lc(st, 3), store_lc(st, 4),
+	    sizeof(struct bft_cand));
+	assert_true(bft_ts_is_zero(&store_lc(st, 3)->ts));
+	assert_int_equal(bft_store_nhist(st, 3), 0);
+	assert_int_equal(bft_store_get_lc(st, 64, &c), -ERANGE);
+	assert_true(bft_ts_is_zero(&c.ts));
 	assert_int_equal(put(st, 64, 1, 1, 0), -ERANGE);
 	assert_int_equal(put(st, 0, 1, 1, 0), 0);
 	assert_int_equal(put(st, 0, 2, 1, 0), 0);
@@ -134,10 +137,10 @@ roundtrip(unsigned n)
 	check_entry(st, 0, 2, 1, 0);
 	check_entry(st, 63, 1, 9, 0);
 	make_ts(&ts, 1, 2);
-	assert_null(bft_store_hist(st, 0, &ts));
+	assert_false(store_has_hist(st, 0, &ts));
 	/* Same (num, wid) again replaces the entry. */
 	assert_int_equal(put(st, 0, 1, 1, 77), 0);
-	assert_int_equal(bft_store_block(st, 0)->nhist, 2);
+	assert_int_equal(bft_store_nhist(st, 0), 2);
 	check_entry(st, 0, 1, 1, 77);
 	bft_store_stats(st, &ss);
 	assert_int_equal(ss.bytes_live, 3 * bft_rec_hist_len(n, FRAGLEN));
@@ -179,12 +182,12 @@ test_gc(void **state)
 	assert_int_equal(put(st, 5, 3, 1, 0), 0);
 	assert_int_equal(set_lc(st, 5, 2, 1), 0);
 	/* (1,1) went; (2,1) equals lc and stays; (2,2) is newer. */
-	assert_int_equal(bft_store_block(st, 5)->nhist, 3);
+	assert_int_equal(bft_store_nhist(st, 5), 3);
 	make_ts(&ts, 1, 1);
-	assert_null(bft_store_hist(st, 5, &ts));
+	assert_false(store_has_hist(st, 5, &ts));
 	check_entry(st, 5, 2, 1, 0);
 	check_entry(st, 5, 2, 2, 0);
-	assert_int_equal(bft_store_block(st, 5)->lc.ts.num, 2);
+	assert_int_equal(bft_store_lc_ts(st, 5).num, 2);
 	assert_int_equal(set_lc(st, 5, 2, 1), -EINVAL);
 	assert_int_equal(set_lc(st, 5, 1, 9), -EINVAL);
 	assert_int_equal(put(st, 5, 1, 9, 0), -ESTALE);
@@ -193,7 +196,7 @@ test_gc(void **state)
 	    bft_rec_lc_len(4));
 	st = reopen_same(st, 0);
 	assert_int_equal(set_lc(st, 5, 9, 1), 0);
-	assert_int_equal(bft_store_block(st, 5)->nhist, 0);
+	assert_int_equal(bft_store_nhist(st, 5), 0);
 	bft_store_stats(st, &ss);
 	assert_int_equal(ss.bytes_live, bft_rec_lc_len(4));
 	st = reopen_same(st, 0);
@@ -205,7 +208,7 @@ workload(struct bft_store *st, unsigned ops)
 {
 	for (unsigned i = 0; i < ops; i++) {
 		uint64_t b = rnd() % ident.nblocks;
-		uint64_t num = bft_store_block(st, b)->lc.ts.num + 1 +
+		uint64_t num = bft_store_lc_ts(st, b).num + 1 +
 		    rnd() % 3;
 
 		assert_int_equal(put(st, b, num, 1 + rnd() % 3, i), 0);
@@ -293,7 +296,7 @@ torn(struct bft_store **stp, int is_lc)
 	assert_int_equal(file_size(seg_path(1)), off + len);
 	if (!is_lc)
 		check_entry(st, 2, 50, 1, 0);
-	assert_int_equal(bft_store_block(st, 1)->lc.ts.num, is_lc ? 50 : 3);
+	assert_int_equal(bft_store_lc_ts(st, 1).num, is_lc ? 50 : 3);
 	snap_free(before);
 	free(img);
 	*stp = st;
@@ -322,6 +325,7 @@ static void
 test_corrupt(void **state)
 {
 	struct bft_store_replay rp;
+	struct bft_hist_entry e;
 	struct bft_store *st;
 	uint32_t no;
 	off_t off;
@@ -336,8 +340,8 @@ test_corrupt(void **state)
 	assert_int_equal(find_rec(BFT_REC_HIST, 7, 8, &no, &off, &len), 0);
 	flip(seg_path(no), off + (off_t)len - 100);
 	check_entry(st, 6, 7, 1, 0);
-	assert_int_equal(bft_store_read_frag(st, bft_store_block(st, 7)->hist,
-	    got), -EIO);
+	assert_int_equal(bft_store_hist_at(st, 7, 0, &e), 0);
+	assert_int_equal(bft_store_read_frag(st, &e, got), -EIO);
 	bft_store_close(st);
 	/* A fragment byte (7), a header byte (4) and the last segment (10). */
 	assert_int_equal(find_rec(BFT_REC_HIST, 4, 5, &no, &off, &len), 0);
@@ -351,7 +355,7 @@ test_corrupt(void **state)
 	assert_int_equal(rp.torn_records, 0);
 	for (uint64_t b = 0; b < 12; b++) {
 		if (b == 4 || b == 7 || b == 10)
-			assert_int_equal(bft_store_block(st, b)->nhist, 0);
+			assert_int_equal(bft_store_nhist(st, b), 0);
 		else
 			check_entry(st, b, 1 + b, 1, 0);
 	}
@@ -365,7 +369,7 @@ test_corrupt(void **state)
 	assert_int_equal(rp.corrupt_records, 4);
 	assert_int_equal(rp.corrupt_bytes, 6 * len);
 	for (uint64_t b = 0; b < 3; b++)
-		assert_int_equal(bft_store_block(st, b)->nhist, 0);
+		assert_int_equal(bft_store_nhist(st, b), 0);
 	check_entry(st, 3, 4, 1, 0);
 	st = reopen_same(st, 128 * KIB);
 	bft_store_close(st);
@@ -380,6 +384,7 @@ test_crafted_log(void **state)
 {
 	static uint8_t rec[2 * BFT_MAX_FRAG];
 	struct bft_store_stats ss;
+	struct bft_hist_entry e;
 	struct bft_hist_meta m;
 	struct bft_rec_hdr h;
 	struct bft_store *st;
@@ -412,11 +417,12 @@ test_crafted_log(void **state)
 	bft_store_stats(st, &ss);
 	assert_int_equal(ss.records_discarded, 1);
 	assert_int_equal(ss.records_replayed, 5);
-	assert_int_equal(bft_store_block(st, 2)->lc.ts.num, 7);
-	assert_int_equal(bft_store_block(st, 2)->nhist, 1);
-	assert_int_equal(bft_store_block(st, 2)->hist[0].meta.ts.num, 7);
-	assert_int_equal(bft_store_read_frag(st, bft_store_block(st, 2)->hist,
-	    got), 0);
+	assert_int_equal(bft_store_lc_ts(st, 2).num, 7);
+	assert_int_equal(bft_store_nhist(st, 2), 1);
+	assert_int_equal(bft_store_hist_at(st, 2, 0, &e), 0);
+	assert_int_equal(bft_store_hist_at(st, 2, 1, &e), -ENOENT);
+	assert_int_equal(e.meta.ts.num, 7);
+	assert_int_equal(bft_store_read_frag(st, &e, got), 0);
 	assert_memory_equal(got, frag, 10);
 	check_entry(st, 3, 1, 1, 0);
 	/* Sequence numbers go on after the highest one replayed. */
