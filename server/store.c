@@ -101,10 +101,10 @@ live_dec(struct bft_store *st, uint64_t loc, size_t len)
 }
 
 static size_t
-blk_size(const struct bft_store *st, unsigned cap)
+blk_size(const struct bft_store *st, bool inl)
 {
 	return sizeof(struct blk) + (size_t)st->n * BFT_MAC_LEN +
-	    (size_t)cap * st->hent_size;
+	    (inl ? st->hent_size : 0);
 }
 
 /*
@@ -115,32 +115,51 @@ struct blk *
 st_blk_reserve(struct bft_store *st, uint64_t block, unsigned extra)
 {
 	struct blk *b = st->blocks[block];
-	unsigned cap = b ? b->cap : 0, nhist = b ? b->nhist : 0;
+	unsigned want;
+	uint8_t *m;
 
-	if (b != NULL && nhist + extra <= cap)
+	if (b == NULL) {
+		if ((b = calloc(1, blk_size(st, extra > 0))) == NULL)
+			return NULL;
+		b->inl = extra > 0;
+		st->blocks[block] = b;
+	} else if (!b->inl && extra > 0 && b->nhist == 0) {
+		/* The block's first entry: room for it inline. */
+		if ((b = realloc(b, blk_size(st, true))) == NULL)
+			return NULL;
+		b->inl = 1;
+		st->blocks[block] = b;
+	}
+	want = b->nhist + extra;
+	if (want <= (unsigned)b->inl + b->morecap)
 		return b;
-	if ((b = realloc(b, blk_size(st, nhist + extra))) == NULL)
+	if ((m = realloc(b->more, (want - b->inl) * st->hent_size)) == NULL)
 		return NULL;
-	if (st->blocks[block] == NULL)
-		memset(b, 0, blk_size(st, 0));
-	b->cap = nhist + extra;
-	st->blocks[block] = b;
+	b->more = m;
+	b->morecap = want - b->inl;
 	return b;
 }
 
-/* Gives back the room of Hist entries no longer in use. */
+/* Gives back the room of Hist entries past the inline one no longer used. */
 static void
-blk_shrink(struct bft_store *st, uint64_t block)
+blk_shrink(struct bft_store *st, struct blk *b)
 {
-	struct blk *b = st->blocks[block], *nb;
+	unsigned inl = b->inl, used = b->nhist > inl ? b->nhist - inl : 0;
+	uint8_t *m;
 
-	if (b->nhist == b->cap)
+	if (used == b->morecap)
 		return;
+	if (used == 0) {
+		free(b->more);
+		b->more = NULL;
+		b->morecap = 0;
+		return;
+	}
 	/* Failing to shrink only keeps the room. */
-	if ((nb = realloc(b, blk_size(st, b->nhist))) == NULL)
+	if ((m = realloc(b->more, used * st->hent_size)) == NULL)
 		return;
-	nb->cap = nb->nhist;
-	st->blocks[block] = nb;
+	b->more = m;
+	b->morecap = used;
 }
 
 static void
@@ -249,7 +268,7 @@ st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
 		else
 			i++;
 	}
-	blk_shrink(st, block);
+	blk_shrink(st, b);
 	return true;
 }
 

@@ -503,8 +503,12 @@ bft_store_close(struct bft_store *st)
 	for (size_t i = 0; i < st->nseg; i++)
 		if (st->segs[i].fd >= 0)
 			close(st->segs[i].fd);
-	for (uint64_t b = 0; st->blocks != NULL && b < st->id.nblocks; b++)
-		free(st->blocks[b]);
+	for (uint64_t b = 0; st->blocks != NULL && b < st->id.nblocks; b++) {
+		if (st->blocks[b] != NULL) {
+			free(st->blocks[b]->more);
+			free(st->blocks[b]);
+		}
+	}
 	if (st->dirfd >= 0)
 		close(st->dirfd);
 	free(st->blocks);
