@@ -4,6 +4,7 @@
  * damaged records and identity checks.  Compaction and full disks are in
  * test_store_compact.c; the fixture is store_fixture.h.
  */
+#include "crypto.h"
 #include "store_fixture.h"
 
 /* Deterministic workload, so a failure reproduces. */
@@ -165,6 +166,120 @@ test_roundtrip7(void **state)
 {
 	(void)state;
 	roundtrip(7);
+}
+
+/* Rows from n on are zero in every copy, as decoding makes them. */
+static void
+check_rows_zero(const uint8_t *rows, size_t rowlen)
+{
+	for (size_t i = ident.n * rowlen; i < BFT_MAX_N * rowlen; i++)
+		assert_int_equal(rows[i], 0);
+}
+
+/* lc whose nonce hashes to the nh of the entry put() would not make. */
+static void
+put_backing(struct bft_store *st, uint64_t block, struct bft_cand *c)
+{
+	struct bft_hist_meta m;
+
+	memset(&m, 0, sizeof m);
+	m.ts = c->ts;
+	bft_hash(c->nonce, BFT_NONCE_LEN, m.nh);
+	for (unsigned i = 0; i < ident.n; i++)
+		fill(m.cc[i], BFT_HASH_LEN, block, c->ts.num, 0, 40 + i);
+	m.frag_len = FRAGLEN;
+	assert_int_equal(bft_store_put_hist(st, block, &m, frag), 0);
+}
+
+/*
+ * The copy-out accessors: what they say of c0, iteration past the one
+ * entry a block keeps inline, the pending count, lc_held's
+ * validByHist, and copies equal to what went in, before and after
+ * replay.
+ */
+static void
+accessors(unsigned n)
+{
+	struct bft_hist_entry e;
+	struct bft_cand c, lc;
+	struct bft_store *st;
+	struct bft_ts ts;
+	unsigned i;
+
+	geometry(n, 8);
+	st = sopen(0);
+	assert_false(bft_store_lc_held(st, 1));
+	assert_int_equal(bft_store_pending(st, 1, 1), 0);
+	assert_int_equal(bft_store_nhist(st, 1), 0);
+	assert_int_equal(bft_store_hist_at(st, 1, 0, &e), -ENOENT);
+	ts = bft_store_lc_ts(st, 8);
+	assert_true(bft_ts_is_zero(&ts));
+	assert_int_equal(bft_store_pending(st, 8, 1), 0);
+	/* Four entries, three of writer 1; one inline, three beside it. */
+	assert_int_equal(put(st, 1, 1, 1, 0), 0);
+	assert_int_equal(put(st, 1, 2, 1, 0), 0);
+	assert_int_equal(put(st, 1, 2, 2, 0), 0);
+	assert_int_equal(put(st, 1, 3, 1, 0), 0);
+	assert_int_equal(bft_store_nhist(st, 1), 4);
+	assert_int_equal(bft_store_pending(st, 1, 1), 3);
+	assert_int_equal(bft_store_pending(st, 1, 2), 1);
+	for (i = 0; bft_store_hist_at(st, 1, i, &e) == 0; i++) {
+		check_entry(st, 1, e.meta.ts.num, e.meta.ts.wid, 0);
+		check_rows_zero(&e.meta.vec[0][0], BFT_MAC_LEN);
+		check_rows_zero(&e.meta.cc[0][0], BFT_HASH_LEN);
+	}
+	assert_int_equal(i, 4);
+	/* lc (2, 1): (1, 1) goes, (2, 2) and (3, 1) stay pending. */
+	assert_int_equal(set_lc(st, 1, 2, 1), 0);
+	assert_int_equal(bft_store_nhist(st, 1), 3);
+	assert_int_equal(bft_store_pending(st, 1, 1), 1);
+	assert_int_equal(bft_store_pending(st, 1, 2), 1);
+	/* Hist[lc.ts] is there, but its nh is not H(lc's nonce). */
+	assert_false(bft_store_lc_held(st, 1));
+	assert_int_equal(set_lc(st, 1, 4, 1), 0);
+	assert_int_equal(bft_store_nhist(st, 1), 0);
+	assert_int_equal(bft_store_pending(st, 1, 1), 0);
+
+	/* Block 2: lc backed by its entry; block 3: the same but a MAC. */
+	memset(&c, 0, sizeof c);
+	make_ts(&c.ts, 5, 1);
+	fill(c.nonce, BFT_NONCE_LEN, 2, 5, 1, 9);
+	for (i = 0; i < n; i++)
+		fill(c.vec[i], BFT_MAC_LEN, 2, 5, 1, 10 + i);
+	assert_false(bft_store_lc_held(st, 2));
+	put_backing(st, 2, &c);
+	assert_false(bft_store_lc_held(st, 2));
+	assert_int_equal(bft_store_set_lc(st, 2, &c), 0);
+	assert_true(bft_store_lc_held(st, 2));
+	put_backing(st, 3, &c);
+	c.ts.mac[0] ^= 1;
+	assert_int_equal(bft_store_set_lc(st, 3, &c), 0);
+	assert_false(bft_store_lc_held(st, 3));
+	c.ts.mac[0] ^= 1;
+	st = reopen_same(st, 0);
+	assert_true(bft_store_lc_held(st, 2));
+	assert_false(bft_store_lc_held(st, 3));
+	assert_int_equal(bft_store_get_lc(st, 2, &lc), 0);
+	assert_memory_equal(&lc, &c, sizeof c);
+	ts = bft_store_lc_ts(st, 2);
+	assert_memory_equal(&ts, &c.ts, sizeof ts);
+	assert_int_equal(bft_store_get_hist(st, 2, &c.ts, &e), 0);
+	assert_int_equal(bft_store_read_frag(st, &e, got), 0);
+	bft_store_close(st);
+}
+
+static void
+test_accessors4(void **state)
+{
+	(void)state;
+	accessors(4);
+}
+
+static void
+test_accessors16(void **state)
+{
+	(void)state;
+	accessors(16);
 }
 
 static void
@@ -537,6 +652,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_roundtrip4, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_roundtrip7, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_accessors4, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_accessors16, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
