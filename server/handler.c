@@ -105,31 +105,17 @@ handle_hello(struct bft_handler *h, const char *peer,
 	return 1;
 }
 
-/* STOREs of writer wid waiting above lc, i.e. not yet superseded. */
-static unsigned
-pending_count(const struct bft_block_state *bs, uint64_t wid)
-{
-	unsigned count = 0;
-
-	for (unsigned j = 0; j < bs->nhist; j++) {
-		const struct bft_ts *ts = &bs->hist[j].meta.ts;
-
-		if (ts->wid == wid && bft_ts_cmp(ts, &bs->lc.ts) > 0)
-			count++;
-	}
-	return count;
-}
-
 /* Lines 113-115, hardened against replays and floods. */
 static void
 handle_store(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
 {
 	unsigned i = h->key->index, n = h->cfg->n;
-	const struct bft_block_state *bs;
-	const struct bft_hist_entry *e;
+	struct bft_hist_entry ebuf, *e;
 	struct bft_hist_meta meta;
 	uint8_t lcnh[BFT_HASH_LEN];
+	struct bft_ts lcts;
+	struct bft_cand lc;
 	int cmp, err;
 
 	/* ts0 belongs to the initial value; no writer ever stores it. */
@@ -151,8 +137,8 @@ handle_store(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EAUTH;
 		return;
 	}
-	bs = bft_store_block(h->st, req->block);
-	cmp = bft_ts_cmp(&req->ts, &bs->lc.ts);
+	lcts = bft_store_lc_ts(h->st, req->block);
+	cmp = bft_ts_cmp(&req->ts, &lcts);
 	if (cmp < 0) {
 		/*
 		 * A newer write completed here, so the GC rule would drop
@@ -162,7 +148,8 @@ handle_store(struct bft_handler *h, const char *peer,
 		h->stats.superseded++;
 		return;
 	}
-	e = bft_store_hist(h->st, req->block, &req->ts);
+	e = bft_store_get_hist(h->st, req->block, &req->ts, &ebuf) == 0 ?
+	    &ebuf : NULL;
 	if (cmp == 0) {
 		/*
 		 * ts already completed: a retransmission of its own STORE is
@@ -178,7 +165,8 @@ handle_store(struct bft_handler *h, const char *peer,
 			}
 			return;
 		}
-		bft_hash(bs->lc.nonce, BFT_NONCE_LEN, lcnh);
+		bft_store_get_lc(h->st, req->block, &lc);
+		bft_hash(lc.nonce, BFT_NONCE_LEN, lcnh);
 		if (!bft_equal(lcnh, req->nh, BFT_HASH_LEN)) {
 			h->stats.estale++;
 			rep->status = BFT_ESTALE;
@@ -191,7 +179,8 @@ handle_store(struct bft_handler *h, const char *peer,
 	 * while a retransmission of a present entry is always accepted.
 	 */
 	if (e == NULL && cmp > 0 &&
-	    pending_count(bs, req->ts.wid) >= h->max_pending) {
+	    bft_store_pending(h->st, req->block, req->ts.wid) >=
+	    h->max_pending) {
 		if (bft_log_sampled(++h->stats.ebusy))
 			bft_log("conn %s: STORE block %" PRIu64 ": writer %"
 			    PRIu64 " has %u pending (%" PRIu64 " refused)",
@@ -232,7 +221,7 @@ static void
 handle_complete(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
 {
-	const struct bft_block_state *bs;
+	struct bft_ts lcts;
 	uint8_t nh[BFT_HASH_LEN];
 
 	if (req->ts.num == 0) {
@@ -254,18 +243,19 @@ handle_complete(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EAUTH;
 		return;
 	}
-	bs = bft_store_block(h->st, req->block);
-	if (bft_ts_cmp(&req->ts, &bs->lc.ts) > 0)
+	lcts = bft_store_lc_ts(h->st, req->block);
+	if (bft_ts_cmp(&req->ts, &lcts) > 0)
 		rep->status = set_lc(h, peer, "COMPLETE", req->block, &req->ts,
 		    req->nonce, req->vec);
 }
 
+/* Hist[ts] copied into *buf, or NULL. */
 static const struct bft_hist_meta *
-hist_meta(struct bft_handler *h, uint64_t block, const struct bft_ts *ts)
+hist_meta(struct bft_handler *h, uint64_t block, const struct bft_ts *ts,
+    struct bft_hist_entry *buf)
 {
-	const struct bft_hist_entry *e = bft_store_hist(h->st, block, ts);
-
-	return e ? &e->meta : NULL;
+	return bft_store_get_hist(h->st, block, ts, buf) == 0 ? &buf->meta :
+	    NULL;
 }
 
 /* Fills a FILTER_ACK from one Hist entry, fragment included. */
@@ -295,9 +285,9 @@ reply_hist(struct bft_handler *h, const char *peer, uint64_t block,
  */
 static const uint8_t (*
 authentic_vec(struct bft_handler *h, uint64_t block,
-    const struct bft_cand *c))[BFT_MAC_LEN]
+    const struct bft_cand *c, struct bft_hist_entry *buf))[BFT_MAC_LEN]
 {
-	const struct bft_hist_meta *hm = hist_meta(h, block, &c->ts);
+	const struct bft_hist_meta *hm = hist_meta(h, block, &c->ts, buf);
 
 	return bft_valid_by_hist(c, hm) ? hm->vec : c->vec;
 }
@@ -313,32 +303,33 @@ static void
 handle_collect(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
 {
-	const struct bft_block_state *bs = bft_store_block(h->st, req->block);
-	const struct bft_hist_entry *e;
+	struct bft_ts lcts = bft_store_lc_ts(h->st, req->block);
+	struct bft_cand *lc = &rep->cands[0];
+	struct bft_hist_entry e;
 	int err;
 
-	if (h->heal_lacking && bft_ts_is_zero(&bs->lc.ts)) {
+	if (h->heal_lacking && bft_ts_is_zero(&lcts)) {
 		rep->status = BFT_EAGAIN;
 		return;
 	}
-	rep->cands[0] = bs->lc;
+	bft_store_get_lc(h->st, req->block, lc);
 	rep->ncands = 1;
-	if (bft_ts_is_zero(&bs->lc.ts))
+	if (bft_ts_is_zero(&lc->ts))
 		return;
-	e = bft_store_hist(h->st, req->block, &bs->lc.ts);
-	if (e == NULL || !bft_valid_by_hist(&bs->lc, &e->meta))
+	if (bft_store_get_hist(h->st, req->block, &lc->ts, &e) < 0 ||
+	    !bft_valid_by_hist(lc, &e.meta))
 		return;
 	if (req->want_frag) {
-		err = bft_store_read_frag(h->st, e, h->fragbuf);
+		err = bft_store_read_frag(h->st, &e, h->fragbuf);
 		if (err < 0) {
 			/* The reader falls back to FILTER, which reports it. */
 			(void)store_status(h, peer, "COLLECT", req->block, err);
 			return;
 		}
 		rep->frag = h->fragbuf;
-		rep->frag_len = e->meta.frag_len;
+		rep->frag_len = e.meta.frag_len;
 	}
-	memcpy(rep->cc, e->meta.cc, (size_t)h->cfg->n * BFT_HASH_LEN);
+	memcpy(rep->cc, e.meta.cc, (size_t)h->cfg->n * BFT_HASH_LEN);
 	rep->has_cc = true;
 }
 
@@ -348,8 +339,8 @@ handle_filter(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
 {
 	const struct bft_cand *C = req->cands, *wb = NULL, *rt = NULL;
-	const struct bft_block_state *bs;
-	const struct bft_hist_entry *e;
+	struct bft_hist_entry e;
+	struct bft_ts lcts;
 	unsigned nc = req->ncands, i = h->key->index;
 	bool lc_newest = true;
 
@@ -361,19 +352,19 @@ handle_filter(struct bft_handler *h, const char *peer,
 	for (unsigned j = 0; j < nc; j++) {
 		if (wb != NULL && bft_ts_cmp(&C[j].ts, &wb->ts) <= 0)
 			continue;
-		if (bft_valid(&C[j], hist_meta(h, req->block, &C[j].ts), i,
-		    h->key->k))
+		if (bft_valid(&C[j], hist_meta(h, req->block, &C[j].ts, &e),
+		    i, h->key->k))
 			wb = &C[j];
 	}
 	/* Line 124: write-back. */
-	bs = bft_store_block(h->st, req->block);
-	if (wb != NULL && bft_ts_cmp(&wb->ts, &bs->lc.ts) > 0) {
+	lcts = bft_store_lc_ts(h->st, req->block);
+	if (wb != NULL && bft_ts_cmp(&wb->ts, &lcts) > 0) {
 		rep->status = set_lc(h, peer, "FILTER", req->block, &wb->ts,
-		    wb->nonce, authentic_vec(h, req->block, wb));
+		    wb->nonce, authentic_vec(h, req->block, wb, &e));
 		if (rep->status != BFT_OK)
 			return;
 		h->stats.writebacks++;
-		bs = bft_store_block(h->st, req->block);
+		lcts = bft_store_lc_ts(h->st, req->block);
 	}
 	/*
 	 * Line 125: c_rt, the highest candidate backed by Hist.  It is
@@ -383,12 +374,12 @@ handle_filter(struct bft_handler *h, const char *peer,
 		if (rt != NULL && bft_ts_cmp(&C[j].ts, &rt->ts) <= 0)
 			continue;
 		if (bft_valid_by_hist(&C[j], hist_meta(h, req->block,
-		    &C[j].ts)))
+		    &C[j].ts, &e)))
 			rt = &C[j];
 	}
 	if (rt != NULL) {
-		reply_hist(h, peer, req->block,
-		    bft_store_hist(h->st, req->block, &rt->ts), rep);
+		bft_store_get_hist(h->st, req->block, &rt->ts, &e);
+		reply_hist(h, peer, req->block, &e, rep);
 		return;
 	}
 	/*
@@ -402,19 +393,19 @@ handle_filter(struct bft_handler *h, const char *peer,
 	 * would count towards safe() for a candidate no server validated.
 	 */
 	/* Forgotten is not "never written": no vote against candidates. */
-	if (h->heal_lacking && bft_ts_is_zero(&bs->lc.ts)) {
+	if (h->heal_lacking && bft_ts_is_zero(&lcts)) {
 		rep->status = BFT_EAGAIN;
 		return;
 	}
 	for (unsigned j = 0; j < nc; j++)
-		if (bft_ts_cmp(&bs->lc.ts, &C[j].ts) <= 0)
+		if (bft_ts_cmp(&lcts, &C[j].ts) <= 0)
 			lc_newest = false;
-	e = bft_store_hist(h->st, req->block, &bs->lc.ts);
-	if (lc_newest && e != NULL) {
-		reply_hist(h, peer, req->block, e, rep);
+	if (lc_newest && bft_store_get_hist(h->st, req->block, &lcts, &e) ==
+	    0) {
+		reply_hist(h, peer, req->block, &e, rep);
 		return;
 	}
-	rep->ts = bs->lc.ts;
+	rep->ts = lcts;
 	rep->frag = h->fragbuf;
 	rep->frag_len = 0;
 }
@@ -425,19 +416,20 @@ handle_repair(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
 {
 	const struct bft_cand *c = &req->cands[0];
-	const struct bft_block_state *bs;
+	struct bft_hist_entry e;
+	struct bft_ts lcts;
 
 	if (req->ncands < 1) {
 		rep->status = BFT_EPROTO;
 		return;
 	}
-	bs = bft_store_block(h->st, req->block);
-	if (bft_ts_cmp(&c->ts, &bs->lc.ts) <= 0 ||
-	    !bft_valid(c, hist_meta(h, req->block, &c->ts), h->key->index,
+	lcts = bft_store_lc_ts(h->st, req->block);
+	if (bft_ts_cmp(&c->ts, &lcts) <= 0 ||
+	    !bft_valid(c, hist_meta(h, req->block, &c->ts, &e), h->key->index,
 	    h->key->k))
 		return;
 	rep->status = set_lc(h, peer, "REPAIR", req->block, &c->ts, c->nonce,
-	    authentic_vec(h, req->block, c));
+	    authentic_vec(h, req->block, c, &e));
 	if (rep->status == BFT_OK)
 		h->stats.repairs++;
 }
@@ -483,12 +475,12 @@ bft_handle(struct bft_handler *h, const char *peer,
 		h->scrub_requested = true;
 		break;
 	case BFT_CLOCK:			/* lines 111-112 */
-		rep->ts = bft_store_block(h->st, req->block)->lc.ts;
+		rep->ts = bft_store_lc_ts(h->st, req->block);
 		break;
 	case BFT_STORE:
 		handle_store(h, peer, req, rep);
 		/* Lets a writer that skipped CLOCK see it was overtaken. */
-		rep->ts = bft_store_block(h->st, req->block)->lc.ts;
+		rep->ts = bft_store_lc_ts(h->st, req->block);
 		break;
 	case BFT_COMPLETE:
 		handle_complete(h, peer, req, rep);

@@ -9,7 +9,6 @@
 #include <time.h>
 
 #include "handler.h"
-#include "predicates.h"
 #include "summary.h"
 
 #define INFO_BUF_LEN	(BFT_LCLIST_MAX * BFT_LCENTRY_LEN)
@@ -62,19 +61,12 @@ in_disk(const struct bft_handler *h, const struct bft_msg *req)
  * alone would make a server that holds nothing of a block look in step
  * with its peers, and it would never rebuild that block.
  */
-static const struct bft_ts *
+static struct bft_ts
 held_ts(struct bft_handler *h, uint64_t b)
 {
 	static const struct bft_ts none;
-	const struct bft_block_state *bs = bft_store_block(h->st, b);
-	const struct bft_hist_entry *e;
 
-	if (bft_ts_is_zero(&bs->lc.ts))
-		return &none;
-	e = bft_store_hist(h->st, b, &bs->lc.ts);
-	if (e == NULL || !bft_valid_by_hist(&bs->lc, &e->meta))
-		return &none;
-	return &bs->lc.ts;
+	return bft_store_lc_held(h->st, b) ? bft_store_lc_ts(h->st, b) : none;
 }
 
 /* One digest per span blocks; the decoder bounded their number. */
@@ -85,13 +77,16 @@ handle_summary(struct bft_handler *h, const struct bft_msg *req,
 	uint32_t nr = bft_summary_nranges(req->count, req->span);
 	uint64_t b = req->block, end = req->block + req->count;
 	struct bft_summary s;
+	struct bft_ts ts;
 
 	for (uint32_t r = 0; r < nr; r++) {
 		uint64_t stop = end - b > req->span ? b + req->span : end;
 
 		bft_summary_init(&s);
-		for (; b < stop; b++)
-			bft_summary_add(&s, b, held_ts(h, b));
+		for (; b < stop; b++) {
+			ts = held_ts(h, b);
+			bft_summary_add(&s, b, &ts);
+		}
 		bft_summary_final(&s, h->infobuf +
 		    (size_t)r * BFT_SUMMARY_DIGEST_LEN);
 	}
@@ -103,15 +98,15 @@ static void
 handle_lclist(struct bft_handler *h, const struct bft_msg *req,
     struct bft_msg *rep)
 {
-	const struct bft_ts *ts;
+	struct bft_ts ts;
 	uint32_t ne = 0;
 
 	for (uint64_t b = req->block; b < req->block + req->count; b++) {
 		ts = held_ts(h, b);
-		if (bft_ts_is_zero(ts))
+		if (bft_ts_is_zero(&ts))
 			continue;
 		bft_lcentry_put(h->infobuf + (size_t)ne * BFT_LCENTRY_LEN, b,
-		    ts);
+		    &ts);
 		ne++;
 	}
 	rep->entries = h->infobuf;

@@ -141,12 +141,12 @@ prune(struct bft_quotas *cs, struct bft_client_quota *cl,
 
 	for (unsigned i = 0; i < cl->npend; i++) {
 		struct bft_pending_store *p = &cl->pend[i];
-		struct bft_ts ts = { .num = p->num, .wid = p->wid };
+		struct bft_ts ts = { .num = p->num, .wid = p->wid }, lcts;
 
 		if (now_ms - p->at_ms >= cs->window_ms)
 			continue;
-		if (p->block < cs->cfg->nblocks &&
-		    bft_ts_cmp(&ts, &bft_store_block(st, p->block)->lc.ts) <= 0)
+		lcts = bft_store_lc_ts(st, p->block);
+		if (p->block < cs->cfg->nblocks && bft_ts_cmp(&ts, &lcts) <= 0)
 			continue;
 		cl->pend[j++] = *p;
 	}

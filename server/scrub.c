@@ -15,7 +15,6 @@
 
 #include "crypto.h"
 #include "log.h"
-#include "predicates.h"
 #include "scrub.h"
 
 #define TICK_MS		100
@@ -38,19 +37,18 @@ struct bft_scrub {
 };
 
 /*
- * The fragment backing block's lc, if this server holds it: NULL when
- * there is nothing to check.
+ * The Hist entry backing block's lc, copied into *e, if this server
+ * holds it: false when there is nothing to check.
  */
-static const struct bft_hist_entry *
-held(struct bft_scrub *s, uint64_t block)
+static bool
+held(struct bft_scrub *s, uint64_t block, struct bft_hist_entry *e)
 {
-	const struct bft_block_state *bs = bft_store_block(s->h->st, block);
-	const struct bft_hist_entry *e;
+	struct bft_ts ts;
 
-	if (bft_ts_is_zero(&bs->lc.ts))
-		return NULL;
-	e = bft_store_hist(s->h->st, block, &bs->lc.ts);
-	return e != NULL && bft_valid_by_hist(&bs->lc, &e->meta) ? e : NULL;
+	if (!bft_store_lc_held(s->h->st, block))
+		return false;
+	ts = bft_store_lc_ts(s->h->st, block);
+	return bft_store_get_hist(s->h->st, block, &ts, e) == 0;
 }
 
 /* Reads and checks one fragment: true when it is sound. */
@@ -68,15 +66,15 @@ sound(struct bft_scrub *s, const struct bft_hist_entry *e)
 static void
 check_block(struct bft_scrub *s, uint64_t block)
 {
-	const struct bft_hist_entry *e = held(s, block);
+	struct bft_hist_entry e;
 	struct bft_ts ts;
 
-	if (e == NULL)
+	if (!held(s, block, &e))
 		return;
 	s->pass_checked++;
-	if (sound(s, e))
+	if (sound(s, &e))
 		return;
-	ts = e->meta.ts;
+	ts = e.meta.ts;
 	bft_store_forget_hist(s->h->st, block, &ts);
 	s->prog->damaged_records_later++;
 	s->pass_damaged++;
@@ -95,9 +93,9 @@ note_repairs(struct bft_scrub *s)
 	unsigned w = 0;
 
 	for (unsigned k = 0; k < s->ndamaged; k++) {
-		const struct bft_hist_entry *e = held(s, s->damaged[k]);
+		struct bft_hist_entry e;
 
-		if (e != NULL && sound(s, e)) {
+		if (held(s, s->damaged[k], &e) && sound(s, &e)) {
 			s->prog->repaired_records++;
 			bft_log("scrub: block %" PRIu64 " repaired",
 			    s->damaged[k]);
@@ -141,12 +139,12 @@ on_tick(uv_timer_t *t)
 	/* Fragments' bytes this tick may read; unlimited: the whole disk. */
 	budget = s->o.rate ? s->o.rate * TICK_MS / 1000 : UINT64_MAX;
 	while (s->next < nblocks) {
-		const struct bft_hist_entry *e = held(s, s->next);
+		struct bft_hist_entry e;
 
-		if (e != NULL) {
-			if (budget < e->meta.frag_len)
+		if (held(s, s->next, &e)) {
+			if (budget < e.meta.frag_len)
 				break;
-			budget -= e->meta.frag_len;
+			budget -= e.meta.frag_len;
 		}
 		check_block(s, s->next++);
 	}

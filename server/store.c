@@ -1,7 +1,9 @@
 /*
  * The server's durable state.  Memory holds every block's lc and Hist
- * metadata; the log (store_log.h) holds the same as records, and the
- * fragments themselves, which are read back with pread when served.
+ * metadata, compactly (struct blk in store_int.h), and hands out copies
+ * expanded to the public structs; the log (store_log.h) holds the same
+ * as records, and the fragments themselves, which are read back with
+ * pread when served.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,13 +14,12 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "predicates.h"
 #include "store.h"
 #include "store_int.h"
 #include "store_log.h"
 
 #define COMPACT_MIN_BUDGET	(128u << 10)
-
-static const struct bft_block_state zero_state;
 
 struct seg *
 st_seg_find(struct bft_store *st, uint32_t no)
@@ -99,6 +100,13 @@ live_dec(struct bft_store *st, uint64_t loc, size_t len)
 		s->live = s->live >= len ? s->live - len : 0;
 }
 
+static size_t
+blk_size(const struct bft_store *st, bool inl)
+{
+	return sizeof(struct blk) + (size_t)st->n * BFT_MAC_LEN +
+	    (inl ? st->hent_size : 0);
+}
+
 /*
  * Callers reserve before they append, so that memory can always follow
  * a record that reached the disk.
@@ -107,89 +115,160 @@ struct blk *
 st_blk_reserve(struct bft_store *st, uint64_t block, unsigned extra)
 {
 	struct blk *b = st->blocks[block];
-	struct bft_hist_entry *h;
-	unsigned cap;
+	unsigned want;
+	uint8_t *m;
 
 	if (b == NULL) {
-		if ((b = calloc(1, sizeof *b)) == NULL)
+		if ((b = calloc(1, blk_size(st, extra > 0))) == NULL)
 			return NULL;
+		b->inl = extra > 0;
+		st->blocks[block] = b;
+	} else if (!b->inl && extra > 0 && b->nhist == 0) {
+		/* The block's first entry: room for it inline. */
+		if ((b = realloc(b, blk_size(st, true))) == NULL)
+			return NULL;
+		b->inl = 1;
 		st->blocks[block] = b;
 	}
-	if (b->pub.nhist + extra <= b->cap)
+	want = b->nhist + extra;
+	if (want <= (unsigned)b->inl + b->morecap)
 		return b;
-	cap = b->cap ? 2 * b->cap : 2;
-	while (cap < b->pub.nhist + extra)
-		cap *= 2;
-	if ((h = realloc(b->pub.hist, cap * sizeof *h)) == NULL)
+	if ((m = realloc(b->more, (want - b->inl) * st->hent_size)) == NULL)
 		return NULL;
-	b->pub.hist = h;
-	b->cap = cap;
+	b->more = m;
+	b->morecap = want - b->inl;
 	return b;
 }
 
-static int
-hist_find(const struct blk *b, const struct bft_ts *ts)
+/* Gives back the room of Hist entries past the inline one no longer used. */
+static void
+blk_shrink(struct bft_store *st, struct blk *b)
 {
-	for (unsigned i = 0; i < b->pub.nhist; i++)
-		if (bft_ts_cmp(&b->pub.hist[i].meta.ts, ts) == 0)
+	unsigned inl = b->inl, used = b->nhist > inl ? b->nhist - inl : 0;
+	uint8_t *m;
+
+	if (used == b->morecap)
+		return;
+	if (used == 0) {
+		free(b->more);
+		b->more = NULL;
+		b->morecap = 0;
+		return;
+	}
+	/* Failing to shrink only keeps the room. */
+	if ((m = realloc(b->more, used * st->hent_size)) == NULL)
+		return;
+	b->more = m;
+	b->morecap = used;
+}
+
+static void
+lc_expand(const struct bft_store *st, const struct blk *b,
+    struct bft_cand *out)
+{
+	memset(out, 0, sizeof *out);
+	if (b == NULL)
+		return;
+	out->ts = b->lc_ts;
+	memcpy(out->nonce, b->lc_nonce, BFT_NONCE_LEN);
+	memcpy(out->vec, b->tail, (size_t)st->n * BFT_MAC_LEN);
+}
+
+static void
+hent_expand(const struct bft_store *st, struct hent *e,
+    struct bft_hist_entry *out)
+{
+	memset(out, 0, sizeof *out);
+	out->meta.ts = e->ts;
+	memcpy(out->meta.nh, e->nh, BFT_HASH_LEN);
+	memcpy(out->meta.vec, hent_vec(e), (size_t)st->n * BFT_MAC_LEN);
+	memcpy(out->meta.cc, hent_cc(st, e), (size_t)st->n * BFT_HASH_LEN);
+	out->meta.frag_len = e->frag_len;
+	out->loc = e->loc;
+}
+
+/* Rows from n on are not kept: records hold n, so they are zero. */
+static void
+hent_fill(const struct bft_store *st, struct hent *e,
+    const struct bft_hist_meta *m, uint64_t loc)
+{
+	e->loc = loc;
+	e->ts = m->ts;
+	memcpy(e->nh, m->nh, BFT_HASH_LEN);
+	e->frag_len = m->frag_len;
+	e->pad = 0;
+	memcpy(hent_vec(e), m->vec, (size_t)st->n * BFT_MAC_LEN);
+	memcpy(hent_cc(st, e), m->cc, (size_t)st->n * BFT_HASH_LEN);
+}
+
+static int
+hist_find(const struct bft_store *st, struct blk *b, const struct bft_ts *ts)
+{
+	for (unsigned i = 0; i < b->nhist; i++)
+		if (bft_ts_cmp(&blk_hent(st, b, i)->ts, ts) == 0)
 			return (int)i;
 	return -1;
 }
 
 static size_t
-hist_rec_len(const struct bft_store *st, const struct bft_hist_entry *e)
+hist_rec_len(const struct bft_store *st, const struct hent *e)
 {
-	return bft_rec_hist_len(st->n, e->meta.frag_len);
+	return bft_rec_hist_len(st->n, e->frag_len);
 }
 
 static void
 hist_drop(struct bft_store *st, struct blk *b, unsigned i)
 {
-	struct bft_hist_entry *h = b->pub.hist;
+	struct hent *e = blk_hent(st, b, i);
 
-	live_dec(st, h[i].loc, hist_rec_len(st, &h[i]));
-	h[i] = h[--b->pub.nhist];
+	live_dec(st, e->loc, hist_rec_len(st, e));
+	if (i != --b->nhist)
+		memcpy(e, blk_hent(st, b, b->nhist), st->hent_size);
 }
 
 void
-st_hist_apply(struct bft_store *st, struct blk *b,
+st_hist_apply(struct bft_store *st, uint64_t block,
     const struct bft_hist_meta *m, uint64_t loc, size_t len)
 {
-	int i = hist_find(b, &m->ts);
-	struct bft_hist_entry *e;
+	struct blk *b = st->blocks[block];
+	int i = hist_find(st, b, &m->ts);
+	struct hent *e;
 
 	if (i >= 0) {
-		e = &b->pub.hist[i];
+		e = blk_hent(st, b, (unsigned)i);
 		live_dec(st, e->loc, hist_rec_len(st, e));
 	} else {
-		e = &b->pub.hist[b->pub.nhist++];
+		e = blk_hent(st, b, b->nhist++);
 	}
-	e->meta = *m;
-	e->loc = loc;
+	hent_fill(st, e, m, loc);
 	live_inc(st, loc, len);
 }
 
 bool
-st_lc_apply(struct bft_store *st, struct blk *b, const struct bft_cand *c,
+st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
     uint64_t loc, size_t len)
 {
-	int cmp = bft_ts_cmp(&c->ts, &b->pub.lc.ts);
+	struct blk *b = st->blocks[block];
+	int cmp = bft_ts_cmp(&c->ts, &b->lc_ts);
 
 	if (cmp < 0)
 		return false;
-	if (bft_ts_is_zero(&b->pub.lc.ts) && !bft_ts_is_zero(&c->ts))
+	if (bft_ts_is_zero(&b->lc_ts) && !bft_ts_is_zero(&c->ts))
 		st->held++;
 	if (b->lc_loc != 0)
 		live_dec(st, b->lc_loc, len);
-	b->pub.lc = *c;
+	b->lc_ts = c->ts;
+	memcpy(b->lc_nonce, c->nonce, BFT_NONCE_LEN);
+	memcpy(b->tail, c->vec, (size_t)st->n * BFT_MAC_LEN);
 	b->lc_loc = loc;
 	live_inc(st, loc, len);
-	for (unsigned i = 0; cmp > 0 && i < b->pub.nhist;) {
-		if (bft_ts_cmp(&b->pub.hist[i].meta.ts, &c->ts) < 0)
+	for (unsigned i = 0; cmp > 0 && i < b->nhist;) {
+		if (bft_ts_cmp(&blk_hent(st, b, i)->ts, &c->ts) < 0)
 			hist_drop(st, b, i);
 		else
 			i++;
 	}
+	blk_shrink(st, b);
 	return true;
 }
 
@@ -249,7 +328,7 @@ bft_store_put_hist(struct bft_store *st, uint64_t block,
 		return -EINVAL;
 	if ((b = st_blk_reserve(st, block, 1)) == NULL)
 		return -ENOMEM;
-	if (bft_ts_cmp(&meta->ts, &b->pub.lc.ts) < 0)
+	if (bft_ts_cmp(&meta->ts, &b->lc_ts) < 0)
 		return -ESTALE;
 	len = bft_rec_encode_hist(st->wbuf, st->n, st->next_seq, block, meta,
 	    frag);
@@ -257,7 +336,7 @@ bft_store_put_hist(struct bft_store *st, uint64_t block,
 		return err;
 	/* Decoding what was written keeps memory exactly what replay sees. */
 	bft_rec_decode_hist(st->wbuf, st->n, &m);
-	st_hist_apply(st, b, &m, loc, len);
+	st_hist_apply(st, block, &m, loc, len);
 	compact_step(st, len);
 	return 0;
 }
@@ -277,35 +356,106 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
 	if ((b = st_blk_reserve(st, block, 0)) == NULL)
 		return -ENOMEM;
 	/* Replay keeps the highest lc, so memory must never go back. */
-	if (bft_ts_cmp(&c->ts, &b->pub.lc.ts) <= 0)
+	if (bft_ts_cmp(&c->ts, &b->lc_ts) <= 0)
 		return -EINVAL;
 	len = bft_rec_encode_lc(st->wbuf, st->n, st->next_seq, block, c);
 	if ((err = append_rec(st, st->wbuf, len, &loc)) < 0)
 		return err;
 	bft_rec_decode_lc(st->wbuf, st->n, &cand);
-	st_lc_apply(st, b, &cand, loc, len);
+	st_lc_apply(st, block, &cand, loc, len);
 	compact_step(st, len);
 	return 0;
 }
 
-const struct bft_block_state *
-bft_store_block(struct bft_store *st, uint64_t block)
+static struct blk *
+blk_get(const struct bft_store *st, uint64_t block)
 {
-	if (block >= st->id.nblocks)
-		return NULL;
-	return st->blocks[block] ? &st->blocks[block]->pub : &zero_state;
+	return block < st->id.nblocks ? st->blocks[block] : NULL;
 }
 
-const struct bft_hist_entry *
-bft_store_hist(struct bft_store *st, uint64_t block, const struct bft_ts *ts)
+int
+bft_store_get_lc(struct bft_store *st, uint64_t block, struct bft_cand *out)
 {
-	struct blk *b;
+	lc_expand(st, blk_get(st, block), out);
+	return block < st->id.nblocks ? 0 : -ERANGE;
+}
+
+struct bft_ts
+bft_store_lc_ts(const struct bft_store *st, uint64_t block)
+{
+	static const struct bft_ts zero;
+	const struct blk *b = blk_get(st, block);
+
+	return b ? b->lc_ts : zero;
+}
+
+bool
+bft_store_lc_held(struct bft_store *st, uint64_t block)
+{
+	struct blk *b = blk_get(st, block);
+	struct bft_hist_meta m;
+	struct bft_cand c;
+	struct hent *e;
 	int i;
 
-	if (block >= st->id.nblocks || (b = st->blocks[block]) == NULL)
-		return NULL;
-	i = hist_find(b, ts);
-	return i < 0 ? NULL : &b->pub.hist[i];
+	if (b == NULL || bft_ts_is_zero(&b->lc_ts) ||
+	    (i = hist_find(st, b, &b->lc_ts)) < 0)
+		return false;
+	/* validByHist reads only lc's ts and nonce and the entry's ts and nh. */
+	e = blk_hent(st, b, (unsigned)i);
+	c.ts = b->lc_ts;
+	memcpy(c.nonce, b->lc_nonce, BFT_NONCE_LEN);
+	m.ts = e->ts;
+	memcpy(m.nh, e->nh, BFT_HASH_LEN);
+	return bft_valid_by_hist(&c, &m);
+}
+
+int
+bft_store_get_hist(struct bft_store *st, uint64_t block,
+    const struct bft_ts *ts, struct bft_hist_entry *out)
+{
+	struct blk *b = blk_get(st, block);
+	int i;
+
+	if (b == NULL || (i = hist_find(st, b, ts)) < 0)
+		return -ENOENT;
+	hent_expand(st, blk_hent(st, b, (unsigned)i), out);
+	return 0;
+}
+
+unsigned
+bft_store_pending(struct bft_store *st, uint64_t block, uint64_t wid)
+{
+	struct blk *b = blk_get(st, block);
+	unsigned count = 0;
+
+	for (unsigned j = 0; b != NULL && j < b->nhist; j++) {
+		const struct bft_ts *ts = &blk_hent(st, b, j)->ts;
+
+		if (ts->wid == wid && bft_ts_cmp(ts, &b->lc_ts) > 0)
+			count++;
+	}
+	return count;
+}
+
+unsigned
+bft_store_nhist(struct bft_store *st, uint64_t block)
+{
+	struct blk *b = blk_get(st, block);
+
+	return b ? b->nhist : 0;
+}
+
+int
+bft_store_hist_at(struct bft_store *st, uint64_t block, unsigned i,
+    struct bft_hist_entry *out)
+{
+	struct blk *b = blk_get(st, block);
+
+	if (b == NULL || i >= b->nhist)
+		return -ENOENT;
+	hent_expand(st, blk_hent(st, b, i), out);
+	return 0;
 }
 
 /*
@@ -457,8 +607,8 @@ rec_owner(struct bft_store *st, uint64_t loc, const struct bft_rec_hdr *h,
 	*idx = -1;
 	if (h->type == BFT_REC_LC)
 		return b->lc_loc == loc ? b : NULL;
-	for (unsigned i = 0; i < b->pub.nhist; i++) {
-		if (b->pub.hist[i].loc == loc) {
+	for (unsigned i = 0; i < b->nhist; i++) {
+		if (blk_hent(st, b, i)->loc == loc) {
 			*idx = (int)i;
 			return b;
 		}
@@ -473,6 +623,7 @@ compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
 	struct seg *src = st_seg_find(st, LOC_SEG(oldloc));
 	struct bft_hist_meta m;
 	struct bft_rec_hdr h;
+	struct bft_cand c;
 	uint64_t loc;
 	bool ok;
 	int err;
@@ -482,7 +633,8 @@ compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
 	ok = bft_rec_check(st->rbuf, len, st->n, &h) == BFT_REC_OK;
 	if (ok && idx >= 0) {
 		bft_rec_decode_hist(st->rbuf, st->n, &m);
-		ok = bft_ts_cmp(&m.ts, &b->pub.hist[idx].meta.ts) == 0;
+		ok = bft_ts_cmp(&m.ts, &blk_hent(st, b, (unsigned)idx)->ts) ==
+		    0;
 	}
 	if (!ok && idx >= 0) {
 		bft_log("%s: HIST record at seg %" PRIu32 " offset %" PRIu64
@@ -492,8 +644,10 @@ compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
 		return 0;
 	}
 	/* lc was checked when it came in; memory can rewrite it. */
-	if (!ok)
-		bft_rec_encode_lc(st->rbuf, st->n, 0, block, &b->pub.lc);
+	if (!ok) {
+		lc_expand(st, b, &c);
+		bft_rec_encode_lc(st->rbuf, st->n, 0, block, &c);
+	}
 	bft_rec_restamp(st->rbuf, len, st->next_seq);
 	if ((err = append_rec(st, st->rbuf, len, &loc)) < 0)
 		return err;
@@ -503,7 +657,7 @@ compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
 	if (idx < 0)
 		b->lc_loc = loc;
 	else
-		b->pub.hist[idx].loc = loc;
+		blk_hent(st, b, (unsigned)idx)->loc = loc;
 	return 0;
 }
 
@@ -636,7 +790,7 @@ bft_store_forget_hist(struct bft_store *st, uint64_t block,
 	int i;
 
 	if (block >= st->id.nblocks || (b = st->blocks[block]) == NULL ||
-	    (i = hist_find(b, ts)) < 0)
+	    (i = hist_find(st, b, ts)) < 0)
 		return -ENOENT;
 	hist_drop(st, b, (unsigned)i);
 	return 0;

@@ -40,17 +40,15 @@ struct bft_store_identity {
 	uint64_t nblocks;
 };
 
-/* One Hist entry as held in memory; the fragment stays on disk. */
+/*
+ * One Hist entry as the store hands it out: a copy, expanded to the full
+ * struct (vec and cc rows from n on are zero).  loc names its record for
+ * bft_store_read_frag and is good until the next call that modifies the
+ * store (put_hist, set_lc, forget_hist), which may move or drop it.
+ */
 struct bft_hist_entry {
 	struct bft_hist_meta meta;
 	uint64_t loc;			/* where the record is; store-private */
-};
-
-/* The in-memory state of one block. */
-struct bft_block_state {
-	struct bft_cand lc;		/* ts zero: never completed (c0) */
-	unsigned nhist;
-	struct bft_hist_entry *hist;	/* nhist entries, any order */
 };
 
 struct bft_store;
@@ -75,17 +73,41 @@ struct bft_store *bft_store_open(const char *dir,
 void bft_store_close(struct bft_store *st);
 
 /*
- * The state of a block (never NULL for block < nblocks: a block never
- * written has lc.ts zero and no Hist).  Valid until the next call that
- * modifies the store.
+ * Reading a block's state.  Nothing here hands out a pointer into the
+ * store: lc and Hist entries are copied out, expanded to the full
+ * structs, into memory the caller owns.  A block never written, or one
+ * beyond the disk, has lc.ts zero (c0) and no Hist.
  */
-const struct bft_block_state *bft_store_block(struct bft_store *st,
-					      uint64_t block);
 
-/* Hist[ts] for block, or NULL. */
-const struct bft_hist_entry *bft_store_hist(struct bft_store *st,
-					    uint64_t block,
-					    const struct bft_ts *ts);
+/* lc of block into *out.  0, or -ERANGE (out zeroed) beyond the disk. */
+int bft_store_get_lc(struct bft_store *st, uint64_t block,
+		     struct bft_cand *out);
+
+/* lc.ts of block: no copy of the rest, for walks over many blocks. */
+struct bft_ts bft_store_lc_ts(const struct bft_store *st, uint64_t block);
+
+/*
+ * Whether this server holds the fragment backing block's lc: Hist[lc.ts]
+ * exists and validByHist(lc) holds.  False for c0.
+ */
+bool bft_store_lc_held(struct bft_store *st, uint64_t block);
+
+/* Hist[ts] of block into *out.  0, or -ENOENT. */
+int bft_store_get_hist(struct bft_store *st, uint64_t block,
+		       const struct bft_ts *ts, struct bft_hist_entry *out);
+
+/* Hist entries of writer wid with ts above lc.ts (not yet superseded). */
+unsigned bft_store_pending(struct bft_store *st, uint64_t block,
+			   uint64_t wid);
+
+/*
+ * Iteration over Hist: entries 0 .. nhist - 1, in no order; the indices
+ * hold until the next call that modifies the store.  hist_at returns 0,
+ * or -ENOENT for i >= nhist.
+ */
+unsigned bft_store_nhist(struct bft_store *st, uint64_t block);
+int bft_store_hist_at(struct bft_store *st, uint64_t block, unsigned i,
+		      struct bft_hist_entry *out);
 
 /*
  * Persists Hist[meta->ts] = (frag, meta) for block, replacing an entry
@@ -114,7 +136,10 @@ int bft_store_set_lc(struct bft_store *st, uint64_t block,
 int bft_store_forget_hist(struct bft_store *st, uint64_t block,
 			  const struct bft_ts *ts);
 
-/* Reads the fragment of a Hist entry into buf (meta.frag_len bytes). */
+/*
+ * Reads the fragment of a Hist entry (a copy from get_hist or hist_at,
+ * no store modification since) into buf: meta.frag_len bytes.
+ */
 int bft_store_read_frag(struct bft_store *st, const struct bft_hist_entry *e,
 			uint8_t *buf);
 

@@ -194,12 +194,12 @@ replay_rec(struct bft_store *st, const struct bft_rec_hdr *h, uint64_t loc,
 		return -ENOMEM;
 	if (h->type == BFT_REC_LC) {
 		bft_rec_decode_lc(st->rbuf, st->n, &c);
-		st_lc_apply(st, b, &c, loc, len);
+		st_lc_apply(st, h->block, &c, loc, len);
 		return 0;
 	}
 	bft_rec_decode_hist(st->rbuf, st->n, &m);
-	if (bft_ts_cmp(&m.ts, &b->pub.lc.ts) >= 0)
-		st_hist_apply(st, b, &m, loc, len);
+	if (bft_ts_cmp(&m.ts, &b->lc_ts) >= 0)
+		st_hist_apply(st, h->block, &m, loc, len);
 	return 0;
 }
 
@@ -440,6 +440,7 @@ bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
 		goto out_nomem;
 	st->id = *id;
 	st->n = id->n;
+	st->hent_size = HENT_SIZE(id->n);
 	st->seg_max = opts && opts->segment_size ? opts->segment_size :
 	    BFT_STORE_DEFAULT_SEGMENT;
 	st->compact_pct = opts && opts->compact_pct ? opts->compact_pct :
@@ -504,7 +505,7 @@ bft_store_close(struct bft_store *st)
 			close(st->segs[i].fd);
 	for (uint64_t b = 0; st->blocks != NULL && b < st->id.nblocks; b++) {
 		if (st->blocks[b] != NULL) {
-			free(st->blocks[b]->pub.hist);
+			free(st->blocks[b]->more);
 			free(st->blocks[b]);
 		}
 	}

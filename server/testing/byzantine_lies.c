@@ -21,24 +21,26 @@ void
 byz_snapshot(struct bft_byz *b, uint64_t block)
 {
 	struct bft_store *st = b->h->st;
-	const struct bft_hist_entry *e;
+	struct bft_hist_entry e;
+	struct bft_ts lcts;
 	struct snap *s;
 
 	if (b->snaps[block] != NULL)
 		return;
-	e = bft_store_hist(st, block, &bft_store_block(st, block)->lc.ts);
-	if (e == NULL || b->snap_bytes + e->meta.frag_len > SNAP_MAX ||
+	lcts = bft_store_lc_ts(st, block);
+	if (bft_store_get_hist(st, block, &lcts, &e) < 0 ||
+	    b->snap_bytes + e.meta.frag_len > SNAP_MAX ||
 	    (s = calloc(1, sizeof *s)) == NULL)
 		return;
-	s->lc = bft_store_block(st, block)->lc;
-	s->meta = e->meta;
-	s->frag = malloc(e->meta.frag_len + 1);
-	if (s->frag == NULL || bft_store_read_frag(st, e, s->frag) < 0) {
+	bft_store_get_lc(st, block, &s->lc);
+	s->meta = e.meta;
+	s->frag = malloc(e.meta.frag_len + 1);
+	if (s->frag == NULL || bft_store_read_frag(st, &e, s->frag) < 0) {
 		free(s->frag);
 		free(s);
 		return;
 	}
-	b->snap_bytes += e->meta.frag_len;
+	b->snap_bytes += e.meta.frag_len;
 	b->snaps[block] = s;
 }
 
@@ -50,6 +52,7 @@ answer_stale(struct bft_byz *b, const struct bft_msg *req,
 	static const struct snap c0;
 	const struct snap *s = b->snaps[req->block] ? b->snaps[req->block] :
 	    &c0;
+	struct bft_ts lcts;
 
 	switch (rep->type & ~BFT_ACK) {
 	case BFT_CLOCK:
@@ -78,8 +81,8 @@ answer_stale(struct bft_byz *b, const struct bft_msg *req,
 		return;
 	}
 	/* Counted only when the answer really is older than the truth. */
-	if (bft_ts_cmp(&s->lc.ts,
-	    &bft_store_block(b->h->st, req->block)->lc.ts) < 0)
+	lcts = bft_store_lc_ts(b->h->st, req->block);
+	if (bft_ts_cmp(&s->lc.ts, &lcts) < 0)
 		byz_hit(b, BFT_BYZ_STALE);
 }
 
@@ -121,18 +124,23 @@ lie_heal(struct bft_byz *b, const struct bft_msg *req, struct bft_msg *rep)
 }
 
 /*
- * The newest Hist entry of a block: its ts was signed by a writer, but
- * its write may not have completed, and we do not know its nonce.
+ * The newest Hist entry of a block, copied into *out: its ts was signed
+ * by a writer, but its write may not have completed, and we do not know
+ * its nonce.  NULL when Hist is empty.
  */
 static const struct bft_hist_meta *
-newest_hist(struct bft_byz *b, uint64_t block)
+newest_hist(struct bft_byz *b, uint64_t block, struct bft_hist_entry *out)
 {
-	const struct bft_block_state *bs = bft_store_block(b->h->st, block);
+	struct bft_hist_entry e;
 	const struct bft_hist_meta *m = NULL;
 
-	for (unsigned j = 0; j < bs->nhist; j++)
-		if (m == NULL || bft_ts_cmp(&bs->hist[j].meta.ts, &m->ts) > 0)
-			m = &bs->hist[j].meta;
+	for (unsigned j = 0; bft_store_hist_at(b->h->st, block, j, &e) == 0;
+	    j++) {
+		if (m == NULL || bft_ts_cmp(&e.meta.ts, &m->ts) > 0) {
+			*out = e;
+			m = &out->meta;
+		}
+	}
 	return m;
 }
 
@@ -147,6 +155,7 @@ answer_forged(struct bft_byz *b, const struct bft_msg *req,
 {
 	struct bft_cand *c = &rep->cands[0];
 	const struct bft_hist_meta *m;
+	struct bft_hist_entry e;
 	uint32_t len;
 
 	switch (rep->type & ~BFT_ACK) {
@@ -162,7 +171,7 @@ answer_forged(struct bft_byz *b, const struct bft_msg *req,
 		forge_ts(b, &c->ts);
 		byz_fill(&b->rng, c->vec, (size_t)b->n * BFT_MAC_LEN);
 		if ((byz_next_rand(&b->rng) & 1) &&
-		    (m = newest_hist(b, req->block)) != NULL) {
+		    (m = newest_hist(b, req->block, &e)) != NULL) {
 			c->ts = m->ts;
 			memcpy(c->vec, m->vec, sizeof c->vec);
 		}

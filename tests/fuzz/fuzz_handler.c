@@ -187,35 +187,46 @@ fixup(uint8_t flags)
 static void
 check_block(uint64_t block)
 {
-	const struct bft_block_state *bs;
+	struct bft_hist_entry e;
 	const struct bft_ts *a, *b;
-	unsigned pending;
+	unsigned pending, nhist;
+	struct bft_ts lcts, *ts;
 
 	if (block >= NBLOCKS)
 		return;
-	bs = bft_store_block(st, block);
-	FUZZ_CHECK(bft_ts_cmp(&bs->lc.ts, &last_lc[block]) >= 0,
+	lcts = bft_store_lc_ts(st, block);
+	FUZZ_CHECK(bft_ts_cmp(&lcts, &last_lc[block]) >= 0,
 	    "block %u: lc went back", (unsigned)block);
-	last_lc[block] = bs->lc.ts;
-	for (unsigned j = 0; j < bs->nhist; j++) {
-		a = &bs->hist[j].meta.ts;
-		FUZZ_CHECK(bft_ts_cmp(a, &bs->lc.ts) >= 0, "block %u: Hist "
+	last_lc[block] = lcts;
+	nhist = bft_store_nhist(st, block);
+	ts = calloc(nhist + 1, sizeof *ts);
+	FUZZ_CHECK(ts != NULL, "out of memory");
+	for (unsigned j = 0; j < nhist; j++) {
+		FUZZ_CHECK(bft_store_hist_at(st, block, j, &e) == 0,
+		    "block %u: Hist entry %u of %u missing", (unsigned)block,
+		    j, nhist);
+		ts[j] = e.meta.ts;
+	}
+	for (unsigned j = 0; j < nhist; j++) {
+		a = &ts[j];
+		FUZZ_CHECK(bft_ts_cmp(a, &lcts) >= 0, "block %u: Hist "
 		    "entry %" PRIu64 "/%" PRIu64 " older than lc",
 		    (unsigned)block, a->num, a->wid);
 		pending = 0;
-		for (unsigned k = 0; k < bs->nhist; k++) {
-			b = &bs->hist[k].meta.ts;
+		for (unsigned k = 0; k < nhist; k++) {
+			b = &ts[k];
 			if (k != j)
 				FUZZ_CHECK(bft_ts_cmp(a, b) != 0, "block %u: "
 				    "two Hist entries for one ts",
 				    (unsigned)block);
-			if (b->wid == a->wid && bft_ts_cmp(b, &bs->lc.ts) > 0)
+			if (b->wid == a->wid && bft_ts_cmp(b, &lcts) > 0)
 				pending++;
 		}
 		FUZZ_CHECK(pending <= h.max_pending, "block %u: writer %"
 		    PRIu64 " has %u STOREs pending", (unsigned)block, a->wid,
 		    pending);
 	}
+	free(ts);
 }
 
 /*
@@ -293,21 +304,22 @@ replay_check(void)
 	static unsigned nhist[NBLOCKS];
 	static struct bft_hist_meta *meta[NBLOCKS];
 	static uint8_t **frag[NBLOCKS];
-	const struct bft_block_state *bs;
-	const struct bft_hist_entry *e;
+	struct bft_hist_entry ebuf, *e = &ebuf;
 	uint8_t *buf = h.fragbuf;
+	struct bft_cand c;
 	unsigned b, j;
 
 	for (b = 0; b < NBLOCKS; b++) {
-		bs = bft_store_block(st, b);
-		lc[b] = bs->lc;
-		nhist[b] = bs->nhist;
-		meta[b] = calloc(bs->nhist + 1, sizeof *meta[b]);
-		frag[b] = calloc(bs->nhist + 1, sizeof *frag[b]);
+		bft_store_get_lc(st, b, &lc[b]);
+		nhist[b] = bft_store_nhist(st, b);
+		meta[b] = calloc(nhist[b] + 1, sizeof *meta[b]);
+		frag[b] = calloc(nhist[b] + 1, sizeof *frag[b]);
 		FUZZ_CHECK(meta[b] && frag[b], "out of memory");
-		for (j = 0; j < bs->nhist; j++) {
-			meta[b][j] = bs->hist[j].meta;
-			FUZZ_CHECK(bft_store_read_frag(st, &bs->hist[j], buf) ==
+		for (j = 0; j < nhist[b]; j++) {
+			FUZZ_CHECK(bft_store_hist_at(st, b, j, e) == 0,
+			    "block %u: Hist entry %u missing", b, j);
+			meta[b][j] = e->meta;
+			FUZZ_CHECK(bft_store_read_frag(st, e, buf) ==
 			    0, "block %u: cannot read a fragment", b);
 			frag[b][j] = fuzz_dup(buf, meta[b][j].frag_len);
 		}
@@ -315,14 +327,15 @@ replay_check(void)
 	bft_store_close(st);
 	store_open();
 	for (b = 0; b < NBLOCKS; b++) {
-		bs = bft_store_block(st, b);
-		FUZZ_CHECK(memcmp(&bs->lc, &lc[b], sizeof lc[b]) == 0,
+		bft_store_get_lc(st, b, &c);
+		FUZZ_CHECK(memcmp(&c, &lc[b], sizeof lc[b]) == 0,
 		    "block %u: lc differs after replay", b);
-		FUZZ_CHECK(bs->nhist == nhist[b], "block %u: %u Hist entries "
-		    "before, %u after replay", b, nhist[b], bs->nhist);
+		FUZZ_CHECK(bft_store_nhist(st, b) == nhist[b], "block %u: %u "
+		    "Hist entries before, %u after replay", b, nhist[b],
+		    bft_store_nhist(st, b));
 		for (j = 0; j < nhist[b]; j++) {
-			e = bft_store_hist(st, b, &meta[b][j].ts);
-			FUZZ_CHECK(e != NULL && meta_equal(&e->meta,
+			FUZZ_CHECK(bft_store_get_hist(st, b, &meta[b][j].ts,
+			    e) == 0 && meta_equal(&e->meta,
 			    &meta[b][j]), "block %u: Hist entry %u lost or "
 			    "changed by replay", b, j);
 			FUZZ_CHECK(bft_store_read_frag(st, e, buf) == 0 &&

@@ -21,6 +21,7 @@
 #include "fake_conn.h"
 #include "../../server/handler.h"
 #include "../../server/store.h"
+#include "store_view.h"
 
 #define NBLOCKS		16
 #define TIMEOUT_MS	1000
@@ -399,7 +400,7 @@ put_write(struct fx *f, uint32_t mask, uint64_t block, const struct write *wr)
 static inline const struct bft_cand *
 lc_at(struct fx *f, unsigned i, uint64_t block)
 {
-	return &bft_store_block(f->st[i], block)->lc;
+	return store_lc(f->st[i], block);
 }
 
 /* A random block value. */

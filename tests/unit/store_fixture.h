@@ -26,6 +26,7 @@
 
 #include "../../server/store.h"
 #include "../../server/store_log.h"
+#include "store_view.h"
 
 #define FRAGLEN	32848u
 #define KIB	1024u
@@ -143,13 +144,12 @@ static inline void
 check_entry(struct bft_store *st, uint64_t block, uint64_t num, uint64_t wid,
     unsigned salt)
 {
-	const struct bft_hist_entry *e;
+	struct bft_hist_entry ebuf, *e = &ebuf;
 	uint8_t want[BFT_HASH_LEN];
 	struct bft_ts ts;
 
 	make_ts(&ts, num, wid);
-	e = bft_store_hist(st, block, &ts);
-	assert_non_null(e);
+	assert_int_equal(bft_store_get_hist(st, block, &ts, e), 0);
 	assert_int_equal(e->meta.frag_len, FRAGLEN);
 	fill(want, BFT_HASH_LEN, block, num, wid, 2 + salt);
 	assert_memory_equal(e->meta.nh, want, BFT_HASH_LEN);
@@ -186,20 +186,21 @@ snap_take(struct bft_store *st)
 
 	assert_non_null(s);
 	for (uint64_t b = 0; b < ident.nblocks; b++) {
-		const struct bft_block_state *bs = bft_store_block(st, b);
+		unsigned nhist = bft_store_nhist(st, b);
+		struct bft_hist_entry e;
 
-		assert_non_null(bs);
-		s[b].lc = bs->lc;
-		s[b].nhist = bs->nhist;
-		s[b].e = calloc(bs->nhist + 1, sizeof *s[b].e);
+		assert_int_equal(bft_store_get_lc(st, b, &s[b].lc), 0);
+		s[b].nhist = nhist;
+		s[b].e = calloc(nhist + 1, sizeof *s[b].e);
 		assert_non_null(s[b].e);
-		for (unsigned i = 0; i < bs->nhist; i++) {
-			s[b].e[i].m = bs->hist[i].meta;
-			s[b].e[i].frag = malloc(bs->hist[i].meta.frag_len + 1);
-			assert_int_equal(bft_store_read_frag(st, &bs->hist[i],
+		for (unsigned i = 0; i < nhist; i++) {
+			assert_int_equal(bft_store_hist_at(st, b, i, &e), 0);
+			s[b].e[i].m = e.meta;
+			s[b].e[i].frag = malloc(e.meta.frag_len + 1);
+			assert_int_equal(bft_store_read_frag(st, &e,
 			    s[b].e[i].frag), 0);
 		}
-		qsort(s[b].e, bs->nhist, sizeof *s[b].e, ent_cmp);
+		qsort(s[b].e, nhist, sizeof *s[b].e, ent_cmp);
 	}
 	return s;
 }

@@ -21,6 +21,7 @@
 #include "wire.h"
 #include "../../server/handler.h"
 #include "../../server/store.h"
+#include "store_view.h"
 
 #define T	1
 #define N	4
@@ -205,7 +206,7 @@ repair(uint64_t block, const struct bft_cand *c)
 static const struct bft_cand *
 lc(uint64_t block)
 {
-	return &bft_store_block(st, block)->lc;
+	return store_lc(st, block);
 }
 
 static void
@@ -305,13 +306,13 @@ test_store_bad_mac(void **state)
 	(void)state;
 	c.vec[ME][0] ^= 1;
 	assert_int_equal(store(3, &c, 1), BFT_EAUTH);
-	assert_int_equal(bft_store_block(st, 3)->nhist, 0);
+	assert_int_equal(bft_store_nhist(st, 3), 0);
 	assert_int_equal(h.stats.eauth, 1);
 	/* Only our own entry is ours to check. */
 	c = mkcand(1, 1);
 	c.vec[ME + 1][0] ^= 1;
 	assert_int_equal(store(3, &c, 1), BFT_OK);
-	assert_int_equal(bft_store_block(st, 3)->nhist, 1);
+	assert_int_equal(bft_store_nhist(st, 3), 1);
 }
 
 static void
@@ -327,7 +328,7 @@ test_store_bad_fields(void **state)
 	assert_int_equal(handle(), BFT_EPROTO);
 	req.frag_len = BFT_MAX_FRAG + 1;
 	assert_int_equal(handle(), BFT_EPROTO);
-	assert_int_equal(bft_store_block(st, 2)->nhist, 1);
+	assert_int_equal(bft_store_nhist(st, 2), 1);
 	for (unsigned j = 0; j <= N; j++)
 		C[j] = c;
 	assert_int_equal(filter(2, C, 0), BFT_EPROTO);
@@ -346,7 +347,7 @@ test_happy_path(void **state)
 	assert_int_equal(handle(), BFT_OK);
 	assert_true(bft_ts_is_zero(&rep.ts));
 	assert_int_equal(store(5, &c, 42), BFT_OK);
-	assert_non_null(bft_store_hist(st, 5, &c.ts));
+	assert_true(store_has_hist(st, 5, &c.ts));
 	assert_int_equal(complete(5, &c), BFT_OK);
 	set_req(BFT_CLOCK, 5);
 	assert_int_equal(handle(), BFT_OK);
@@ -421,7 +422,7 @@ test_filter_gc(void **state)
 	assert_int_equal(complete(7, &c1), BFT_OK);
 	assert_int_equal(store(7, &c2, 2), BFT_OK);
 	assert_int_equal(complete(7, &c2), BFT_OK);
-	assert_null(bft_store_hist(st, 7, &c1.ts));
+	assert_false(store_has_hist(st, 7, &c1.ts));
 	/* c1's entry is gone because c2 completed: answer with c2's. */
 	assert_int_equal(filter(7, &c1, 1), BFT_OK);
 	assert_filter_hist(&c2, 2);
@@ -456,7 +457,7 @@ test_pending_cap(void **state)
 	assert_int_equal(store(8, &w1[0], 1), BFT_OK);
 	assert_int_equal(store(8, &w1[1], 2), BFT_OK);
 	assert_int_equal(store(8, &w1[2], 3), BFT_EBUSY);
-	assert_null(bft_store_hist(st, 8, &w1[2].ts));
+	assert_false(store_has_hist(st, 8, &w1[2].ts));
 	assert_int_equal(h.stats.ebusy, 1);
 	/* A retransmission of a present entry is not a new one. */
 	assert_int_equal(store(8, &w1[1], 2), BFT_OK);
@@ -474,8 +475,8 @@ test_store_superseded(void **state)
 	(void)state;
 	assert_int_equal(complete(9, &cur), BFT_OK);
 	assert_int_equal(store(9, &old, 1), BFT_OK);
-	assert_null(bft_store_hist(st, 9, &old.ts));
-	assert_int_equal(bft_store_block(st, 9)->nhist, 0);
+	assert_false(store_has_hist(st, 9, &old.ts));
+	assert_int_equal(bft_store_nhist(st, 9), 0);
 }
 
 static void

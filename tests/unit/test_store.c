@@ -4,6 +4,7 @@
  * damaged records and identity checks.  Compaction and full disks are in
  * test_store_compact.c; the fixture is store_fixture.h.
  */
+#include "crypto.h"
 #include "store_fixture.h"
 
 /* Deterministic workload, so a failure reproduces. */
@@ -118,14 +119,17 @@ roundtrip(unsigned n)
 {
 	struct bft_store_stats ss;
 	struct bft_store *st;
+	struct bft_cand c;
 	struct bft_ts ts;
 
 	geometry(n, 64);
 	st = sopen(0);
-	assert_ptr_equal(bft_store_block(st, 3), bft_store_block(st, 4));
-	assert_true(bft_ts_is_zero(&bft_store_block(st, 3)->lc.ts));
-	assert_int_equal(bft_store_block(st, 3)->nhist, 0);
-	assert_null(bft_store_block(st, 64));
+	assert_memory_equal(store_lc(st, 3), store_lc(st, 4),
+	    sizeof(struct bft_cand));
+	assert_true(bft_ts_is_zero(&store_lc(st, 3)->ts));
+	assert_int_equal(bft_store_nhist(st, 3), 0);
+	assert_int_equal(bft_store_get_lc(st, 64, &c), -ERANGE);
+	assert_true(bft_ts_is_zero(&c.ts));
 	assert_int_equal(put(st, 64, 1, 1, 0), -ERANGE);
 	assert_int_equal(put(st, 0, 1, 1, 0), 0);
 	assert_int_equal(put(st, 0, 2, 1, 0), 0);
@@ -134,10 +138,10 @@ roundtrip(unsigned n)
 	check_entry(st, 0, 2, 1, 0);
 	check_entry(st, 63, 1, 9, 0);
 	make_ts(&ts, 1, 2);
-	assert_null(bft_store_hist(st, 0, &ts));
+	assert_false(store_has_hist(st, 0, &ts));
 	/* Same (num, wid) again replaces the entry. */
 	assert_int_equal(put(st, 0, 1, 1, 77), 0);
-	assert_int_equal(bft_store_block(st, 0)->nhist, 2);
+	assert_int_equal(bft_store_nhist(st, 0), 2);
 	check_entry(st, 0, 1, 1, 77);
 	bft_store_stats(st, &ss);
 	assert_int_equal(ss.bytes_live, 3 * bft_rec_hist_len(n, FRAGLEN));
@@ -164,6 +168,120 @@ test_roundtrip7(void **state)
 	roundtrip(7);
 }
 
+/* Rows from n on are zero in every copy, as decoding makes them. */
+static void
+check_rows_zero(const uint8_t *rows, size_t rowlen)
+{
+	for (size_t i = ident.n * rowlen; i < BFT_MAX_N * rowlen; i++)
+		assert_int_equal(rows[i], 0);
+}
+
+/* lc whose nonce hashes to the nh of the entry put() would not make. */
+static void
+put_backing(struct bft_store *st, uint64_t block, struct bft_cand *c)
+{
+	struct bft_hist_meta m;
+
+	memset(&m, 0, sizeof m);
+	m.ts = c->ts;
+	bft_hash(c->nonce, BFT_NONCE_LEN, m.nh);
+	for (unsigned i = 0; i < ident.n; i++)
+		fill(m.cc[i], BFT_HASH_LEN, block, c->ts.num, 0, 40 + i);
+	m.frag_len = FRAGLEN;
+	assert_int_equal(bft_store_put_hist(st, block, &m, frag), 0);
+}
+
+/*
+ * The copy-out accessors: what they say of c0, iteration past the one
+ * entry a block keeps inline, the pending count, lc_held's
+ * validByHist, and copies equal to what went in, before and after
+ * replay.
+ */
+static void
+accessors(unsigned n)
+{
+	struct bft_hist_entry e;
+	struct bft_cand c, lc;
+	struct bft_store *st;
+	struct bft_ts ts;
+	unsigned i;
+
+	geometry(n, 8);
+	st = sopen(0);
+	assert_false(bft_store_lc_held(st, 1));
+	assert_int_equal(bft_store_pending(st, 1, 1), 0);
+	assert_int_equal(bft_store_nhist(st, 1), 0);
+	assert_int_equal(bft_store_hist_at(st, 1, 0, &e), -ENOENT);
+	ts = bft_store_lc_ts(st, 8);
+	assert_true(bft_ts_is_zero(&ts));
+	assert_int_equal(bft_store_pending(st, 8, 1), 0);
+	/* Four entries, three of writer 1; one inline, three beside it. */
+	assert_int_equal(put(st, 1, 1, 1, 0), 0);
+	assert_int_equal(put(st, 1, 2, 1, 0), 0);
+	assert_int_equal(put(st, 1, 2, 2, 0), 0);
+	assert_int_equal(put(st, 1, 3, 1, 0), 0);
+	assert_int_equal(bft_store_nhist(st, 1), 4);
+	assert_int_equal(bft_store_pending(st, 1, 1), 3);
+	assert_int_equal(bft_store_pending(st, 1, 2), 1);
+	for (i = 0; bft_store_hist_at(st, 1, i, &e) == 0; i++) {
+		check_entry(st, 1, e.meta.ts.num, e.meta.ts.wid, 0);
+		check_rows_zero(&e.meta.vec[0][0], BFT_MAC_LEN);
+		check_rows_zero(&e.meta.cc[0][0], BFT_HASH_LEN);
+	}
+	assert_int_equal(i, 4);
+	/* lc (2, 1): (1, 1) goes, (2, 2) and (3, 1) stay pending. */
+	assert_int_equal(set_lc(st, 1, 2, 1), 0);
+	assert_int_equal(bft_store_nhist(st, 1), 3);
+	assert_int_equal(bft_store_pending(st, 1, 1), 1);
+	assert_int_equal(bft_store_pending(st, 1, 2), 1);
+	/* Hist[lc.ts] is there, but its nh is not H(lc's nonce). */
+	assert_false(bft_store_lc_held(st, 1));
+	assert_int_equal(set_lc(st, 1, 4, 1), 0);
+	assert_int_equal(bft_store_nhist(st, 1), 0);
+	assert_int_equal(bft_store_pending(st, 1, 1), 0);
+
+	/* Block 2: lc backed by its entry; block 3: the same but a MAC. */
+	memset(&c, 0, sizeof c);
+	make_ts(&c.ts, 5, 1);
+	fill(c.nonce, BFT_NONCE_LEN, 2, 5, 1, 9);
+	for (i = 0; i < n; i++)
+		fill(c.vec[i], BFT_MAC_LEN, 2, 5, 1, 10 + i);
+	assert_false(bft_store_lc_held(st, 2));
+	put_backing(st, 2, &c);
+	assert_false(bft_store_lc_held(st, 2));
+	assert_int_equal(bft_store_set_lc(st, 2, &c), 0);
+	assert_true(bft_store_lc_held(st, 2));
+	put_backing(st, 3, &c);
+	c.ts.mac[0] ^= 1;
+	assert_int_equal(bft_store_set_lc(st, 3, &c), 0);
+	assert_false(bft_store_lc_held(st, 3));
+	c.ts.mac[0] ^= 1;
+	st = reopen_same(st, 0);
+	assert_true(bft_store_lc_held(st, 2));
+	assert_false(bft_store_lc_held(st, 3));
+	assert_int_equal(bft_store_get_lc(st, 2, &lc), 0);
+	assert_memory_equal(&lc, &c, sizeof c);
+	ts = bft_store_lc_ts(st, 2);
+	assert_memory_equal(&ts, &c.ts, sizeof ts);
+	assert_int_equal(bft_store_get_hist(st, 2, &c.ts, &e), 0);
+	assert_int_equal(bft_store_read_frag(st, &e, got), 0);
+	bft_store_close(st);
+}
+
+static void
+test_accessors4(void **state)
+{
+	(void)state;
+	accessors(4);
+}
+
+static void
+test_accessors16(void **state)
+{
+	(void)state;
+	accessors(16);
+}
+
 static void
 test_gc(void **state)
 {
@@ -179,12 +297,12 @@ test_gc(void **state)
 	assert_int_equal(put(st, 5, 3, 1, 0), 0);
 	assert_int_equal(set_lc(st, 5, 2, 1), 0);
 	/* (1,1) went; (2,1) equals lc and stays; (2,2) is newer. */
-	assert_int_equal(bft_store_block(st, 5)->nhist, 3);
+	assert_int_equal(bft_store_nhist(st, 5), 3);
 	make_ts(&ts, 1, 1);
-	assert_null(bft_store_hist(st, 5, &ts));
+	assert_false(store_has_hist(st, 5, &ts));
 	check_entry(st, 5, 2, 1, 0);
 	check_entry(st, 5, 2, 2, 0);
-	assert_int_equal(bft_store_block(st, 5)->lc.ts.num, 2);
+	assert_int_equal(bft_store_lc_ts(st, 5).num, 2);
 	assert_int_equal(set_lc(st, 5, 2, 1), -EINVAL);
 	assert_int_equal(set_lc(st, 5, 1, 9), -EINVAL);
 	assert_int_equal(put(st, 5, 1, 9, 0), -ESTALE);
@@ -193,7 +311,7 @@ test_gc(void **state)
 	    bft_rec_lc_len(4));
 	st = reopen_same(st, 0);
 	assert_int_equal(set_lc(st, 5, 9, 1), 0);
-	assert_int_equal(bft_store_block(st, 5)->nhist, 0);
+	assert_int_equal(bft_store_nhist(st, 5), 0);
 	bft_store_stats(st, &ss);
 	assert_int_equal(ss.bytes_live, bft_rec_lc_len(4));
 	st = reopen_same(st, 0);
@@ -205,7 +323,7 @@ workload(struct bft_store *st, unsigned ops)
 {
 	for (unsigned i = 0; i < ops; i++) {
 		uint64_t b = rnd() % ident.nblocks;
-		uint64_t num = bft_store_block(st, b)->lc.ts.num + 1 +
+		uint64_t num = bft_store_lc_ts(st, b).num + 1 +
 		    rnd() % 3;
 
 		assert_int_equal(put(st, b, num, 1 + rnd() % 3, i), 0);
@@ -293,7 +411,7 @@ torn(struct bft_store **stp, int is_lc)
 	assert_int_equal(file_size(seg_path(1)), off + len);
 	if (!is_lc)
 		check_entry(st, 2, 50, 1, 0);
-	assert_int_equal(bft_store_block(st, 1)->lc.ts.num, is_lc ? 50 : 3);
+	assert_int_equal(bft_store_lc_ts(st, 1).num, is_lc ? 50 : 3);
 	snap_free(before);
 	free(img);
 	*stp = st;
@@ -322,6 +440,7 @@ static void
 test_corrupt(void **state)
 {
 	struct bft_store_replay rp;
+	struct bft_hist_entry e;
 	struct bft_store *st;
 	uint32_t no;
 	off_t off;
@@ -336,8 +455,8 @@ test_corrupt(void **state)
 	assert_int_equal(find_rec(BFT_REC_HIST, 7, 8, &no, &off, &len), 0);
 	flip(seg_path(no), off + (off_t)len - 100);
 	check_entry(st, 6, 7, 1, 0);
-	assert_int_equal(bft_store_read_frag(st, bft_store_block(st, 7)->hist,
-	    got), -EIO);
+	assert_int_equal(bft_store_hist_at(st, 7, 0, &e), 0);
+	assert_int_equal(bft_store_read_frag(st, &e, got), -EIO);
 	bft_store_close(st);
 	/* A fragment byte (7), a header byte (4) and the last segment (10). */
 	assert_int_equal(find_rec(BFT_REC_HIST, 4, 5, &no, &off, &len), 0);
@@ -351,7 +470,7 @@ test_corrupt(void **state)
 	assert_int_equal(rp.torn_records, 0);
 	for (uint64_t b = 0; b < 12; b++) {
 		if (b == 4 || b == 7 || b == 10)
-			assert_int_equal(bft_store_block(st, b)->nhist, 0);
+			assert_int_equal(bft_store_nhist(st, b), 0);
 		else
 			check_entry(st, b, 1 + b, 1, 0);
 	}
@@ -365,7 +484,7 @@ test_corrupt(void **state)
 	assert_int_equal(rp.corrupt_records, 4);
 	assert_int_equal(rp.corrupt_bytes, 6 * len);
 	for (uint64_t b = 0; b < 3; b++)
-		assert_int_equal(bft_store_block(st, b)->nhist, 0);
+		assert_int_equal(bft_store_nhist(st, b), 0);
 	check_entry(st, 3, 4, 1, 0);
 	st = reopen_same(st, 128 * KIB);
 	bft_store_close(st);
@@ -380,6 +499,7 @@ test_crafted_log(void **state)
 {
 	static uint8_t rec[2 * BFT_MAX_FRAG];
 	struct bft_store_stats ss;
+	struct bft_hist_entry e;
 	struct bft_hist_meta m;
 	struct bft_rec_hdr h;
 	struct bft_store *st;
@@ -412,11 +532,12 @@ test_crafted_log(void **state)
 	bft_store_stats(st, &ss);
 	assert_int_equal(ss.records_discarded, 1);
 	assert_int_equal(ss.records_replayed, 5);
-	assert_int_equal(bft_store_block(st, 2)->lc.ts.num, 7);
-	assert_int_equal(bft_store_block(st, 2)->nhist, 1);
-	assert_int_equal(bft_store_block(st, 2)->hist[0].meta.ts.num, 7);
-	assert_int_equal(bft_store_read_frag(st, bft_store_block(st, 2)->hist,
-	    got), 0);
+	assert_int_equal(bft_store_lc_ts(st, 2).num, 7);
+	assert_int_equal(bft_store_nhist(st, 2), 1);
+	assert_int_equal(bft_store_hist_at(st, 2, 0, &e), 0);
+	assert_int_equal(bft_store_hist_at(st, 2, 1, &e), -ENOENT);
+	assert_int_equal(e.meta.ts.num, 7);
+	assert_int_equal(bft_store_read_frag(st, &e, got), 0);
 	assert_memory_equal(got, frag, 10);
 	check_entry(st, 3, 1, 1, 0);
 	/* Sequence numbers go on after the highest one replayed. */
@@ -531,6 +652,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_roundtrip4, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_roundtrip7, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_accessors4, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_accessors16, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
