@@ -63,6 +63,7 @@ ping(const char *dir, const char *keys, unsigned timeout_s)
 {
 	static struct bft_config cfg;
 	static struct bftblk_stats st;
+	char addr[BFT_ADDR_STRLEN];
 	static uint8_t block[BFTBLK_BLOCK_SIZE];
 	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], err[512], opt[32];
 	struct bftblk_info info;
@@ -95,8 +96,8 @@ ping(const char *dir, const char *keys, unsigned timeout_s)
 	    info.readonly ? "read-only" : "read-write");
 	up = wait_connected(h, &st, timeout_s * 1000);
 	for (unsigned i = 0; i < st.nservers; i++)
-		printf("server %u %s:%u: %s\n", i, cfg.servers[i].host,
-		    cfg.servers[i].port, st.server[i].connected ?
+		printf("server %u %s: %s\n", i, bft_format_addr(
+		    &cfg.servers[i], addr, sizeof addr), st.server[i].connected ?
 		    "reachable" : "unreachable");
 	need = info.n - info.t;
 	printf("%u of %u servers reachable, I/O needs %u: %s\n", up, info.n,

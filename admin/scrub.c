@@ -34,13 +34,14 @@ scrub(const char *dir, const char *keys)
 		return 1;
 	}
 	for (unsigned i = 0; i < cfg.n; i++) {
+		char addr[BFT_ADDR_STRLEN];
 		struct bft_session_fail f;
 		struct bft_session s;
 		const char *why = NULL;
 		int st;
 
-		printf("server %u %s:%u: ", i, cfg.servers[i].host,
-		    cfg.servers[i].port);
+		printf("server %u %s: ", i, bft_format_addr(&cfg.servers[i],
+		    addr, sizeof addr));
 		if (bft_session_open(&s, &cfg, &key, i, TIMEOUT_MS, true,
 		    &f) != 0) {
 			printf("unreachable: %s\n", f.why);

@@ -44,7 +44,7 @@ replace(const char *dir, unsigned index, const char *host)
 	static struct bft_client_key ck;
 	struct bft_server_key sk = { .index = index };
 	char conf[4096], tmp[4096], keyf[4096], old[4096], name[64];
-	char err[512];
+	char err[512], addr[BFT_ADDR_STRLEN];
 
 	if (admin_path_in(conf, sizeof conf, dir, "bftblk.conf") ||
 	    admin_path_in(tmp, sizeof tmp, dir, ".bftblk.conf.new") ||
@@ -97,11 +97,11 @@ replace(const char *dir, unsigned index, const char *host)
 		return 1;
 	}
 	bft_wipe(&sk, sizeof sk);
-	printf("server %u is now %s:%u with a new key in %s\n"
+	printf("server %u is now %s with a new key in %s\n"
 	    "copy bftblk.conf to every server and plugin host and send the "
 	    "servers SIGHUP;\nthen start server %u there with %s on an empty "
-	    "data directory: it rebuilds\n", index, cfg.servers[index].host,
-	    cfg.servers[index].port, keyf, index, name);
+	    "data directory: it rebuilds\n", index, bft_format_addr(
+	    &cfg.servers[index], addr, sizeof addr), keyf, index, name);
 	return 0;
 }
 

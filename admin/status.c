@@ -157,8 +157,8 @@ status(const char *dir, const char *keys, bool json, unsigned timeout_s,
 		goto out_wipe;
 	for (unsigned i = 0; i < cfg.n; i++) {
 		r.servers[i].index = i;
-		snprintf(r.servers[i].addr, sizeof r.servers[i].addr, "%s:%u",
-		    cfg.servers[i].host, cfg.servers[i].port);
+		bft_format_addr(&cfg.servers[i], r.servers[i].addr,
+		    sizeof r.servers[i].addr);
 		a[i] = (struct asker){ .cfg = &cfg, .key = &key,
 		    .timeout_ms = timeout_s * 1000, .out = &r.servers[i] };
 		a[i].started = pthread_create(&a[i].thread, NULL, ask,

@@ -42,7 +42,7 @@ enum status_health {
 
 struct status_server {
 	unsigned index;
-	char addr[BFT_HOST_LEN + 8];	/* HOST:PORT from bftblk.conf */
+	char addr[BFT_ADDR_STRLEN];	/* HOST:PORT from bftblk.conf */
 	bool reachable;			/* answered STATUS */
 	char why[160];			/* when not: what went wrong */
 	struct bft_status_info info;	/* when it did */

@@ -159,20 +159,37 @@ parse_uint(const char *s, unsigned long max, unsigned long *out)
 static int
 parse_addr(const char *value, struct bft_server_addr *a)
 {
-	const char *colon = strrchr(value, ':');
+	const char *colon = strrchr(value, ':'), *host = value;
 	unsigned long port;
 	size_t hl;
 
 	if (colon == NULL || colon == value)
 		return -1;
 	hl = (size_t)(colon - value);
+	/* [IPv6]:PORT; the bare form of older files still parses. */
+	if (value[0] == '[') {
+		if (hl < 3 || value[hl - 1] != ']')
+			return -1;
+		host++;
+		hl -= 2;
+	}
 	if (hl >= sizeof a->host || parse_uint(colon + 1, 65535, &port) ||
 	    port == 0)
 		return -1;
-	memcpy(a->host, value, hl);
+	memcpy(a->host, host, hl);
 	a->host[hl] = '\0';
 	a->port = (uint16_t)port;
 	return 0;
+}
+
+const char *
+bft_format_addr(const struct bft_server_addr *a, char *out, size_t len)
+{
+	bool v6 = strchr(a->host, ':') != NULL;
+
+	snprintf(out, len, "%s%s%s:%u", v6 ? "[" : "", a->host, v6 ? "]" : "",
+	    a->port);
+	return out;
 }
 
 static int
@@ -376,9 +393,12 @@ bft_config_write(const char *path, const struct bft_config *cfg)
 	if (cfg->channel == 1)
 		fprintf(fp, "channel = plain\n");
 	for (unsigned i = 0; i < cfg->n; i++) {
+		char addr[BFT_ADDR_STRLEN];
+
 		bft_format_hex(cfg->server_pk[i], 32, pk);
-		fprintf(fp, "server.%u = %s:%u\nserver.%u.pk = %s\n", i,
-		    cfg->servers[i].host, cfg->servers[i].port, i, pk);
+		fprintf(fp, "server.%u = %s\nserver.%u.pk = %s\n", i,
+		    bft_format_addr(&cfg->servers[i], addr, sizeof addr), i,
+		    pk);
 	}
 	fprintf(fp, "# Clients allowed in: client.NAME = rw|ro PUBLIC-KEY.\n"
 	    "# Servers reread these lines on SIGHUP.\n");

@@ -54,6 +54,11 @@ struct bft_server_addr {
 	uint16_t port;
 };
 
+/* "HOST:PORT", or "[IPV6]:PORT" for an IPv6 address; returns out. */
+#define BFT_ADDR_STRLEN	(BFT_HOST_LEN + 8)
+const char *bft_format_addr(const struct bft_server_addr *a, char *out,
+    size_t len);
+
 struct bft_config {
 	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
 	unsigned t, n;

@@ -122,6 +122,33 @@ test_good(void **state)
 	    sizeof err), 0);
 	assert_true(cfg.size == 655360 && cfg.nblocks == 10);
 	assert_int_equal(cfg.block_size, 65536);
+	/* IPv6 in brackets, and the bare form older files have. */
+	assert_int_equal(bft_config_load(put("v6.conf",
+	    "cluster-id=" ID_HEX "\nt=1\nsize=640k\nserver.0=[fd00::1]:7700\n"
+	    "server.1=fd00::2:7701\nserver.2=[::1]:3\nserver.3=d:4\n" PKS,
+	    0644), &cfg, err, sizeof err), 0);
+	assert_string_equal(cfg.servers[0].host, "fd00::1");
+	assert_int_equal(cfg.servers[0].port, 7700);
+	assert_string_equal(cfg.servers[1].host, "fd00::2");
+	assert_int_equal(cfg.servers[1].port, 7701);
+	assert_string_equal(cfg.servers[2].host, "::1");
+	{
+		char a[BFT_ADDR_STRLEN];
+
+		assert_string_equal(bft_format_addr(&cfg.servers[0], a,
+		    sizeof a), "[fd00::1]:7700");
+		assert_string_equal(bft_format_addr(&cfg.servers[3], a,
+		    sizeof a), "d:4");
+	}
+	/* Brackets that do not close, or hold nothing. */
+	assert_int_equal(bft_config_load(put("v6bad.conf",
+	    "cluster-id=" ID_HEX "\nt=1\nsize=640k\nserver.0=[fd00::1:7700\n"
+	    "server.1=b:2\nserver.2=c:3\nserver.3=d:4\n" PKS, 0644), &cfg, err,
+	    sizeof err), -1);
+	assert_int_equal(bft_config_load(put("v6empty.conf",
+	    "cluster-id=" ID_HEX "\nt=1\nsize=640k\nserver.0=[]:7700\n"
+	    "server.1=b:2\nserver.2=c:3\nserver.3=d:4\n" PKS, 0644), &cfg, err,
+	    sizeof err), -1);
 }
 
 /* Loads text and expects a refusal whose message contains every want. */
@@ -250,8 +277,13 @@ make_cfg(struct bft_config *cfg, unsigned t)
 	cfg->size = (uint64_t)BFT_BLOCK_SIZE * (1000 + t);
 	cfg->nblocks = 1000 + t;
 	for (unsigned i = 0; i < cfg->n; i++) {
-		snprintf(cfg->servers[i].host, BFT_HOST_LEN, "node%u.example",
-		    i);
+		/* Every other one an IPv6 address, written in brackets. */
+		if (i % 2)
+			snprintf(cfg->servers[i].host, BFT_HOST_LEN,
+			    "fd00:%x::%u", t, i + 1);
+		else
+			snprintf(cfg->servers[i].host, BFT_HOST_LEN,
+			    "node%u.example", i);
 		cfg->servers[i].port = (uint16_t)(7000 + 13 * i);
 		bft_random(cfg->server_pk[i], 32);
 	}
