@@ -45,7 +45,7 @@ store_status(struct bft_handler *h, const char *peer, const char *what,
     uint64_t block, int err)
 {
 	h->stats.store_errors++;
-	bft_log("conn %s: %s block %" PRIu64 ": store: %s", peer, what, block,
+	bft_warn("conn %s: %s block %" PRIu64 ": store: %s", peer, what, block,
 	    strerror(-err));
 	switch (err) {
 	case -ENOSPC:	return BFT_ENOSPC;
@@ -100,7 +100,7 @@ handle_hello(struct bft_handler *h, const char *peer,
 	if (off == 0)
 		return 0;
 	h->stats.hello_mismatch++;
-	bft_log("conn %s: HELLO mismatch:%s", peer, why);
+	bft_warn("conn %s: HELLO mismatch:%s", peer, why);
 	rep->status = BFT_ECLUSTER;
 	return 1;
 }

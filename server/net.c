@@ -366,7 +366,7 @@ dispatch(struct conn *c)
 	if (!bft_role_permits(c->client->role, net->req.type)) {
 		refuse(c, BFT_EPERM);
 		if (bft_log_sampled(++net->eperm))
-			bft_log("conn %s: %s client %s sent %s: refused (%llu "
+			bft_warn("conn %s: %s client %s sent %s: refused (%llu "
 			    "so far)", c->peer, bft_role_str(c->client->role),
 			    c->client->name, bft_msg_type_str(net->req.type),
 			    (unsigned long long)net->eperm);
@@ -376,8 +376,9 @@ dispatch(struct conn *c)
 	    &net->quotas, c->client, net->h->st, uv_now(net->loop))) {
 		refuse(c, BFT_EBUSY);
 		if (bft_log_sampled(++net->elimit))
-			bft_log("conn %s: client %s has %u STOREs waiting above "
-			    "lc (--max-client-stores): refused (%llu so far)",
+			bft_warn("conn %s: client %s has %u STOREs waiting "
+			    "above lc (--max-client-stores): refused (%llu so "
+			    "far)",
 			    c->peer, c->client->name, net->quotas.max_stores,
 			    (unsigned long long)net->elimit);
 		return send_reply(c);

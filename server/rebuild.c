@@ -374,7 +374,7 @@ pass(struct bft_rebuild *rb)
 	if (rb->passes++ == 0 && rb->ntodo == 0 && !rb->fresh)
 		bft_log("rebuild: in step with %u peers", alive);
 	if (rb->ntodo > 0) {
-		bft_log("rebuild: %zu blocks could not be rebuilt yet; trying "
+		bft_warn("rebuild: %zu blocks could not be rebuilt yet; trying "
 		    "again in %d s", rb->ntodo, RETRY_S);
 		return -1;
 	}

@@ -29,14 +29,14 @@ check_value(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
 	uint8_t h[BFT_HASH_LEN];
 
 	if (bft_ec_encode(k->ec, value, k->frags) != 0) {
-		bft_log("rebuild: block %" PRIu64 ": erasure coding failed",
+		bft_warn("rebuild: block %" PRIu64 ": erasure coding failed",
 		    block);
 		return -1;
 	}
 	for (unsigned j = 0; j < rb->cfg->n; j++) {
 		bft_hash(k->frags[j], flen, h);
 		if (!bft_equal(h, p->cc[j], BFT_HASH_LEN)) {
-			bft_log("rebuild: block %" PRIu64 ": the value read "
+			bft_warn("rebuild: block %" PRIu64 ": the value read "
 			    "does not re-encode to the agreed cross-checksum "
 			    "(fragment %u); not adopted", block, j);
 			return -1;
@@ -71,7 +71,7 @@ adopt(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
 	st = rb_local(rb, req, rep, &out);
 	bft_buf_free(&out);
 	if (st != BFT_OK) {
-		bft_log("rebuild: block %" PRIu64 ": our STORE of ts %" PRIu64
+		bft_warn("rebuild: block %" PRIu64 ": our STORE of ts %" PRIu64
 		    "/%" PRIu64 " was refused: %s", block, p->cand.ts.num,
 		    p->cand.ts.wid, st < 0 ? "no answer" : bft_status_str(st));
 		return -1;
@@ -85,8 +85,8 @@ adopt(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
 	st = rb_local(rb, req, rep, &out);
 	bft_buf_free(&out);
 	if (st != BFT_OK) {
-		bft_log("rebuild: block %" PRIu64 ": our COMPLETE was refused: "
-		    "%s", block, st < 0 ? "no answer" : bft_status_str(st));
+		bft_warn("rebuild: block %" PRIu64 ": our COMPLETE was "
+		    "refused: %s", block, st < 0 ? "no answer" : bft_status_str(st));
 		return -1;
 	}
 	return 0;
@@ -195,7 +195,7 @@ rb_rebuild_batch(struct bft_rebuild *rb, int kind, const uint64_t *blocks,
 			continue;
 		}
 		if (!ok) {
-			bft_log("rebuild: block %" PRIu64 ": read failed: %s",
+			bft_warn("rebuild: block %" PRIu64 ": read failed: %s",
 			    blocks[j], strerror(-errs[j]));
 			rb->todo[(*failed)++] = blocks[j];
 			continue;

@@ -117,7 +117,7 @@ rb_claims_judge(struct bft_rebuild *rb)
 		rb->distrust_until[j] = now + b;
 		rb->backoff_s[j] = 2 * b < BACKOFF_MAX_S ? 2 * b :
 		    BACKOFF_MAX_S;
-		bft_log("rebuild: peer %u alone listed %u blocks newer that "
+		bft_warn("rebuild: peer %u alone listed %u blocks newer that "
 		    "reads found no newer (of %u it alone listed): ignoring "
 		    "what it alone lists for %u s", j, stale[j], claims[j], b);
 	}

@@ -91,7 +91,7 @@ peer_call(struct bft_rebuild *rb, unsigned j, struct bft_msg *req,
 		return -1;
 	st = bft_session_call(&rb->peers[j], req, rep, &why);
 	if (st < 0)
-		bft_log("rebuild: peer %u: %s", j, why);
+		bft_warn("rebuild: peer %u: %s", j, why);
 	if (st == BFT_OK)
 		rb->answered |= 1u << j;
 	return st;
@@ -199,7 +199,7 @@ descend(struct bft_rebuild *rb, uint64_t first, uint64_t count)
 		if (peer_call(rb, j, req, rep) != BFT_OK)
 			continue;
 		if (rep->ndigests != nr) {
-			bft_log("rebuild: peer %u answered %u digests for %u "
+			bft_warn("rebuild: peer %u answered %u digests for %u "
 			    "ranges; ignored", j, rep->ndigests, nr);
 			continue;
 		}

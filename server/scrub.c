@@ -78,7 +78,7 @@ check_block(struct bft_scrub *s, uint64_t block)
 	bft_store_forget_hist(s->h->st, block, &ts);
 	s->prog->damaged_records_later++;
 	s->pass_damaged++;
-	bft_log("scrub: block %" PRIu64 ": the fragment of ts %" PRIu64 "/%"
+	bft_warn("scrub: block %" PRIu64 ": the fragment of ts %" PRIu64 "/%"
 	    PRIu64 " is damaged; no longer served, rebuilding it from the "
 	    "peers", block, ts.num, ts.wid);
 	if (s->ndamaged < MAX_DAMAGED)

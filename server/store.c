@@ -490,7 +490,7 @@ bft_store_read_frag(struct bft_store *st, const struct bft_hist_entry *e,
 	memcpy(buf, st->rbuf + bft_rec_frag_off(st->n), m.frag_len);
 	return 0;
 out_corrupt:
-	bft_log("%s: record at seg %" PRIu32 " offset %" PRIu64 " is damaged;"
+	bft_warn("%s: record at seg %" PRIu32 " offset %" PRIu64 " is damaged;"
 	    " not serving it", st->dir, s->no, off);
 	return -EIO;
 }
@@ -637,7 +637,7 @@ compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
 		    0;
 	}
 	if (!ok && idx >= 0) {
-		bft_log("%s: HIST record at seg %" PRIu32 " offset %" PRIu64
+		bft_warn("%s: HIST record at seg %" PRIu32 " offset %" PRIu64
 		    " was damaged since open; dropping the entry", st->dir,
 		    src->no, LOC_OFF(oldloc));
 		hist_drop(st, b, (unsigned)idx);
@@ -705,7 +705,7 @@ compact_finish(struct bft_store *st)
 
 	if (src->live != 0) {
 		bft_seg_name(name, src->no);
-		bft_log("%s/%s: %" PRIu64 " live bytes left after compaction; "
+		bft_warn("%s/%s: %" PRIu64 " live bytes left after compaction; "
 		    "keeping it", st->dir, name, src->live);
 		src->stuck = true;
 		st->cmp_no = 0;
@@ -758,7 +758,7 @@ compact_step(struct bft_store *st, size_t appended)
 		if (err < 0)
 			break;
 		if (bft_rec_check_hdr(hdr, avail, st->n, &h) != BFT_REC_OK) {
-			bft_log("%s: seg %" PRIu32 " offset %" PRIu64 " no "
+			bft_warn("%s: seg %" PRIu32 " offset %" PRIu64 " no "
 			    "longer parses; not compacting it", st->dir,
 			    src->no, off);
 			src->stuck = true;
@@ -776,7 +776,7 @@ compact_step(struct bft_store *st, size_t appended)
 		done += len;
 	}
 	if (err < 0 && !st->cmp_failing)
-		bft_log("%s: compaction: %s; will retry", st->dir,
+		bft_warn("%s: compaction: %s; will retry", st->dir,
 		    strerror(-err));
 	st->cmp_failing = err < 0;
 }

@@ -210,7 +210,7 @@ replay_corrupt(struct bft_store *st, const struct seg *s, uint64_t off,
 	char name[BFT_SEG_NAME_MAX];
 
 	bft_seg_name(name, s->no);
-	bft_log("%s/%s: offset %" PRIu64 ": %s; %" PRIu64 " bytes not "
+	bft_warn("%s/%s: offset %" PRIu64 ": %s; %" PRIu64 " bytes not "
 	    "served", st->dir, name, off, why, len);
 	st->rp.corrupt_records++;
 	st->rp.corrupt_bytes += len;
@@ -280,7 +280,7 @@ replay_seg(struct bft_store *st, size_t i, char *err, size_t errlen)
 			    "unreadable record ends the segment");
 			break;
 		}
-		bft_log("%s/%s: torn record at offset %" PRIu64 " (%" PRIu64
+		bft_warn("%s/%s: torn record at offset %" PRIu64 " (%" PRIu64
 		    " bytes) cut off", st->dir, name, off, s->size - off);
 		st->rp.torn_records++;
 		st->rp.torn_bytes += s->size - off;
@@ -499,7 +499,7 @@ bft_store_close(struct bft_store *st)
 	if (st == NULL)
 		return;
 	if (st->blocks != NULL && (err = bft_store_sync(st)) < 0)
-		bft_log("%s: sync on close: %s", st->dir, strerror(-err));
+		bft_error("%s: sync on close: %s", st->dir, strerror(-err));
 	for (size_t i = 0; i < st->nseg; i++)
 		if (st->segs[i].fd >= 0)
 			close(st->segs[i].fd);

@@ -77,7 +77,7 @@ reap(struct bft_store *st, bool block)
 	if (err == 0)
 		st->fsyncs += job->nfds + 1;
 	if (err < 0)
-		bft_log("%s: background sync: %s (compacted segments stay "
+		bft_error("%s: background sync: %s (compacted segments stay "
 		    "on disk until the next restart)", st->dir, strerror(-err));
 	job_free(job);
 	st->bg_job = NULL;
@@ -141,7 +141,7 @@ st_bg_sync_start(struct bft_store *st)
 		bg_main(job);
 		st->bg_job = NULL;
 		if (job->err < 0)
-			bft_log("%s: sync: %s", st->dir, strerror(-job->err));
+			bft_error("%s: sync: %s", st->dir, strerror(-job->err));
 		job_free(job);
 	}
 	return;
