@@ -2,7 +2,7 @@
 # keygen --hosts: one address per server, IPv6 in brackets (t=1).
 #
 # The four servers get their own addresses, two on 127.0.0.1 and two on
-# [::1]; bftblk.conf must list them (IPv6 without brackets, as the file
+# [::1]; bftblk.conf must list them (IPv6 in brackets, as the file
 # has it), the servers must listen there, and `bftblk ping` must reach
 # all four.  A list of the wrong length, a repeated address or an
 # unclosed bracket is refused with exit 2 and a message saying why; with
@@ -24,9 +24,9 @@ CLUSTER_BASE_PORT=$base
     { cat "$TESTDIR/log/keygen.log"; fail "keygen --hosts failed"; }
 grep -qx "  server 1: \[::1\]:$((base + 1)) (server-1.key)" \
     "$TESTDIR/log/keygen.log" || fail "keygen's summary: $(cat "$TESTDIR/log/keygen.log")"
-for want in "server.0 = 127.0.0.1:$base" "server.1 = ::1:$((base + 1))" \
-    "server.2 = 127.0.0.1:$((base + 2))" "server.3 = ::1:$((base + 3))"; do
-	grep -qx "$want" "$CLUSTER_DIR/bftblk.conf" ||
+for want in "server.0 = 127.0.0.1:$base" "server.1 = [::1]:$((base + 1))" \
+    "server.2 = 127.0.0.1:$((base + 2))" "server.3 = [::1]:$((base + 3))"; do
+	grep -qxF "$want" "$CLUSTER_DIR/bftblk.conf" ||
 	    fail "bftblk.conf lacks \"$want\""
 done
 for i in 0 1 2 3; do

@@ -243,7 +243,7 @@ for i in 0 1 2 3; do
 	grep -q "^server\\.$i = " "$ADMINDIR/cluster/bftblk.conf" ||
 	    fail "bftblk.conf has no server.$i line"
 done
-grep -qF "server.2 = ${NET6}:3:$PORT" "$ADMINDIR/cluster/bftblk.conf" ||
+grep -qF "server.2 = [${NET6}:3]:$PORT" "$ADMINDIR/cluster/bftblk.conf" ||
     fail "server 2 is not by its IPv6 address: $(grep '^server' \
 	"$ADMINDIR/cluster/bftblk.conf")"
 log "keygen --hosts $HOSTLIST"
@@ -264,7 +264,11 @@ CLIENT_LINES=(
 	'install -o bftblk -g bftblk -m 600 client.key /etc/bftblk/'
 	'install -d -o bftblk -g bftblk -m 755 /run/bftblk'
 )
-CLIENT_RUN='setpriv --reuid=bftblk --regid=bftblk --init-groups nbdkit -f -U /run/bftblk/nbd.sock bftblk config=/etc/bftblk/bftblk.conf keys=/etc/bftblk/client.key'
+CLIENT_RUN=(
+	'set -a; . /etc/bftblk/nbd.env; set +a'
+	'setpriv --reuid=bftblk --regid=bftblk --init-groups nbdkit -f -U /run/bftblk/nbd.sock bftblk config=/etc/bftblk/bftblk.conf keys=/etc/bftblk/client.key $BFTBLK_NBD_ARGS'
+)
+CLIENT_METRICS=$NET4.10:9101
 
 # The command the README gives is the unit's ExecStart (%i = $I, the
 # program by its name), so that a host without systemd runs what
@@ -314,9 +318,13 @@ grep -q "listening on .*${NET6}:3\\]*:$PORT" "$TESTDIR/log/server-2.log" ||
 cp "$ADMINDIR/cluster/bftblk.conf" "$ADMINDIR/cluster/client.key" \
     "$HROOT/app1/incoming/"
 doc app1 - "${CLIENT_LINES[@]}"
-[ "$(on app1 ls /etc/bftblk | tr '\n' ' ')" = "bftblk.conf client.key " ] ||
-    fail "app1's /etc/bftblk holds more than bftblk.conf and client.key"
-doc_daemon app1 - nbdkit-nbd "$CLIENT_RUN"
+# The plugin's metrics too, through the unit's environment file.
+on app1 sh -c "echo 'BFTBLK_NBD_ARGS=\"metrics=$CLIENT_METRICS\"' \
+    >/etc/bftblk/nbd.env"
+[ "$(on app1 ls /etc/bftblk | tr '\n' ' ')" = \
+    "bftblk.conf client.key nbd.env " ] ||
+    fail "app1's /etc/bftblk holds more than bftblk.conf, client.key, nbd.env"
+doc_daemon app1 - nbdkit-nbd "${CLIENT_RUN[@]}"
 NBDKIT_PID[nbd]=$DAEMON_PID
 deadline=$((SECONDS + BFTBLK_WAIT))
 until on app1 nbdinfo --size "$URI" >/dev/null 2>&1; do
@@ -502,6 +510,22 @@ assert stores >= 1024, "only %d STOREs counted" % stores
 PY
 done
 log "metrics of the four servers parse, each counts the writes"
+out=$TESTDIR/log/metrics-client.txt
+on app1 curl -fsS --max-time 5 "http://$CLIENT_METRICS/metrics" >"$out" ||
+    fail "no metrics from the plugin at $CLIENT_METRICS"
+promtool check metrics <"$out" >/dev/null 2>&1 ||
+    fail "promtool rejects the plugin's metrics"
+/usr/bin/python3 - "$out" <<'PY' || fail "the plugin's metrics: parser"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+up = {}
+for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
+    for s in fam.samples:
+        if s.name == "bftblk_client_server_connected":
+            up[s.labels["server"]] = s.value
+assert up == {"0": 1, "1": 1, "2": 1, "3": 1}, up
+PY
+log "the plugin's metrics parse and show the four servers connected"
 
 server_kill 0
 log "fio: verify the 64 MiB again with node0 stopped"
