@@ -73,6 +73,6 @@ grep -qx "server.5 = h5:7700" "$TESTDIR/t2/bftblk.conf" ||
 "$ADMIN" server replace --dir "$TESTDIR/t2" --index 2 --host "[fd00::2]:7002" \
     >"$TESTDIR/log/replace.out" 2>&1 ||
     { cat "$TESTDIR/log/replace.out"; fail "server replace --host [V6]:PORT"; }
-grep -qx "server.2 = fd00::2:7002" "$TESTDIR/t2/bftblk.conf" ||
+grep -qxF "server.2 = [fd00::2]:7002" "$TESTDIR/t2/bftblk.conf" ||
     fail "server replace wrote $(grep '^server.2 ' "$TESTDIR/t2/bftblk.conf")"
 log "PASS"
