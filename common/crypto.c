@@ -142,31 +142,49 @@ put_ts(uint8_t *p, const struct bft_ts *ts)
 	return 16;
 }
 
-void
-bft_ts_sign(struct bft_ts *ts, const uint8_t kw[BFT_KEY_LEN])
+/*
+ * Where a MAC's write belongs: the volume (0 until a cluster holds more
+ * than one) and the block, so that no genuine timestamp or MAC vector
+ * can be replayed as another block's.
+ */
+static size_t
+put_where(uint8_t *p, uint64_t block)
 {
-	uint8_t msg[17];
+	for (int i = 0; i < 8; i++) {
+		p[i] = 0;
+		p[8 + i] = (uint8_t)(block >> (8 * i));
+	}
+	return 16;
+}
+
+void
+bft_ts_sign(struct bft_ts *ts, uint64_t block, const uint8_t kw[BFT_KEY_LEN])
+{
+	uint8_t msg[1 + 16 + 16];
 
 	/* A domain byte keeps a timestamp MAC from ever passing as a vec MAC. */
 	msg[0] = 'T';
-	put_ts(msg + 1, ts);
+	put_where(msg + 1, block);
+	put_ts(msg + 17, ts);
 	mac(kw, msg, sizeof msg, ts->mac);
 }
 
 bool
-bft_ts_verify(const struct bft_ts *ts, const uint8_t kw[BFT_KEY_LEN])
+bft_ts_verify(const struct bft_ts *ts, uint64_t block,
+    const uint8_t kw[BFT_KEY_LEN])
 {
 	struct bft_ts t = *ts;
 
-	bft_ts_sign(&t, kw);
+	bft_ts_sign(&t, block, kw);
 	return bft_equal(t.mac, ts->mac, BFT_MAC_LEN);
 }
 
 void
-bft_vec_mac(const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
-    const uint8_t ki[BFT_KEY_LEN], uint8_t out[BFT_MAC_LEN])
+bft_vec_mac(const struct bft_ts *ts, uint64_t block,
+    const uint8_t nh[BFT_HASH_LEN], const uint8_t ki[BFT_KEY_LEN],
+    uint8_t out[BFT_MAC_LEN])
 {
-	uint8_t msg[1 + 16 + BFT_MAC_LEN + BFT_HASH_LEN];
+	uint8_t msg[1 + 16 + 16 + BFT_MAC_LEN + BFT_HASH_LEN];
 
 	/*
 	 * The timestamp's own MAC is covered too.  Otherwise a reader could
@@ -176,18 +194,20 @@ bft_vec_mac(const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
 	 * below a completed write.
 	 */
 	msg[0] = 'V';
-	put_ts(msg + 1, ts);
-	memcpy(msg + 17, ts->mac, BFT_MAC_LEN);
-	memcpy(msg + 17 + BFT_MAC_LEN, nh, BFT_HASH_LEN);
+	put_where(msg + 1, block);
+	put_ts(msg + 17, ts);
+	memcpy(msg + 33, ts->mac, BFT_MAC_LEN);
+	memcpy(msg + 33 + BFT_MAC_LEN, nh, BFT_HASH_LEN);
 	mac(ki, msg, sizeof msg, out);
 }
 
 bool
-bft_vec_verify(const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
-    const uint8_t ki[BFT_KEY_LEN], const uint8_t m[BFT_MAC_LEN])
+bft_vec_verify(const struct bft_ts *ts, uint64_t block,
+    const uint8_t nh[BFT_HASH_LEN], const uint8_t ki[BFT_KEY_LEN],
+    const uint8_t m[BFT_MAC_LEN])
 {
 	uint8_t want[BFT_MAC_LEN];
 
-	bft_vec_mac(ts, nh, ki, want);
+	bft_vec_mac(ts, block, nh, ki, want);
 	return bft_equal(want, m, BFT_MAC_LEN);
 }

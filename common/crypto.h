@@ -50,18 +50,26 @@ void bft_wipe(void *buf, size_t len);
 /* Constant-time equality of two byte strings. */
 bool bft_equal(const void *a, const void *b, size_t len);
 
-/* MAC_kW(num || wid), the authenticator of a timestamp. */
-void bft_ts_sign(struct bft_ts *ts, const uint8_t kw[BFT_KEY_LEN]);
-bool bft_ts_verify(const struct bft_ts *ts, const uint8_t kw[BFT_KEY_LEN]);
+/*
+ * MAC_kW(vol || block || num || wid), the authenticator of a timestamp
+ * for one block (vol is 0 until a cluster holds volumes): a genuine
+ * timestamp of one block never passes as another's.
+ */
+void bft_ts_sign(struct bft_ts *ts, uint64_t block,
+    const uint8_t kw[BFT_KEY_LEN]);
+bool bft_ts_verify(const struct bft_ts *ts, uint64_t block,
+    const uint8_t kw[BFT_KEY_LEN]);
 
 /*
- * vec[i] = MAC_ki(ts || ts.mac || nh): what server i checks on STORE and
- * COMPLETE, and on write-backs without a history entry.
+ * vec[i] = MAC_ki(vol || block || ts || ts.mac || nh): what server i
+ * checks on STORE and COMPLETE, and on write-backs without a history
+ * entry; bound to the block like the timestamp's MAC.
  */
-void bft_vec_mac(const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
-		 const uint8_t ki[BFT_KEY_LEN], uint8_t out[BFT_MAC_LEN]);
-bool bft_vec_verify(const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
-		    const uint8_t ki[BFT_KEY_LEN],
-		    const uint8_t mac[BFT_MAC_LEN]);
+void bft_vec_mac(const struct bft_ts *ts, uint64_t block,
+    const uint8_t nh[BFT_HASH_LEN], const uint8_t ki[BFT_KEY_LEN],
+    uint8_t out[BFT_MAC_LEN]);
+bool bft_vec_verify(const struct bft_ts *ts, uint64_t block,
+    const uint8_t nh[BFT_HASH_LEN], const uint8_t ki[BFT_KEY_LEN],
+    const uint8_t mac[BFT_MAC_LEN]);
 
 #endif

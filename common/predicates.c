@@ -26,7 +26,7 @@ bft_valid_by_hist(const struct bft_cand *c, const struct bft_hist_meta *hist)
 
 bool
 bft_valid(const struct bft_cand *c, const struct bft_hist_meta *hist,
-    unsigned i, const uint8_t ki[BFT_KEY_LEN])
+    uint64_t block, unsigned i, const uint8_t ki[BFT_KEY_LEN])
 {
 	uint8_t nh[BFT_HASH_LEN];
 
@@ -37,10 +37,11 @@ bft_valid(const struct bft_cand *c, const struct bft_hist_meta *hist,
 	/*
 	 * The MAC binds ts to H(N): only a writer that ran STORE can have
 	 * made it, and only the revealed N hashes to that H(N), so a valid
-	 * MAC is a proof of writing even without the history entry.
+	 * MAC is a proof of writing even without the history entry, and
+	 * it names the block, so another block's write does not pass.
 	 */
 	bft_hash(c->nonce, BFT_NONCE_LEN, nh);
-	return bft_vec_verify(&c->ts, nh, ki, c->vec[i]);
+	return bft_vec_verify(&c->ts, block, nh, ki, c->vec[i]);
 }
 
 bool
@@ -179,21 +180,23 @@ cand_equal(const struct bft_cand *a, const struct bft_cand *b, unsigned n)
  * each server sends one lc), so the candidate found is the only one.
  */
 bool
-bft_cand_written(const struct bft_cand *c, const struct bft_written_key *k)
+bft_cand_written(const struct bft_cand *c, uint64_t block,
+    const struct bft_written_key *k)
 {
 	uint8_t nh[BFT_HASH_LEN];
 
 	if (k->kw != NULL)
-		return bft_ts_verify(&c->ts, k->kw);
+		return bft_ts_verify(&c->ts, block, k->kw);
 	if (k->ki == NULL || k->self >= BFT_MAX_N)
 		return false;
 	bft_hash(c->nonce, BFT_NONCE_LEN, nh);
-	return bft_vec_verify(&c->ts, nh, k->ki, c->vec[k->self]);
+	return bft_vec_verify(&c->ts, block, nh, k->ki, c->vec[k->self]);
 }
 
 enum bft_fast_verdict
 bft_fast_read(const struct bft_collect_reply *A, unsigned n, unsigned t,
-    uint32_t pending, uint32_t want, const struct bft_written_key *k,
+    uint32_t pending, uint32_t want, uint64_t block,
+    const struct bft_written_key *k,
     int *pick, uint32_t *have)
 {
 	unsigned missing = (unsigned)__builtin_popcount(pending);
@@ -222,7 +225,7 @@ bft_fast_read(const struct bft_collect_reply *A, unsigned n, unsigned t,
 	if (best_cnt < n - t)
 		return BFT_FAST_WAIT;
 	c = &A[best].lc;
-	if (!bft_cand_written(c, k))
+	if (!bft_cand_written(c, block, k))
 		return BFT_FAST_NO;
 	/* The cc the most replies for c agree on. */
 	for (unsigned a = 0; a < n; a++) {

@@ -30,7 +30,7 @@
 bool bft_valid_by_hist(const struct bft_cand *c,
 		       const struct bft_hist_meta *hist);
 bool bft_valid(const struct bft_cand *c, const struct bft_hist_meta *hist,
-	       unsigned i, const uint8_t ki[BFT_KEY_LEN]);
+	       uint64_t block, unsigned i, const uint8_t ki[BFT_KEY_LEN]);
 
 /* One FILTER_ACK as the client keeps it: W[i]. */
 struct bft_reply {
@@ -92,7 +92,7 @@ struct bft_written_key {
 	const uint8_t *ki;		/* else k_self, or NULL */
 	unsigned self;			/* ki's server */
 };
-bool bft_cand_written(const struct bft_cand *c,
+bool bft_cand_written(const struct bft_cand *c, uint64_t block,
     const struct bft_written_key *k);
 
 /*
@@ -107,7 +107,7 @@ bool bft_cand_written(const struct bft_cand *c,
  * replies whose fragments match that cc (0 before).
  */
 enum bft_fast_verdict bft_fast_read(const struct bft_collect_reply *A,
-    unsigned n, unsigned t, uint32_t pending, uint32_t want,
+    unsigned n, unsigned t, uint32_t pending, uint32_t want, uint64_t block,
     const struct bft_written_key *k, int *pick, uint32_t *have);
 
 #endif

@@ -70,13 +70,13 @@ add_candidate(struct op *op, unsigned i, const struct bft_cand *c)
 	 * paper's readers do.
 	 */
 	if (cl->p.key->role == BFT_ROLE_RW &&
-	    !bft_ts_verify(&c->ts, cl->p.key->kw)) {
+	    !bft_ts_verify(&c->ts, op->block, cl->p.key->kw)) {
 		atomic_fetch_add(&cl->stats.forged_ts, 1);
 		atomic_fetch_add(&cl->stats.server[i].forged_ts, 1);
 		return;
 	}
 	if (cl->p.key->role == BFT_ROLE_PEER &&
-	    !bft_cand_written(c, &wkey)) {
+	    !bft_cand_written(c, op->block, &wkey)) {
 		atomic_fetch_add(&cl->stats.forged_ts, 1);
 		atomic_fetch_add(&cl->stats.server[i].forged_ts, 1);
 		return;

@@ -164,7 +164,7 @@ fast_read_try(struct op *op)
 			pending &= ~(1u << i);
 	wkey = eng_written_key(cl);
 	switch (bft_fast_read(op->A, cl->n, cl->t, pending, op->want,
-	    &wkey, &pick, &have)) {
+	    op->block, &wkey, &pick, &have)) {
 	case BFT_FAST_YES:
 		atomic_fetch_add(&cl->stats.fast_reads, 1);
 		op->fast_wait = false;

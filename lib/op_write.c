@@ -214,9 +214,10 @@ clock_done(struct op *op)
 
 	op->ts.num++;
 	op->ts.wid = cl->writer_id;
-	bft_ts_sign(&op->ts, cl->p.key->kw);
+	bft_ts_sign(&op->ts, op->block, cl->p.key->kw);
 	for (unsigned i = 0; i < cl->n; i++)
-		bft_vec_mac(&op->ts, op->nh, cl->p.key->k[i], op->vec[i]);
+		bft_vec_mac(&op->ts, op->block, op->nh, cl->p.key->k[i],
+		    op->vec[i]);
 	if (cl->p.vc != NULL) {		/* to be sealed under this ts */
 		op->parked = true;
 		op_done(op, 0, NULL);
@@ -251,7 +252,7 @@ write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	if (op->fast && op->phase == PH_STORE &&
 	    (bft_ts_cmp(&m->ts, &op->ts) >= 0 ||
 	    (op->based && bft_ts_cmp(&m->ts, &op->base) > 0)) &&
-	    bft_ts_verify(&m->ts, cl->p.key->kw)) {
+	    bft_ts_verify(&m->ts, op->block, cl->p.key->kw)) {
 		if (op->based)
 			write_stale(op, true);
 		else
@@ -261,7 +262,7 @@ write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	op->ok |= 1u << i;
 	if (op->phase == PH_CLOCK && bft_ts_cmp(&m->ts, &op->ts) > 0) {
 		/* Skip fabricated timestamps: they would let a liar exhaust num. */
-		if (bft_ts_verify(&m->ts, cl->p.key->kw))
+		if (bft_ts_verify(&m->ts, op->block, cl->p.key->kw))
 			op->ts = m->ts;
 		else {
 			atomic_fetch_add(&cl->stats.forged_ts, 1);

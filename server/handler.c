@@ -128,7 +128,8 @@ handle_store(struct bft_handler *h, const char *peer,
 	 * The paper's server stores whatever arrives; checking vec[i] first
 	 * keeps anyone without the writer's keys from filling Hist.
 	 */
-	if (!bft_vec_verify(&req->ts, req->nh, h->key->k, req->vec[i])) {
+	if (!bft_vec_verify(&req->ts, req->block, req->nh, h->key->k,
+	    req->vec[i])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: STORE block %" PRIu64 " ts %" PRIu64
 			    "/%" PRIu64 ": bad MAC (%" PRIu64 " so far)", peer,
@@ -233,7 +234,7 @@ handle_complete(struct bft_handler *h, const char *peer,
 	 * check is that authentication, and it keeps lc a proof of writing.
 	 */
 	bft_hash(req->nonce, BFT_NONCE_LEN, nh);
-	if (!bft_vec_verify(&req->ts, nh, h->key->k,
+	if (!bft_vec_verify(&req->ts, req->block, nh, h->key->k,
 	    req->vec[h->key->index])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: COMPLETE block %" PRIu64 " ts %"
@@ -353,7 +354,7 @@ handle_filter(struct bft_handler *h, const char *peer,
 		if (wb != NULL && bft_ts_cmp(&C[j].ts, &wb->ts) <= 0)
 			continue;
 		if (bft_valid(&C[j], hist_meta(h, req->block, &C[j].ts, &e),
-		    i, h->key->k))
+		    req->block, i, h->key->k))
 			wb = &C[j];
 	}
 	/* Line 124: write-back. */
@@ -425,8 +426,8 @@ handle_repair(struct bft_handler *h, const char *peer,
 	}
 	lcts = bft_store_lc_ts(h->st, req->block);
 	if (bft_ts_cmp(&c->ts, &lcts) <= 0 ||
-	    !bft_valid(c, hist_meta(h, req->block, &c->ts, &e), h->key->index,
-	    h->key->k))
+	    !bft_valid(c, hist_meta(h, req->block, &c->ts, &e), req->block,
+	    h->key->index, h->key->k))
 		return;
 	rep->status = set_lc(h, peer, "REPAIR", req->block, &c->ts, c->nonce,
 	    authentic_vec(h, req->block, c, &e));

@@ -165,11 +165,12 @@ fixup(uint8_t flags)
 		return;
 	switch (req.type) {
 	case BFT_STORE:
-		bft_vec_mac(&req.ts, req.nh, ck.k[ME], req.vec[ME]);
+		bft_vec_mac(&req.ts, req.block, req.nh, ck.k[ME],
+		    req.vec[ME]);
 		break;
 	case BFT_COMPLETE:
 		bft_hash(req.nonce, BFT_NONCE_LEN, nh);
-		bft_vec_mac(&req.ts, nh, ck.k[ME], req.vec[ME]);
+		bft_vec_mac(&req.ts, req.block, nh, ck.k[ME], req.vec[ME]);
 		break;
 	case BFT_FILTER:
 	case BFT_REPAIR:
@@ -177,7 +178,8 @@ fixup(uint8_t flags)
 			struct bft_cand *c = &req.cands[j];
 
 			bft_hash(c->nonce, BFT_NONCE_LEN, nh);
-			bft_vec_mac(&c->ts, nh, ck.k[ME], c->vec[ME]);
+			bft_vec_mac(&c->ts, req.block, nh, ck.k[ME],
+			    c->vec[ME]);
 		}
 		break;
 	}

@@ -29,6 +29,7 @@ struct world {
 	uint8_t kw[BFT_KEY_LEN];
 	struct bft_ec *ec;
 	uint32_t flen;
+	uint64_t block;			/* the block writes are made for */
 };
 
 /* One WRITE as it reaches the servers, or a Byzantine forgery of one. */
@@ -77,7 +78,7 @@ mkts(const struct world *w, uint64_t num, uint64_t wid)
 {
 	struct bft_ts ts = { .num = num, .wid = wid };
 
-	bft_ts_sign(&ts, w->kw);
+	bft_ts_sign(&ts, w->block, w->kw);
 	return ts;
 }
 
@@ -91,7 +92,8 @@ make_write(const struct world *w, uint64_t num, uint64_t wid,
 	bft_random(wr->c.nonce, BFT_NONCE_LEN);
 	bft_hash(wr->c.nonce, BFT_NONCE_LEN, wr->h.nh);
 	for (unsigned i = 0; i < w->n; i++)
-		bft_vec_mac(&wr->c.ts, wr->h.nh, w->k[i], wr->c.vec[i]);
+		bft_vec_mac(&wr->c.ts, w->block, wr->h.nh, w->k[i],
+		    wr->c.vec[i]);
 	wr->h.ts = wr->c.ts;
 	memcpy(wr->h.vec, wr->c.vec, sizeof wr->h.vec);
 	wr->block = malloc(BFT_BLOCK_SIZE);

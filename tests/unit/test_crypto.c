@@ -20,6 +20,9 @@
 #include "config.h"
 #include "crypto.h"
 
+/* The block every MAC here is for, unless a test says otherwise. */
+#define BLK 7
+
 static void
 assert_hash_hex(const void *data, size_t len, const char *want)
 {
@@ -82,12 +85,40 @@ test_mac_vectors(void **state)
 		key[i] = (uint8_t)i;
 	for (unsigned i = 0; i < BFT_HASH_LEN; i++)
 		nh[i] = (uint8_t)(0x40 + i);
-	bft_ts_sign(&ts, key);
+	bft_ts_sign(&ts, BLK, key);
 	bft_format_hex(ts.mac, BFT_MAC_LEN, hex);
-	assert_string_equal(hex, "014599bb0b5fd9908319c47fd3b12e75");
-	bft_vec_mac(&ts, nh, key, m);
+	assert_string_equal(hex, "e2f59b778ca26ce369b05eb6389f6a0c");
+	bft_vec_mac(&ts, BLK, nh, key, m);
 	bft_format_hex(m, BFT_MAC_LEN, hex);
-	assert_string_equal(hex, "c572b95a3632af588ab1fbb24332cf36");
+	assert_string_equal(hex, "aa86eb77f42b03259725e68721a15ef2");
+}
+
+/*
+ * A timestamp MAC and a MAC vector entry are for one block: a Byzantine
+ * server replaying a genuine write of block 7 as block 8's (or of any
+ * block as another's) is caught by every check that takes them.
+ */
+static void
+test_block_binding(void **state)
+{
+	uint8_t k[BFT_KEY_LEN], nh[BFT_HASH_LEN], m[BFT_MAC_LEN];
+	struct bft_ts ts = { .num = 9, .wid = 3 };
+
+	(void)state;
+	bft_random(k, sizeof k);
+	bft_random(nh, sizeof nh);
+	bft_ts_sign(&ts, BLK, k);
+	bft_vec_mac(&ts, BLK, nh, k, m);
+	assert_true(bft_ts_verify(&ts, BLK, k));
+	assert_true(bft_vec_verify(&ts, BLK, nh, k, m));
+	for (uint64_t other = 0; other < 64; other++) {
+		if (other == BLK)
+			continue;
+		assert_false(bft_ts_verify(&ts, other, k));
+		assert_false(bft_vec_verify(&ts, other, nh, k, m));
+	}
+	assert_false(bft_ts_verify(&ts, BLK | 1ull << 63, k));
+	assert_false(bft_vec_verify(&ts, BLK | 1ull << 32, nh, k, m));
 }
 
 static void
@@ -99,27 +130,27 @@ test_ts_round_trip(void **state)
 	(void)state;
 	bft_random(kw, sizeof kw);
 	bft_random(other, sizeof other);
-	bft_ts_sign(&ts, kw);
-	assert_true(bft_ts_verify(&ts, kw));
-	assert_false(bft_ts_verify(&ts, other));
+	bft_ts_sign(&ts, BLK, kw);
+	assert_true(bft_ts_verify(&ts, BLK, kw));
+	assert_false(bft_ts_verify(&ts, BLK, other));
 	/* Keys one bit apart are unrelated keys. */
 	for (unsigned b = 0; b < 8 * BFT_KEY_LEN; b++) {
 		memcpy(other, kw, sizeof other);
 		other[b / 8] ^= (uint8_t)(1u << (b % 8));
-		assert_false(bft_ts_verify(&ts, other));
+		assert_false(bft_ts_verify(&ts, BLK, other));
 	}
 	/* Signing is deterministic: the servers compare stored MACs. */
 	{
 		struct bft_ts again = { .num = ts.num, .wid = ts.wid };
 
-		bft_ts_sign(&again, kw);
+		bft_ts_sign(&again, BLK, kw);
 		assert_memory_equal(again.mac, ts.mac, BFT_MAC_LEN);
 	}
 	/* Extreme values are signed like any other. */
 	ts.num = UINT64_MAX;
 	ts.wid = UINT64_MAX;
-	bft_ts_sign(&ts, kw);
-	assert_true(bft_ts_verify(&ts, kw));
+	bft_ts_sign(&ts, BLK, kw);
+	assert_true(bft_ts_verify(&ts, BLK, kw));
 }
 
 static void
@@ -132,32 +163,32 @@ test_ts_bit_flips(void **state)
 	bft_random(kw, sizeof kw);
 	bft_random(&ts.num, sizeof ts.num);
 	bft_random(&ts.wid, sizeof ts.wid);
-	bft_ts_sign(&ts, kw);
-	assert_true(bft_ts_verify(&ts, kw));
+	bft_ts_sign(&ts, BLK, kw);
+	assert_true(bft_ts_verify(&ts, BLK, kw));
 	for (unsigned b = 0; b < 64; b++) {
 		bad = ts;
 		bad.num ^= 1ull << b;
-		assert_false(bft_ts_verify(&bad, kw));
+		assert_false(bft_ts_verify(&bad, BLK, kw));
 		bad = ts;
 		bad.wid ^= 1ull << b;
-		assert_false(bft_ts_verify(&bad, kw));
+		assert_false(bft_ts_verify(&bad, BLK, kw));
 	}
 	for (unsigned b = 0; b < 8 * BFT_MAC_LEN; b++) {
 		bad = ts;
 		bad.mac[b / 8] ^= (uint8_t)(1u << (b % 8));
-		assert_false(bft_ts_verify(&bad, kw));
+		assert_false(bft_ts_verify(&bad, BLK, kw));
 	}
 	/* Swapping num and wid must not keep the MAC valid either. */
 	bad = ts;
 	bad.num = ts.wid;
 	bad.wid = ts.num;
 	if (bad.num != ts.num)
-		assert_false(bft_ts_verify(&bad, kw));
+		assert_false(bft_ts_verify(&bad, BLK, kw));
 	/* An all-zero MAC is no MAC. */
 	memset(bad.mac, 0, BFT_MAC_LEN);
 	bad.num = ts.num;
 	bad.wid = ts.wid;
-	assert_false(bft_ts_verify(&bad, kw));
+	assert_false(bft_ts_verify(&bad, BLK, kw));
 }
 
 static void
@@ -171,26 +202,26 @@ test_vec_mac(void **state)
 	bft_random(k, sizeof k);
 	bft_random(k2, sizeof k2);
 	bft_random(nh, sizeof nh);
-	bft_vec_mac(&ts, nh, k, m);
-	assert_true(bft_vec_verify(&ts, nh, k, m));
-	assert_false(bft_vec_verify(&ts, nh, k2, m));
+	bft_vec_mac(&ts, BLK, nh, k, m);
+	assert_true(bft_vec_verify(&ts, BLK, nh, k, m));
+	assert_false(bft_vec_verify(&ts, BLK, nh, k2, m));
 	for (unsigned b = 0; b < 8 * BFT_HASH_LEN; b++) {
 		nh[b / 8] ^= (uint8_t)(1u << (b % 8));
-		assert_false(bft_vec_verify(&ts, nh, k, m));
+		assert_false(bft_vec_verify(&ts, BLK, nh, k, m));
 		nh[b / 8] ^= (uint8_t)(1u << (b % 8));
 	}
 	for (unsigned b = 0; b < 64; b++) {
 		t2 = ts;
 		t2.num ^= 1ull << b;
-		assert_false(bft_vec_verify(&t2, nh, k, m));
+		assert_false(bft_vec_verify(&t2, BLK, nh, k, m));
 		t2 = ts;
 		t2.wid ^= 1ull << b;
-		assert_false(bft_vec_verify(&t2, nh, k, m));
+		assert_false(bft_vec_verify(&t2, BLK, nh, k, m));
 	}
 	for (unsigned b = 0; b < 8 * BFT_MAC_LEN; b++) {
 		memcpy(m2, m, sizeof m2);
 		m2[b / 8] ^= (uint8_t)(1u << (b % 8));
-		assert_false(bft_vec_verify(&ts, nh, k, m2));
+		assert_false(bft_vec_verify(&ts, BLK, nh, k, m2));
 	}
 	/*
 	 * The vector MAC covers the timestamp's own MAC as well, so a
@@ -200,7 +231,7 @@ test_vec_mac(void **state)
 	for (unsigned b = 0; b < 8 * BFT_MAC_LEN; b++) {
 		t2 = ts;
 		t2.mac[b / 8] ^= (uint8_t)(1u << (b % 8));
-		assert_false(bft_vec_verify(&t2, nh, k, m));
+		assert_false(bft_vec_verify(&t2, BLK, nh, k, m));
 	}
 }
 
@@ -225,7 +256,7 @@ test_domain_separation(void **state)
 
 	(void)state;
 	bft_random(k, sizeof k);
-	bft_ts_sign(&ts, k);
+	bft_ts_sign(&ts, BLK, k);
 	memset(ones, 0xff, sizeof ones);
 	for (int i = 0; i < 8; i++) {
 		le[i] = (uint8_t)(ts.num >> (8 * i));
@@ -239,21 +270,21 @@ test_domain_separation(void **state)
 	cands[3] = hts;
 	for (int j = 0; j < 4; j++) {
 		/* A timestamp MAC replayed as vec[i] for the same ts. */
-		assert_false(bft_vec_verify(&ts, cands[j], k, ts.mac));
+		assert_false(bft_vec_verify(&ts, BLK, cands[j], k, ts.mac));
 		/* ... or for the zero timestamp. */
 		asts = (struct bft_ts){ 0 };
-		assert_false(bft_vec_verify(&asts, cands[j], k, ts.mac));
+		assert_false(bft_vec_verify(&asts, BLK, cands[j], k, ts.mac));
 		/* A vector MAC replayed as a timestamp MAC. */
-		bft_vec_mac(&ts, cands[j], k, m);
+		bft_vec_mac(&ts, BLK, cands[j], k, m);
 		asts = ts;
 		memcpy(asts.mac, m, BFT_MAC_LEN);
-		assert_false(bft_ts_verify(&asts, k));
+		assert_false(bft_ts_verify(&asts, BLK, k));
 		assert_memory_not_equal(m, ts.mac, BFT_MAC_LEN);
 	}
 	/* Random H(N) for good measure. */
 	for (int j = 0; j < 64; j++) {
 		bft_random(nh, sizeof nh);
-		assert_false(bft_vec_verify(&ts, nh, k, ts.mac));
+		assert_false(bft_vec_verify(&ts, BLK, nh, k, ts.mac));
 	}
 }
 
@@ -306,6 +337,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hash_vectors),
 		cmocka_unit_test(test_mac_vectors),
+		cmocka_unit_test(test_block_binding),
 		cmocka_unit_test(test_ts_round_trip),
 		cmocka_unit_test(test_ts_bit_flips),
 		cmocka_unit_test(test_vec_mac),

@@ -18,6 +18,9 @@
 #include "ec.h"
 #include "predicates.h"
 
+/* The block every read here is of. */
+#define FBLOCK 11
+
 struct fx {
 	unsigned t, n;
 	uint8_t kw[BFT_KEY_LEN];
@@ -65,7 +68,7 @@ setup(void **state)
 		bft_hash(f->frags[i], f->flen, f->cc[i]);
 	f->c.ts.num = 7;
 	f->c.ts.wid = 0x1234567;
-	bft_ts_sign(&f->c.ts, f->kw);
+	bft_ts_sign(&f->c.ts, FBLOCK, f->kw);
 	bft_random(f->c.nonce, sizeof f->c.nonce);
 	bft_random(f->c.vec, (size_t)f->n * BFT_MAC_LEN);
 	*state = f;
@@ -125,7 +128,7 @@ decide(struct fx *f, int *pick, uint32_t *have)
 	for (unsigned i = 0; i < f->n; i++)
 		if (!f->A[i].present)
 			pending |= 1u << i;
-	return bft_fast_read(f->A, f->n, f->t, pending, f->want, &f->wk, pick,
+	return bft_fast_read(f->A, f->n, f->t, pending, f->want, FBLOCK, &f->wk, pick,
 	    have);
 }
 
@@ -177,7 +180,7 @@ test_too_few_answers(void **state)
 	/* n-t-1 answers: more may come, so wait; if none can, give up. */
 	answers(f, (1u << (f->n - f->t - 1)) - 1);
 	assert_int_equal(decide(f, &pick, &have), BFT_FAST_WAIT);
-	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &f->wk,
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, FBLOCK, &f->wk,
 	    &pick, &have), BFT_FAST_NO);
 	answers(f, 0);
 	assert_int_equal(decide(f, &pick, &have), BFT_FAST_WAIT);
@@ -197,7 +200,7 @@ test_zero_ts(void **state)
 		memset(&f->A[i].lc, 0, sizeof f->A[i].lc);
 		f->A[i].has_cc = f->A[i].has_frag = false;
 	}
-	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &f->wk,
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, FBLOCK, &f->wk,
 	    &pick, &have), BFT_FAST_NO);
 	/* A zero ts with the real rest of c, fragments and cc, too. */
 	answers(f, all(f));
@@ -239,7 +242,7 @@ forge_higher(struct fx *f, uint32_t liars, int genuine_ts)
 			continue;
 		a->lc.ts.num = f->c.ts.num + 100;
 		if (genuine_ts)
-			bft_ts_sign(&a->lc.ts, f->kw);
+			bft_ts_sign(&a->lc.ts, FBLOCK, f->kw);
 		bft_random(a->lc.nonce, sizeof a->lc.nonce);
 		/* The same lie from all, with cc and fragments that fit it. */
 		memset(a->lc.nonce, 0x5a, sizeof a->lc.nonce);
@@ -264,7 +267,7 @@ forged_candidate_case(struct fx *f, uint32_t liars)
 			answers(f, q);
 			forge_higher(f, liars, genuine);
 			assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0,
-			    f->want, &f->wk, &pick, &have), BFT_FAST_NO);
+			    f->want, FBLOCK, &f->wk, &pick, &have), BFT_FAST_NO);
 			assert_int_equal(decide(f, &pick, &have),
 			    BFT_FAST_WAIT);
 		}
@@ -392,7 +395,7 @@ test_mixed_candidates(void **state)
 	/* t+1 newer, 2t older: no n-t agree, with nothing pending. */
 	for (unsigned i = 0; i <= f->t; i++) {
 		f->A[i].lc.ts.num++;
-		bft_ts_sign(&f->A[i].lc.ts, f->kw);
+		bft_ts_sign(&f->A[i].lc.ts, FBLOCK, f->kw);
 	}
 	assert_int_equal(decide(f, &pick, &have), BFT_FAST_NO);
 	/* Only the 2t older answers so far: one more could make n-t. */
@@ -453,25 +456,25 @@ test_peer_key(void **state)
 
 	bft_random(ki, sizeof ki);
 	bft_hash(f->c.nonce, BFT_NONCE_LEN, nh);
-	bft_vec_mac(&f->c.ts, nh, ki, f->c.vec[self]);
+	bft_vec_mac(&f->c.ts, FBLOCK, nh, ki, f->c.vec[self]);
 	answers(f, all(f) & ~(1u << self));
-	assert_true(bft_cand_written(&f->c, &wk));
-	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &wk,
+	assert_true(bft_cand_written(&f->c, FBLOCK, &wk));
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, FBLOCK, &wk,
 	    &pick, &have), BFT_FAST_YES);
 	assert_yes_is_honest(f, pick, have);
 
 	for (unsigned i = 0; i < f->n; i++)
 		f->A[i].lc.nonce[0] ^= 1;
-	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &wk,
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, FBLOCK, &wk,
 	    &pick, &have), BFT_FAST_NO);
 	for (unsigned i = 0; i < f->n; i++)
 		f->A[i].lc.nonce[0] ^= 1;
 	wk.self = 0;
-	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &wk,
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, FBLOCK, &wk,
 	    &pick, &have), BFT_FAST_NO);
 	wk.ki = NULL;
-	assert_false(bft_cand_written(&f->c, &wk));
-	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, &wk,
+	assert_false(bft_cand_written(&f->c, FBLOCK, &wk));
+	assert_int_equal(bft_fast_read(f->A, f->n, f->t, 0, f->want, FBLOCK, &wk,
 	    &pick, &have), BFT_FAST_NO);
 }
 

@@ -122,27 +122,27 @@ handle(void)
 }
 
 static struct bft_ts
-mkts(uint64_t num, uint64_t wid)
+mkts(uint64_t block, uint64_t num, uint64_t wid)
 {
 	struct bft_ts ts = { .num = num, .wid = wid };
 
-	bft_ts_sign(&ts, ck.kw);
+	bft_ts_sign(&ts, block, ck.kw);
 	return ts;
 }
 
 /* A candidate as a writer's COMPLETE makes it: a MAC for every server. */
 static struct bft_cand
-mkcand(uint64_t num, uint64_t wid)
+mkcand(uint64_t block, uint64_t num, uint64_t wid)
 {
 	struct bft_cand c;
 	uint8_t nh[BFT_HASH_LEN];
 
 	memset(&c, 0, sizeof c);
-	c.ts = mkts(num, wid);
+	c.ts = mkts(block, num, wid);
 	bft_random(c.nonce, BFT_NONCE_LEN);
 	bft_hash(c.nonce, BFT_NONCE_LEN, nh);
 	for (unsigned j = 0; j < N; j++)
-		bft_vec_mac(&c.ts, nh, ck.k[j], c.vec[j]);
+		bft_vec_mac(&c.ts, block, nh, ck.k[j], c.vec[j]);
 	return c;
 }
 
@@ -281,7 +281,7 @@ test_erange(void **state)
 {
 	static const uint8_t types[] = { BFT_CLOCK, BFT_STORE, BFT_COMPLETE,
 	    BFT_COLLECT, BFT_FILTER, BFT_REPAIR };
-	struct bft_cand c = mkcand(1, 1);
+	struct bft_cand c = mkcand(NBLOCKS - 1, 1, 1);
 
 	(void)state;
 	for (size_t j = 0; j < sizeof types; j++) {
@@ -301,7 +301,7 @@ test_erange(void **state)
 static void
 test_store_bad_mac(void **state)
 {
-	struct bft_cand c = mkcand(1, 1);
+	struct bft_cand c = mkcand(3, 1, 1);
 
 	(void)state;
 	c.vec[ME][0] ^= 1;
@@ -309,7 +309,7 @@ test_store_bad_mac(void **state)
 	assert_int_equal(bft_store_nhist(st, 3), 0);
 	assert_int_equal(h.stats.eauth, 1);
 	/* Only our own entry is ours to check. */
-	c = mkcand(1, 1);
+	c = mkcand(3, 1, 1);
 	c.vec[ME + 1][0] ^= 1;
 	assert_int_equal(store(3, &c, 1), BFT_OK);
 	assert_int_equal(bft_store_nhist(st, 3), 1);
@@ -318,11 +318,11 @@ test_store_bad_mac(void **state)
 static void
 test_store_bad_fields(void **state)
 {
-	struct bft_cand c = mkcand(0, 1), C[N + 1];
+	struct bft_cand c = mkcand(2, 0, 1), C[N + 1];
 
 	(void)state;
 	assert_int_equal(store(2, &c, 1), BFT_EPROTO);
-	c = mkcand(1, 1);
+	c = mkcand(2, 1, 1);
 	assert_int_equal(store(2, &c, 1), BFT_OK);
 	req.frag_len = 0;
 	assert_int_equal(handle(), BFT_EPROTO);
@@ -340,7 +340,7 @@ test_store_bad_fields(void **state)
 static void
 test_happy_path(void **state)
 {
-	struct bft_cand c = mkcand(1, 7);
+	struct bft_cand c = mkcand(5, 1, 7);
 
 	(void)state;
 	set_req(BFT_CLOCK, 5);
@@ -372,7 +372,7 @@ test_happy_path(void **state)
 static void
 test_filter_writeback(void **state)
 {
-	struct bft_cand c = mkcand(3, 1);
+	struct bft_cand c = mkcand(4, 3, 1);
 
 	(void)state;
 	assert_int_equal(filter(4, &c, 1), BFT_OK);
@@ -395,12 +395,12 @@ test_filter_forged(void **state)
 	struct bft_cand C[2];
 
 	(void)state;
-	C[0] = mkcand(2, 1);
+	C[0] = mkcand(6, 2, 1);
 	assert_int_equal(store(6, &C[0], 9), BFT_OK);
 	assert_int_equal(complete(6, &C[0]), BFT_OK);
 	/* Higher ts, random nonce, MACs of someone without the keys. */
 	memset(&C[1], 0, sizeof C[1]);
-	C[1].ts = mkts(5, 1);
+	C[1].ts = mkts(6, 5, 1);
 	bft_random(C[1].nonce, BFT_NONCE_LEN);
 	bft_random(C[1].vec, sizeof C[1].vec);
 	assert_int_equal(filter(6, C, 2), BFT_OK);
@@ -412,10 +412,36 @@ test_filter_forged(void **state)
 	assert_int_equal(h.stats.repairs, 0);
 }
 
+/*
+ * A Byzantine server replays a genuine write of block 0 as block 1's:
+ * its MACs name block 0, so on block 1 a STORE or COMPLETE of it is
+ * refused, and neither FILTER's write-back nor REPAIR takes it into lc,
+ * though it is newer than block 1's own lc.  Before the MACs named the
+ * block, all four took it.
+ */
+static void
+test_other_block_replay(void **state)
+{
+	struct bft_cand mine = mkcand(1, 2, 1), theirs = mkcand(0, 9, 1);
+
+	(void)state;
+	assert_int_equal(store(1, &mine, 3), BFT_OK);
+	assert_int_equal(complete(1, &mine), BFT_OK);
+	assert_int_equal(store(0, &theirs, 4), BFT_OK);
+	assert_int_equal(complete(0, &theirs), BFT_OK);
+	assert_int_equal(store(1, &theirs, 4), BFT_EAUTH);
+	assert_int_equal(complete(1, &theirs), BFT_EAUTH);
+	assert_int_equal(filter(1, &theirs, 1), BFT_OK);
+	assert_ts(&lc(1)->ts, &mine.ts);
+	assert_int_equal(repair(1, &theirs), BFT_OK);
+	assert_ts(&lc(1)->ts, &mine.ts);
+	assert_int_equal(h.stats.writebacks + h.stats.repairs, 0);
+}
+
 static void
 test_filter_gc(void **state)
 {
-	struct bft_cand c1 = mkcand(1, 1), c2 = mkcand(2, 1), c3, C[2];
+	struct bft_cand c1 = mkcand(7, 1, 1), c2 = mkcand(7, 2, 1), c3, C[2];
 
 	(void)state;
 	assert_int_equal(store(7, &c1, 1), BFT_OK);
@@ -439,7 +465,7 @@ test_filter_gc(void **state)
 	assert_int_equal(filter(7, C, 2), BFT_OK);
 	assert_filter_empty(&c2.ts);
 	/* lc newer than every candidate and no Hist for it: lc.ts, empty. */
-	c3 = mkcand(3, 2);
+	c3 = mkcand(7, 3, 2);
 	assert_int_equal(complete(7, &c3), BFT_OK);
 	assert_int_equal(filter(7, &c1, 1), BFT_OK);
 	assert_filter_empty(&c3.ts);
@@ -448,12 +474,12 @@ test_filter_gc(void **state)
 static void
 test_pending_cap(void **state)
 {
-	struct bft_cand w1[3], w2 = mkcand(1, 2);
+	struct bft_cand w1[3], w2 = mkcand(8, 1, 2);
 
 	(void)state;
 	h.max_pending = 2;
 	for (unsigned j = 0; j < 3; j++)
-		w1[j] = mkcand(j + 1, 1);
+		w1[j] = mkcand(8, j + 1, 1);
 	assert_int_equal(store(8, &w1[0], 1), BFT_OK);
 	assert_int_equal(store(8, &w1[1], 2), BFT_OK);
 	assert_int_equal(store(8, &w1[2], 3), BFT_EBUSY);
@@ -470,7 +496,7 @@ test_pending_cap(void **state)
 static void
 test_store_superseded(void **state)
 {
-	struct bft_cand old = mkcand(3, 1), cur = mkcand(5, 1);
+	struct bft_cand old = mkcand(9, 3, 1), cur = mkcand(9, 5, 1);
 
 	(void)state;
 	assert_int_equal(complete(9, &cur), BFT_OK);
@@ -482,7 +508,8 @@ test_store_superseded(void **state)
 static void
 test_store_stale(void **state)
 {
-	struct bft_cand c = mkcand(4, 1), other = c, late = mkcand(6, 1);
+	struct bft_cand c = mkcand(10, 4, 1), other = c;
+	struct bft_cand late = mkcand(10, 6, 1);
 	uint8_t nh[BFT_HASH_LEN];
 
 	(void)state;
@@ -492,7 +519,7 @@ test_store_stale(void **state)
 	/* Same ts, other data, correctly MACed: not after completion. */
 	bft_random(other.nonce, BFT_NONCE_LEN);
 	bft_hash(other.nonce, BFT_NONCE_LEN, nh);
-	bft_vec_mac(&other.ts, nh, ck.k[ME], other.vec[ME]);
+	bft_vec_mac(&other.ts, 10, nh, ck.k[ME], other.vec[ME]);
 	assert_int_equal(store(10, &other, 2), BFT_ESTALE);
 	assert_int_equal(filter(10, &c, 1), BFT_OK);
 	assert_filter_hist(&c, 1);
@@ -502,7 +529,7 @@ test_store_stale(void **state)
 	other = late;
 	bft_random(other.nonce, BFT_NONCE_LEN);
 	bft_hash(other.nonce, BFT_NONCE_LEN, nh);
-	bft_vec_mac(&other.ts, nh, ck.k[ME], other.vec[ME]);
+	bft_vec_mac(&other.ts, 10, nh, ck.k[ME], other.vec[ME]);
 	assert_int_equal(store(10, &other, 3), BFT_ESTALE);
 	assert_int_equal(store(10, &late, 4), BFT_OK);
 	assert_int_equal(filter(10, &late, 1), BFT_OK);
@@ -512,7 +539,8 @@ test_store_stale(void **state)
 static void
 test_repair(void **state)
 {
-	struct bft_cand c = mkcand(2, 3), bad = mkcand(3, 3), low = mkcand(1, 3);
+	struct bft_cand c = mkcand(11, 2, 3), bad = mkcand(11, 3, 3);
+	struct bft_cand low = mkcand(11, 1, 3);
 
 	(void)state;
 	bad.vec[ME][5] ^= 0x80;
@@ -535,7 +563,7 @@ test_repair(void **state)
 static void
 test_complete_bad_mac(void **state)
 {
-	struct bft_cand c = mkcand(1, 1), d = mkcand(2, 1);
+	struct bft_cand c = mkcand(12, 1, 1), d = mkcand(12, 2, 1);
 
 	(void)state;
 	assert_int_equal(complete(12, &c), BFT_OK);
@@ -543,7 +571,7 @@ test_complete_bad_mac(void **state)
 	assert_int_equal(complete(12, &d), BFT_EAUTH);
 	assert_ts(&lc(12)->ts, &c.ts);
 	/* The nonce is what the MAC binds: another nonce fails too. */
-	d = mkcand(2, 1);
+	d = mkcand(12, 2, 1);
 	d.nonce[0] ^= 1;
 	assert_int_equal(complete(12, &d), BFT_EAUTH);
 	assert_ts(&lc(12)->ts, &c.ts);
@@ -553,7 +581,7 @@ test_complete_bad_mac(void **state)
 static void
 test_reopen(void **state)
 {
-	struct bft_cand c = mkcand(1, 1), d = mkcand(2, 4);
+	struct bft_cand c = mkcand(13, 1, 1), d = mkcand(13, 2, 4);
 
 	(void)state;
 	assert_int_equal(store(13, &c, 77), BFT_OK);
@@ -589,8 +617,9 @@ collect(uint64_t block, bool want)
 static void
 test_collect_fragment(void **state)
 {
-	struct bft_cand c = mkcand(1, 1), d = mkcand(2, 1), e = mkcand(3, 1);
 	enum { B0 = 14, B1 = 15 };
+	struct bft_cand c = mkcand(B0, 1, 1), d = mkcand(B0, 2, 1);
+	struct bft_cand e = mkcand(B0, 3, 1);
 	uint8_t want[FRAGLEN];
 
 	(void)state;
@@ -630,8 +659,8 @@ test_collect_fragment(void **state)
 	 * Hist[lc.ts] holds other data than lc's (its nonce does not hash
 	 * to the entry's nh): this server must not vouch for its cc.
 	 */
-	e = mkcand(5, 9);
-	d = mkcand(5, 9);
+	e = mkcand(B1, 5, 9);
+	d = mkcand(B1, 5, 9);
 	assert_int_equal(store(B1, &d, 60), BFT_OK);
 	assert_int_equal(filter(B1, &e, 1), BFT_OK);
 	assert_ts(&lc(B1)->ts, &e.ts);
@@ -652,6 +681,7 @@ main(void)
 		T_(test_happy_path),
 		T_(test_filter_writeback),
 		T_(test_filter_forged),
+		T_(test_other_block_replay),
 		T_(test_filter_gc),
 		T_(test_pending_cap),
 		T_(test_store_superseded),

@@ -8,9 +8,10 @@
  */
 #include <errno.h>
 
-#include "rounds_fixture.h"
-
+/* The block the tests read and write; the fixture's writes are its. */
 #define BLOCK 5
+
+#include "rounds_fixture.h"
 
 /* r succeeded, and decodes to value. */
 static void

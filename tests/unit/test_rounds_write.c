@@ -8,9 +8,10 @@
  */
 #include <errno.h>
 
-#include "rounds_fixture.h"
-
+/* The block the tests read and write; the fixture's writes are its. */
 #define BLOCK 3
+
+#include "rounds_fixture.h"
 
 /* Server i's CLOCK_ACK says its lc.ts is ts. */
 static void
@@ -59,10 +60,10 @@ test_write_three_rounds(void **state)
 		store[i] = take(i, BFT_STORE, BLOCK);
 		ts = store[i]->ts;
 		assert_true(ts.num == top.num + 1 && ts.wid == WRITER_ID);
-		assert_true(bft_ts_verify(&ts, w->kw));
+		assert_true(bft_ts_verify(&ts, BLOCK, w->kw));
 		assert_memory_equal(store[i]->nh, store[0]->nh, BFT_HASH_LEN);
 		for (unsigned j = 0; j < f->n; j++) {
-			assert_true(bft_vec_verify(&ts, store[0]->nh, w->k[j],
+			assert_true(bft_vec_verify(&ts, BLOCK, store[0]->nh, w->k[j],
 			    store[i]->vec[j]));
 			bft_hash(frags[j], w->flen, h);
 			assert_memory_equal(store[i]->cc[j], h, BFT_HASH_LEN);

@@ -43,7 +43,7 @@ clock_round(uint32_t mask, struct bft_ts *high)
 			continue;
 		answered++;
 		if (bft_ts_cmp(&rep.ts, high) > 0 &&
-		    bft_ts_verify(&rep.ts, key.kw))
+		    bft_ts_verify(&rep.ts, opt.block, key.kw))
 			*high = rep.ts;
 	}
 	return answered;
@@ -85,11 +85,11 @@ write_setup(uint32_t mask)
 static void
 write_seal(void)
 {
-	bft_ts_sign(&w.ts, key.kw);
+	bft_ts_sign(&w.ts, opt.block, key.kw);
 	bft_random(w.nonce, BFT_NONCE_LEN);
 	bft_hash(w.nonce, BFT_NONCE_LEN, w.nh);
 	for (unsigned i = 0; i < n; i++)
-		bft_vec_mac(&w.ts, w.nh, key.k[i], w.vec[i]);
+		bft_vec_mac(&w.ts, opt.block, w.nh, key.k[i], w.vec[i]);
 }
 
 /* One STORE or COMPLETE of w to server i; its status, or -1. */
