@@ -259,8 +259,8 @@ bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
 	if (memcmp(shello, "BFTS", 4) != 0)
 		goto out;
 	if (shello[4] != BFT_CHAN_VERSION) {
-		*why = "server runs another bftblk version (channel and H "
-		    "differ): upgrade every node together";
+		*why = "server runs another bftblk version (its channel, "
+		    "hash or MACs differ): upgrade every node together";
 		goto out;
 	}
 	if (shello[5] != BFT_CHAN_OK) {

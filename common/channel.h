@@ -64,8 +64,10 @@
 /*
  * 2: H became BLAKE3.  A version-1 peer hashes with BLAKE2b and would
  * find every fragment corrupt, so the versions must not talk.
+ * 3: MACs name the block (crypto.h).  A version-2 writer's MACs fail
+ * every server's check, and its reads see forged timestamps.
  */
-#define BFT_CHAN_VERSION	2
+#define BFT_CHAN_VERSION	3
 
 enum bft_chan_mode {
 	BFT_CHAN_AEAD = 0,

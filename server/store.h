@@ -26,10 +26,11 @@
  * The data directory's format.  2: H is BLAKE3.  The records themselves
  * did not change, but every cross-checksum in them was computed with
  * BLAKE2b under format 1, so such a directory would serve only
- * "corrupt" fragments; it is refused instead.  STATUS reports it as
- * the version a server speaks.
+ * "corrupt" fragments; it is refused instead.  3: the MACs in the
+ * records name the block, and a format-2 directory's would all fail.
+ * STATUS reports it as the version a server speaks.
  */
-#define BFT_STORE_FORMAT	2
+#define BFT_STORE_FORMAT	3
 
 /* What a data directory belongs to; open refuses a mismatch. */
 struct bft_store_identity {

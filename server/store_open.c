@@ -129,6 +129,14 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 			    BFT_STORE_FORMAT);
 			return -1;
 		}
+		if (v == 2) {
+			snprintf(err, errlen, "format 2 was written by an "
+			    "older bftblk whose MACs did not name the block; "
+			    "this one's do (format %d): copy the disk out with "
+			    "the old version (nbdcopy) into a new cluster",
+			    BFT_STORE_FORMAT);
+			return -1;
+		}
 		if (v != BFT_STORE_FORMAT) {
 			snprintf(err, errlen, "format %" PRIu64 " is not "
 			    "supported (only %d)", v, BFT_STORE_FORMAT);
