@@ -182,6 +182,40 @@ parse_addr(const char *value, struct bft_server_addr *a)
 	return 0;
 }
 
+int
+bft_parse_hostport(const char *s, char *host, size_t hostlen,
+    uint16_t *port)
+{
+	const char *colon, *h = s;
+	unsigned long p;
+	size_t hlen;
+	char *end;
+
+	if (s[0] == '[') {
+		colon = strchr(s, ']');
+		if (colon == NULL || colon[1] != ':')
+			return -1;
+		h = s + 1;
+		hlen = (size_t)(colon - h);
+		colon++;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL || memchr(s, ':', (size_t)(colon - s)))
+			return -1;
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen >= hostlen || colon[1] < '0' || colon[1] > '9')
+		return -1;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end != '\0' || p > 65535)
+		return -1;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
 const char *
 bft_format_addr(const struct bft_server_addr *a, char *out, size_t len)
 {

@@ -54,6 +54,12 @@ struct bft_server_addr {
 	uint16_t port;
 };
 
+/*
+ * Splits "HOST:PORT" or "[IPV6]:PORT" (HOST may be empty: any address)
+ * into host and port; 0, or -1 when s is neither or HOST is too long.
+ */
+int bft_parse_hostport(const char *s, char *host, size_t hostlen,
+    uint16_t *port);
 /* "HOST:PORT", or "[IPV6]:PORT" for an IPv6 address; returns out. */
 #define BFT_ADDR_STRLEN	(BFT_HOST_LEN + 8)
 const char *bft_format_addr(const struct bft_server_addr *a, char *out,

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "config.h"
 #include "promhttp.h"
 
 struct hconn {
@@ -37,40 +38,6 @@ struct bft_promhttp {
 	struct bft_promhttp_stats stats;
 	char where[INET6_ADDRSTRLEN + 16];
 };
-
-int
-bft_promhttp_parse_addr(const char *s, char *host, size_t hostlen,
-    uint16_t *port)
-{
-	const char *colon, *h = s;
-	unsigned long p;
-	size_t hlen;
-	char *end;
-
-	if (s[0] == '[') {
-		colon = strchr(s, ']');
-		if (colon == NULL || colon[1] != ':')
-			return -1;
-		h = s + 1;
-		hlen = (size_t)(colon - h);
-		colon++;
-	} else {
-		colon = strrchr(s, ':');
-		if (colon == NULL || memchr(s, ':', (size_t)(colon - s)))
-			return -1;
-		hlen = (size_t)(colon - s);
-	}
-	if (hlen >= hostlen || colon[1] < '0' || colon[1] > '9')
-		return -1;
-	errno = 0;
-	p = strtoul(colon + 1, &end, 10);
-	if (errno || *end != '\0' || p > 65535)
-		return -1;
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	*port = (uint16_t)p;
-	return 0;
-}
 
 static void
 release(struct bft_promhttp *m)
@@ -358,7 +325,7 @@ bft_promhttp_start(uv_loop_t *loop, const char *addr,
 	uint16_t port;
 	int len = sizeof ss, e;
 
-	if (bft_promhttp_parse_addr(addr, host, sizeof host, &port) < 0) {
+	if (bft_parse_hostport(addr, host, sizeof host, &port) < 0) {
 		snprintf(err, errlen, "not HOST:PORT: %s", addr);
 		return NULL;
 	}

@@ -31,13 +31,6 @@ struct bft_promhttp;
 typedef void bft_promhttp_fill_fn(void *arg, struct bft_prom *p);
 
 /*
- * Splits "HOST:PORT", "[V6ADDR]:PORT" or ":PORT" (every IPv4 address);
- * 0, or -1 when s is none of them.
- */
-int bft_promhttp_parse_addr(const char *s, char *host, size_t hostlen,
-    uint16_t *port);
-
-/*
  * Listens on addr (as above) on loop.  Returns the endpoint, or NULL
  * with a reason in err.  Must be called on the loop's thread, or
  * before the loop runs.

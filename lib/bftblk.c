@@ -170,7 +170,7 @@ bftblk_set_option(struct bftblk *h, const char *k, const char *value)
 		char host[256];
 		uint16_t port;
 
-		if (bft_promhttp_parse_addr(value, host, sizeof host,
+		if (bft_parse_hostport(value, host, sizeof host,
 		    &port) != 0)
 			return failf(h, EINVAL, "metrics must be HOST:PORT, "
 			    "[ADDR]:PORT or :PORT");

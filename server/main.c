@@ -101,40 +101,6 @@ parse_count(const char *s, unsigned *out)
 	return parse_number(s, 1, out);
 }
 
-/* Splits "HOST:PORT" or "[V6ADDR]:PORT"; 0, or -1 when s is neither. */
-static int
-parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *port)
-{
-	const char *colon, *h = s;
-	unsigned long p;
-	size_t hlen;
-	char *end;
-
-	if (s[0] == '[') {
-		colon = strchr(s, ']');
-		if (colon == NULL || colon[1] != ':')
-			return -1;
-		h = s + 1;
-		hlen = (size_t)(colon - h);
-		colon++;
-	} else {
-		colon = strrchr(s, ':');
-		if (colon == NULL || memchr(s, ':', (size_t)(colon - s)))
-			return -1;
-		hlen = (size_t)(colon - s);
-	}
-	if (hlen >= hostlen || colon[1] < '0' || colon[1] > '9')
-		return -1;
-	errno = 0;
-	p = strtoul(colon + 1, &end, 10);
-	if (errno || *end != '\0' || p > 65535)
-		return -1;
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	*port = (uint16_t)p;
-	return 0;
-}
-
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
@@ -432,7 +398,7 @@ start(struct server *srv, uv_loop_t *loop, const struct opts *o,
 	uint16_t port;
 
 	if (o->listen) {
-		if (parse_hostport(o->listen, host, sizeof host, &port) < 0) {
+		if (bft_parse_hostport(o->listen, host, sizeof host, &port) < 0) {
 			bft_error("--listen: not HOST:PORT: %s", o->listen);
 			return -1;
 		}

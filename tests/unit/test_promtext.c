@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "config.h"
 #include "promhttp.h"
 #include "promtext.h"
 
@@ -87,23 +88,23 @@ test_parse_addr(void **state)
 	uint16_t port;
 
 	(void)state;
-	assert_int_equal(bft_promhttp_parse_addr("127.0.0.1:9100", host,
+	assert_int_equal(bft_parse_hostport("127.0.0.1:9100", host,
 	    sizeof host, &port), 0);
 	assert_string_equal(host, "127.0.0.1");
 	assert_int_equal(port, 9100);
-	assert_int_equal(bft_promhttp_parse_addr("[::1]:80", host,
+	assert_int_equal(bft_parse_hostport("[::1]:80", host,
 	    sizeof host, &port), 0);
 	assert_string_equal(host, "::1");
-	assert_int_equal(bft_promhttp_parse_addr(":9", host, sizeof host,
+	assert_int_equal(bft_parse_hostport(":9", host, sizeof host,
 	    &port), 0);
 	assert_string_equal(host, "");
-	assert_int_equal(bft_promhttp_parse_addr("host", host, sizeof host,
+	assert_int_equal(bft_parse_hostport("host", host, sizeof host,
 	    &port), -1);
-	assert_int_equal(bft_promhttp_parse_addr("::1:80", host, sizeof host,
+	assert_int_equal(bft_parse_hostport("::1:80", host, sizeof host,
 	    &port), -1);
-	assert_int_equal(bft_promhttp_parse_addr("h:70000", host, sizeof host,
+	assert_int_equal(bft_parse_hostport("h:70000", host, sizeof host,
 	    &port), -1);
-	assert_int_equal(bft_promhttp_parse_addr("h:", host, sizeof host,
+	assert_int_equal(bft_parse_hostport("h:", host, sizeof host,
 	    &port), -1);
 }
 
