@@ -19,8 +19,6 @@
 #include "store_int.h"
 #include "store_log.h"
 
-#define COMPACT_MIN_BUDGET	(128u << 10)
-
 struct seg *
 st_seg_find(struct bft_store *st, uint32_t no)
 {
@@ -82,8 +80,8 @@ st_seg_create(struct bft_store *st)
 	return 0;
 }
 
-static void
-live_inc(struct bft_store *st, uint64_t loc, size_t len)
+void
+st_live_inc(struct bft_store *st, uint64_t loc, size_t len)
 {
 	struct seg *s = st_seg_find(st, LOC_SEG(loc));
 
@@ -91,8 +89,8 @@ live_inc(struct bft_store *st, uint64_t loc, size_t len)
 		s->live += len;
 }
 
-static void
-live_dec(struct bft_store *st, uint64_t loc, size_t len)
+void
+st_live_dec(struct bft_store *st, uint64_t loc, size_t len)
 {
 	struct seg *s = st_seg_find(st, LOC_SEG(loc));
 
@@ -162,8 +160,8 @@ blk_shrink(struct bft_store *st, struct blk *b)
 	b->morecap = used;
 }
 
-static void
-lc_expand(const struct bft_store *st, const struct blk *b,
+void
+st_lc_expand(const struct bft_store *st, const struct blk *b,
     struct bft_cand *out)
 {
 	memset(out, 0, sizeof *out);
@@ -216,12 +214,12 @@ hist_rec_len(const struct bft_store *st, const struct hent *e)
 	return bft_rec_hist_len(st->n, e->frag_len);
 }
 
-static void
-hist_drop(struct bft_store *st, struct blk *b, unsigned i)
+void
+st_hist_drop(struct bft_store *st, struct blk *b, unsigned i)
 {
 	struct hent *e = blk_hent(st, b, i);
 
-	live_dec(st, e->loc, hist_rec_len(st, e));
+	st_live_dec(st, e->loc, hist_rec_len(st, e));
 	if (i != --b->nhist)
 		memcpy(e, blk_hent(st, b, b->nhist), st->hent_size);
 }
@@ -236,12 +234,12 @@ st_hist_apply(struct bft_store *st, uint64_t block,
 
 	if (i >= 0) {
 		e = blk_hent(st, b, (unsigned)i);
-		live_dec(st, e->loc, hist_rec_len(st, e));
+		st_live_dec(st, e->loc, hist_rec_len(st, e));
 	} else {
 		e = blk_hent(st, b, b->nhist++);
 	}
 	hent_fill(st, e, m, loc);
-	live_inc(st, loc, len);
+	st_live_inc(st, loc, len);
 }
 
 bool
@@ -256,15 +254,15 @@ st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
 	if (bft_ts_is_zero(&b->lc_ts) && !bft_ts_is_zero(&c->ts))
 		st->held++;
 	if (b->lc_loc != 0)
-		live_dec(st, b->lc_loc, len);
+		st_live_dec(st, b->lc_loc, len);
 	b->lc_ts = c->ts;
 	memcpy(b->lc_nonce, c->nonce, BFT_NONCE_LEN);
 	memcpy(b->tail, c->vec, (size_t)st->n * BFT_MAC_LEN);
 	b->lc_loc = loc;
-	live_inc(st, loc, len);
+	st_live_inc(st, loc, len);
 	for (unsigned i = 0; cmp > 0 && i < b->nhist;) {
 		if (bft_ts_cmp(&blk_hent(st, b, i)->ts, &c->ts) < 0)
-			hist_drop(st, b, i);
+			st_hist_drop(st, b, i);
 		else
 			i++;
 	}
@@ -278,8 +276,8 @@ st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
  * On failure the file is cut back, so a failed append leaves nothing a
  * later replay could mistake for data.
  */
-static int
-append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
+int
+st_append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
     uint64_t *loc)
 {
 	struct seg *s = active(st);
@@ -308,9 +306,6 @@ append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
 	return 0;
 }
 
-static void compact_step(struct bft_store *st, size_t appended);
-static int unlink_retired(struct bft_store *st);
-
 int
 bft_store_put_hist(struct bft_store *st, uint64_t block,
     const struct bft_hist_meta *meta, const uint8_t *frag)
@@ -332,12 +327,12 @@ bft_store_put_hist(struct bft_store *st, uint64_t block,
 		return -ESTALE;
 	len = bft_rec_encode_hist(st->wbuf, st->n, st->next_seq, block, meta,
 	    frag);
-	if ((err = append_rec(st, st->wbuf, len, &loc)) < 0)
+	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
 		return err;
 	/* Decoding what was written keeps memory exactly what replay sees. */
 	bft_rec_decode_hist(st->wbuf, st->n, &m);
 	st_hist_apply(st, block, &m, loc, len);
-	compact_step(st, len);
+	st_compact_step(st, len);
 	return 0;
 }
 
@@ -359,11 +354,11 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
 	if (bft_ts_cmp(&c->ts, &b->lc_ts) <= 0)
 		return -EINVAL;
 	len = bft_rec_encode_lc(st->wbuf, st->n, st->next_seq, block, c);
-	if ((err = append_rec(st, st->wbuf, len, &loc)) < 0)
+	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
 		return err;
 	bft_rec_decode_lc(st->wbuf, st->n, &cand);
 	st_lc_apply(st, block, &cand, loc, len);
-	compact_step(st, len);
+	st_compact_step(st, len);
 	return 0;
 }
 
@@ -376,7 +371,7 @@ blk_get(const struct bft_store *st, uint64_t block)
 int
 bft_store_get_lc(struct bft_store *st, uint64_t block, struct bft_cand *out)
 {
-	lc_expand(st, blk_get(st, block), out);
+	st_lc_expand(st, blk_get(st, block), out);
 	return block < st->id.nblocks ? 0 : -ERANGE;
 }
 
@@ -512,7 +507,7 @@ bft_store_sync(struct bft_store *st)
 			return -errno;
 		st->segs[i].dirty = false;
 	}
-	if (st->nretired > 0 && (err = unlink_retired(st)) < 0)
+	if (st->nretired > 0 && (err = st_unlink_retired(st)) < 0)
 		return err;
 	if (st->dir_dirty) {
 		st->fsyncs++;
@@ -549,239 +544,6 @@ bft_store_replay_info(const struct bft_store *st,
 }
 
 /* Whether live bytes are less than compact_pct percent of size. */
-static bool
-below(const struct bft_store *st, uint64_t live, uint64_t size)
-{
-	return (double)live * 100 < (double)st->compact_pct * (double)size;
-}
-
-/*
- * Compaction copies a segment's live records to the log's end and then
- * removes the segment.  A copy is the same record under a newer
- * sequence number, and replay keeps the latest record of an entry, so
- * a crash at any point replays to the same state: before the unlink
- * both copies exist and agree.
- *
- * The victim is the full segment with the lowest live fraction, which
- * frees the most per byte copied; and there is one only once the log as
- * a whole is less than compact_pct live.  Waiting for the whole log
- * rather than the first segment to cross the line bounds disk use the
- * same way (the log holds at most 100 / compact_pct times its live
- * bytes, plus the active and retired segments) but lets segments die
- * before they are copied: under sequential overwrites the oldest die
- * entirely and go without a byte copied, where a per-segment trigger
- * copied half of each.
- */
-static struct seg *
-compact_pick(struct bft_store *st)
-{
-	struct seg *best = NULL;
-	uint64_t live = 0, size = 0;
-
-	for (size_t i = 0; i < st->nseg; i++) {
-		struct seg *s = &st->segs[i];
-
-		if (s->retired)
-			continue;
-		live += s->live;
-		size += s->size;
-		if (i + 1 == st->nseg || s->stuck ||
-		    (s->size > 0 && !below(st, s->live, s->size)))
-			continue;
-		if (best == NULL || (double)s->live * (double)best->size <
-		    (double)best->live * (double)s->size)
-			best = s;
-	}
-	return best != NULL && below(st, live, size) ? best : NULL;
-}
-
-/* The block whose live record is at loc, and which one (-1: lc). */
-static struct blk *
-rec_owner(struct bft_store *st, uint64_t loc, const struct bft_rec_hdr *h,
-    int *idx)
-{
-	struct blk *b;
-
-	if (h->block >= st->id.nblocks || (b = st->blocks[h->block]) == NULL)
-		return NULL;
-	*idx = -1;
-	if (h->type == BFT_REC_LC)
-		return b->lc_loc == loc ? b : NULL;
-	for (unsigned i = 0; i < b->nhist; i++) {
-		if (blk_hent(st, b, i)->loc == loc) {
-			*idx = (int)i;
-			return b;
-		}
-	}
-	return NULL;
-}
-
-static int
-compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
-    uint64_t block, struct blk *b, int idx)
-{
-	struct seg *src = st_seg_find(st, LOC_SEG(oldloc));
-	struct bft_hist_meta m;
-	struct bft_rec_hdr h;
-	struct bft_cand c;
-	uint64_t loc;
-	bool ok;
-	int err;
-
-	if ((err = bft_pread_all(src->fd, st->rbuf, len, LOC_OFF(oldloc))) < 0)
-		return err;
-	ok = bft_rec_check(st->rbuf, len, st->n, &h) == BFT_REC_OK;
-	if (ok && idx >= 0) {
-		bft_rec_decode_hist(st->rbuf, st->n, &m);
-		ok = bft_ts_cmp(&m.ts, &blk_hent(st, b, (unsigned)idx)->ts) ==
-		    0;
-	}
-	if (!ok && idx >= 0) {
-		bft_warn("%s: HIST record at seg %" PRIu32 " offset %" PRIu64
-		    " was damaged since open; dropping the entry", st->dir,
-		    src->no, LOC_OFF(oldloc));
-		hist_drop(st, b, (unsigned)idx);
-		return 0;
-	}
-	/* lc was checked when it came in; memory can rewrite it. */
-	if (!ok) {
-		lc_expand(st, b, &c);
-		bft_rec_encode_lc(st->rbuf, st->n, 0, block, &c);
-	}
-	bft_rec_restamp(st->rbuf, len, st->next_seq);
-	if ((err = append_rec(st, st->rbuf, len, &loc)) < 0)
-		return err;
-	live_dec(st, oldloc, len);
-	live_inc(st, loc, len);
-	st->copied += len;
-	if (idx < 0)
-		b->lc_loc = loc;
-	else
-		blk_hent(st, b, (unsigned)idx)->loc = loc;
-	return 0;
-}
-
-/*
- * Removes every retired segment.  Only called right after a successful
- * sync, so the copies of their records are durable by then.
- */
-static int
-unlink_retired(struct bft_store *st)
-{
-	char name[BFT_SEG_NAME_MAX];
-	size_t i = 0;
-
-	while (i < st->nseg) {
-		struct seg *s = &st->segs[i];
-
-		if (!s->retired) {
-			i++;
-			continue;
-		}
-		bft_seg_name(name, s->no);
-		if (unlinkat(st->dirfd, name, 0) < 0 && errno != ENOENT)
-			return -errno;
-		close(s->fd);
-		memmove(s, s + 1, (st->nseg - i - 1) * sizeof *s);
-		st->nseg--;
-		st->nretired--;
-		st->dir_dirty = true;
-	}
-	return 0;
-}
-
-/*
- * Retires the compacted segment.  Unlinking it needs its copies to be
- * durable first, and an fdatasync of up to a segment of fresh data on
- * the event loop stalls every client for hundreds of milliseconds; so
- * the unlink waits for the next sync, which clients ask for with FLUSH.
- * Only a pile of retired segments forces a sync here.
- */
-static int
-compact_finish(struct bft_store *st)
-{
-	struct seg *src = st_seg_find(st, st->cmp_no);
-	char name[BFT_SEG_NAME_MAX];
-
-	if (src->live != 0) {
-		bft_seg_name(name, src->no);
-		bft_warn("%s/%s: %" PRIu64 " live bytes left after compaction; "
-		    "keeping it", st->dir, name, src->live);
-		src->stuck = true;
-		st->cmp_no = 0;
-		return 0;
-	}
-	src->retired = true;
-	st->nretired++;
-	st->cmp_no = 0;
-	st->compactions++;
-	if (st->nretired >= BFT_STORE_MAX_RETIRED)
-		st_bg_sync_start(st);
-	return 0;
-}
-
-/*
- * One bounded step of compaction, after an append of appended bytes.
- * Scanning four times what was appended frees space faster than a
- * workload can make garbage while the victim is at most half live.
- */
-static void
-compact_step(struct bft_store *st, size_t appended)
-{
-	uint64_t budget = 4 * (uint64_t)appended + COMPACT_MIN_BUDGET;
-	uint8_t hdr[BFT_REC_HDR_LEN];
-	struct bft_rec_hdr h;
-	struct seg *src;
-	int err = 0;
-
-	if (st->cmp_no == 0) {
-		if ((src = compact_pick(st)) == NULL)
-			return;
-		st->cmp_no = src->no;
-		st->cmp_off = 0;
-	}
-	for (uint64_t done = 0; done < budget;) {
-		uint64_t off = st->cmp_off, avail;
-		struct blk *b;
-		size_t len;
-		int idx;
-
-		src = st_seg_find(st, st->cmp_no);
-		/* Live bytes are exact: with none left, the rest is garbage. */
-		if (off >= src->end || src->live == 0) {
-			err = compact_finish(st);
-			break;
-		}
-		avail = src->end - off;
-		err = bft_pread_all(src->fd, hdr, avail < sizeof hdr ?
-		    (size_t)avail : sizeof hdr, off);
-		if (err < 0)
-			break;
-		if (bft_rec_check_hdr(hdr, avail, st->n, &h) != BFT_REC_OK) {
-			bft_warn("%s: seg %" PRIu32 " offset %" PRIu64 " no "
-			    "longer parses; not compacting it", st->dir,
-			    src->no, off);
-			src->stuck = true;
-			st->cmp_no = 0;
-			return;
-		}
-		len = BFT_REC_HDR_LEN + (size_t)h.payload_len +
-		    BFT_REC_SUM_LEN;
-		b = rec_owner(st, LOC(src->no, off), &h, &idx);
-		if (b != NULL &&
-		    (err = compact_copy(st, LOC(src->no, off), len, h.block, b,
-		    idx)) < 0)
-			break;
-		st->cmp_off = off + len;
-		done += len;
-	}
-	if (err < 0 && !st->cmp_failing)
-		bft_warn("%s: compaction: %s; will retry", st->dir,
-		    strerror(-err));
-	st->cmp_failing = err < 0;
-}
-
-
 int
 bft_store_forget_hist(struct bft_store *st, uint64_t block,
     const struct bft_ts *ts)
@@ -792,6 +554,6 @@ bft_store_forget_hist(struct bft_store *st, uint64_t block,
 	if (block >= st->id.nblocks || (b = st->blocks[block]) == NULL ||
 	    (i = hist_find(st, b, ts)) < 0)
 		return -ENOENT;
-	hist_drop(st, b, (unsigned)i);
+	st_hist_drop(st, b, (unsigned)i);
 	return 0;
 }

@@ -156,6 +156,28 @@ void st_hist_apply(struct bft_store *st, uint64_t block,
  */
 bool st_lc_apply(struct bft_store *st, uint64_t block,
 		 const struct bft_cand *c, uint64_t loc, size_t len);
+/*
+ * Appends a record at the active segment's tail (a new segment when it
+ * would pass seg_max); its location in *loc.  0 or a negative errno.
+ */
+int st_append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
+		  uint64_t *loc);
+/* The live bytes of the segment holding loc. */
+void st_live_inc(struct bft_store *st, uint64_t loc, size_t len);
+void st_live_dec(struct bft_store *st, uint64_t loc, size_t len);
+/* Drops b's Hist entry i, its record's bytes no longer live. */
+void st_hist_drop(struct bft_store *st, struct blk *b, unsigned i);
+/* b's lc as the public struct. */
+void st_lc_expand(const struct bft_store *st, const struct blk *b,
+		  struct bft_cand *out);
+
+/*
+ * store_compact.c: one bounded step of compaction after an append of
+ * appended bytes; and the removal of retired segments, right after a
+ * sync made their copies durable (0 or a negative errno).
+ */
+void st_compact_step(struct bft_store *st, size_t appended);
+int st_unlink_retired(struct bft_store *st);
 
 /*
  * store_sync.c: hands the retired segments and a sync of the segments
