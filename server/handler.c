@@ -166,7 +166,11 @@ handle_store(struct bft_handler *h, const char *peer,
 			}
 			return;
 		}
-		bft_store_get_lc(h->st, req->block, &lc);
+		if ((err = bft_store_get_lc(h->st, req->block, &lc)) < 0) {
+			rep->status = store_status(h, peer, "STORE",
+			    req->block, err);
+			return;
+		}
 		bft_hash(lc.nonce, BFT_NONCE_LEN, lcnh);
 		if (!bft_equal(lcnh, req->nh, BFT_HASH_LEN)) {
 			h->stats.estale++;
@@ -259,23 +263,24 @@ hist_meta(struct bft_handler *h, uint64_t block, const struct bft_ts *ts,
 	    NULL;
 }
 
-/* Fills a FILTER_ACK from one Hist entry, fragment included. */
+/* Fills a FILTER_ACK from Hist[ts], fragment included: one record read. */
 static void
 reply_hist(struct bft_handler *h, const char *peer, uint64_t block,
-    const struct bft_hist_entry *e, struct bft_msg *rep)
+    const struct bft_ts *ts, struct bft_msg *rep)
 {
+	struct bft_hist_entry e;
 	int err;
 
-	err = bft_store_read_frag(h->st, e, h->fragbuf);
+	err = bft_store_read_hist(h->st, block, ts, &e, h->fragbuf);
 	if (err < 0) {
 		rep->status = store_status(h, peer, "FILTER", block, err);
 		return;
 	}
-	rep->ts = e->meta.ts;
-	copy_vec(rep->vec, e->meta.vec, h->cfg->n);
-	memcpy(rep->cc, e->meta.cc, (size_t)h->cfg->n * BFT_HASH_LEN);
+	rep->ts = e.meta.ts;
+	copy_vec(rep->vec, e.meta.vec, h->cfg->n);
+	memcpy(rep->cc, e.meta.cc, (size_t)h->cfg->n * BFT_HASH_LEN);
 	rep->frag = h->fragbuf;
-	rep->frag_len = e->meta.frag_len;
+	rep->frag_len = e.meta.frag_len;
 }
 
 /*
@@ -313,20 +318,29 @@ handle_collect(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EAGAIN;
 		return;
 	}
-	bft_store_get_lc(h->st, req->block, lc);
+	err = bft_store_get_lc(h->st, req->block, lc);
+	if (err < 0) {
+		rep->status = store_status(h, peer, "COLLECT", req->block, err);
+		return;
+	}
 	rep->ncands = 1;
-	if (bft_ts_is_zero(&lc->ts))
+	/*
+	 * validByHist(lc, Hist[lc.ts]) is kept in the index: only a block
+	 * that passes it reads its record, fragment and all in one read.
+	 */
+	if (bft_ts_is_zero(&lc->ts) || !bft_store_lc_held(h->st, req->block))
 		return;
-	if (bft_store_get_hist(h->st, req->block, &lc->ts, &e) < 0 ||
-	    !bft_valid_by_hist(lc, &e.meta))
+	err = req->want_frag ? bft_store_read_hist(h->st, req->block,
+	    &lc->ts, &e, h->fragbuf) : bft_store_get_hist(h->st, req->block,
+	    &lc->ts, &e);
+	if (err < 0) {
+		/* The reader falls back to FILTER, which reports it. */
+		if (err != -ENOENT)
+			(void)store_status(h, peer, "COLLECT", req->block,
+			    err);
 		return;
+	}
 	if (req->want_frag) {
-		err = bft_store_read_frag(h->st, &e, h->fragbuf);
-		if (err < 0) {
-			/* The reader falls back to FILTER, which reports it. */
-			(void)store_status(h, peer, "COLLECT", req->block, err);
-			return;
-		}
 		rep->frag = h->fragbuf;
 		rep->frag_len = e.meta.frag_len;
 	}
@@ -379,8 +393,7 @@ handle_filter(struct bft_handler *h, const char *peer,
 			rt = &C[j];
 	}
 	if (rt != NULL) {
-		bft_store_get_hist(h->st, req->block, &rt->ts, &e);
-		reply_hist(h, peer, req->block, &e, rep);
+		reply_hist(h, peer, req->block, &rt->ts, rep);
 		return;
 	}
 	/*
@@ -401,9 +414,8 @@ handle_filter(struct bft_handler *h, const char *peer,
 	for (unsigned j = 0; j < nc; j++)
 		if (bft_ts_cmp(&lcts, &C[j].ts) <= 0)
 			lc_newest = false;
-	if (lc_newest && bft_store_get_hist(h->st, req->block, &lcts, &e) ==
-	    0) {
-		reply_hist(h, peer, req->block, &e, rep);
+	if (lc_newest && bft_store_has_hist(h->st, req->block, &lcts)) {
+		reply_hist(h, peer, req->block, &lcts, rep);
 		return;
 	}
 	rep->ts = lcts;

@@ -63,7 +63,9 @@ usage(FILE *f)
 	    "[--create-data-dir]\n"
 	    "                     [--listen HOST:PORT]"
 	    " [--pidfile FILE] [-v]\n"
-	    "                     [--unix PATH] [--compact-pct P]\n"
+	    "                     [--unix PATH] [--compact-pct P] "
+	    "[--segment-mb MB]\n"
+	    "                     [--meta-cache-mb MB] [--checkpoint-mb MB]\n"
 	    "                     [--max-pending N] "
 	    "[--max-conns N]\n"
 	    "                     [--max-client-conns N] [--max-inflight N] "
@@ -101,6 +103,34 @@ parse_count(const char *s, unsigned *out)
 	return parse_number(s, 1, out);
 }
 
+/*
+ * --meta-cache-mb (0: no cache), --checkpoint-mb (0: only at shutdown)
+ * and --segment-mb (1 to 1024), all in MiB.
+ */
+static int
+parse_store_mb(int ch, const char *arg, struct bft_store_opts *so)
+{
+	const char *name = ch == 'X' ? "--meta-cache-mb" : ch == 'Y' ?
+	    "--checkpoint-mb" : "--segment-mb";
+	unsigned v, min = ch == 'Z', max = ch == 'Z' ? 1024 : 1000000;
+
+	if (parse_number(arg, min, &v) < 0 || v > max) {
+		bft_error("%s: not a size in MiB from %u to %u: %s", name, min,
+		    max, arg);
+		return -1;
+	}
+	if (ch == 'X') {
+		so->cache_bytes = (uint64_t)v << 20;
+		so->cache_off = v == 0;
+	} else if (ch == 'Y') {
+		so->checkpoint_bytes = (uint64_t)v << 20;
+		so->checkpoint_off = v == 0;
+	} else {
+		so->segment_size = (uint64_t)v << 20;
+	}
+	return 0;
+}
+
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
@@ -118,6 +148,9 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "unix", required_argument, NULL, 'u' },
 		{ "max-pending", required_argument, NULL, 'P' },
 		{ "compact-pct", required_argument, NULL, 'K' },
+		{ "meta-cache-mb", required_argument, NULL, 'X' },
+		{ "checkpoint-mb", required_argument, NULL, 'Y' },
+		{ "segment-mb", required_argument, NULL, 'Z' },
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "max-client-conns", required_argument, NULL, 'M' },
 		{ "max-inflight", required_argument, NULL, 'I' },
@@ -184,6 +217,12 @@ parse_args(int argc, char **argv, struct opts *o)
 		case 'u': o->unix_path = optarg; break;
 		case 'p': o->pidfile = optarg; break;
 		case 'v': o->verbose = 1; break;
+		case 'X':
+		case 'Y':
+		case 'Z':
+			if (parse_store_mb(ch, optarg, &o->store) < 0)
+				return -1;
+			break;
 		case 'K':
 			if (parse_count(optarg, &o->store.compact_pct) < 0 ||
 			    o->store.compact_pct < 10 ||
@@ -439,12 +478,28 @@ start(struct server *srv, uv_loop_t *loop, const struct opts *o,
 	return 0;
 }
 
-/* A crash leaves a torn tail; anything else found damaged is news. */
+/*
+ * How the index came back, and how long it took: what a restart costs.
+ * A crash leaves a torn tail; anything else found damaged is news.
+ */
 static void
-log_replay(const char *dir, const struct bft_store *st)
+log_replay(const char *dir, const struct bft_store *st, uint64_t ms)
 {
+	struct bft_store_ckpt_info ck;
 	struct bft_store_replay r;
+	struct bft_store_stats ss;
 
+	bft_store_ckpt_info(st, &ck);
+	bft_store_stats(st, &ss);
+	if (ck.loaded)
+		bft_log("%s: index from its checkpoint and %.1f MB of log "
+		    "after it (%" PRIu64 " records) in %.2f s", dir,
+		    (double)ck.tail_bytes / 1e6, ss.records_replayed,
+		    (double)ms / 1000);
+	else
+		bft_log("%s: index from the whole log (%" PRIu64 " records, "
+		    "%.1f MB; %s) in %.2f s", dir, ss.records_replayed,
+		    (double)ss.bytes_total / 1e6, ck.why, (double)ms / 1000);
 	bft_store_replay_info(st, &r);
 	if (r.torn_records || r.corrupt_records)
 		bft_warn("%s: discarded %" PRIu64 " torn records (%" PRIu64
@@ -478,6 +533,7 @@ main(int argc, char **argv)
 	struct opts o;
 	uv_loop_t loop;
 	char err[512];
+	uint64_t open_ms;
 	int rc = 1, e;
 
 	/* A client that goes away mid-write must cost a connection only. */
@@ -509,12 +565,13 @@ main(int argc, char **argv)
 	id.t = cfg.t;
 	id.block_size = cfg.block_size;
 	id.nblocks = cfg.nblocks;
+	open_ms = uv_hrtime() / 1000000;
 	st = bft_store_open_opts(o.data, &id, &o.store, err, sizeof err);
 	if (st == NULL) {
 		bft_error("%s", err);
 		return 1;
 	}
-	log_replay(o.data, st);
+	log_replay(o.data, st, uv_hrtime() / 1000000 - open_ms);
 	/*
 	 * A new data directory cannot tell a new cluster from a lost disk:
 	 * the rebuild asks the peers, and the marker keeps the question

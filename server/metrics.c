@@ -115,6 +115,37 @@ put_net(struct bft_prom *p, const struct bft_net *net)
 	}
 }
 
+/* The metadata cache and the index checkpoint (docs/store.md). */
+static void
+put_store_index(struct bft_prom *p, const struct bft_store *st)
+{
+	struct bft_store_cache_stats cs;
+	struct bft_store_ckpt_info ck;
+
+	bft_store_cache_stats(st, &cs);
+	bft_store_ckpt_info(st, &ck);
+	bft_prom_one(p, P "store_meta_cache_hits_total", "counter",
+	    "Metadata reads the cache answered.", cs.hits);
+	bft_prom_one(p, P "store_meta_cache_misses_total", "counter",
+	    "Metadata reads that went to the log.", cs.misses);
+	bft_prom_one(p, P "store_meta_cache_entries", "gauge",
+	    "Records' metadata held in the cache.", cs.entries);
+	bft_prom_one(p, P "store_meta_cache_bytes", "gauge",
+	    "Memory the metadata cache has allocated.", cs.bytes);
+	bft_prom_one(p, P "store_meta_damaged_total", "counter",
+	    "Metadata reads that failed their checksum or named another "
+	    "record.", cs.damaged);
+	bft_prom_one(p, P "store_checkpoints_total", "counter",
+	    "Index checkpoints written since start.", ck.written);
+	bft_prom_one(p, P "store_checkpoint_failures_total", "counter",
+	    "Index checkpoints that failed since start.", ck.failed);
+	bft_prom_one(p, P "store_opened_from_checkpoint", "gauge",
+	    "1 if start loaded an index checkpoint, 0 if it replayed the "
+	    "whole log.", ck.loaded);
+	bft_prom_one(p, P "store_replayed_bytes", "gauge",
+	    "Bytes of log replayed at start.", ck.tail_bytes);
+}
+
 static void
 put_store(struct bft_prom *p, const struct bft_net *net)
 {
@@ -154,6 +185,7 @@ put_store(struct bft_prom *p, const struct bft_net *net)
 	bft_prom_one(p, P "repaired_records_total", "counter",
 	    "Damaged records rewritten from the peers.",
 	    hp ? hp->repaired_records : 0);
+	put_store_index(p, net->h->st);
 }
 
 static void

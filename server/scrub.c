@@ -9,6 +9,7 @@
  * It runs on the event loop, a few blocks per tick, since the store is
  * the loop's alone.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,45 +38,44 @@ struct bft_scrub {
 };
 
 /*
- * The Hist entry backing block's lc, copied into *e, if this server
- * holds it: false when there is nothing to check.
+ * Reads and checks the fragment backing block's lc, if this server
+ * holds it: 0 when it is sound, -ENOENT when there is nothing to check,
+ * else -EIO.  One read of the record gives its metadata and fragment.
  */
-static bool
-held(struct bft_scrub *s, uint64_t block, struct bft_hist_entry *e)
-{
-	struct bft_ts ts;
-
-	if (!bft_store_lc_held(s->h->st, block))
-		return false;
-	ts = bft_store_lc_ts(s->h->st, block);
-	return bft_store_get_hist(s->h->st, block, &ts, e) == 0;
-}
-
-/* Reads and checks one fragment: true when it is sound. */
-static bool
-sound(struct bft_scrub *s, const struct bft_hist_entry *e)
+static int
+check_held(struct bft_scrub *s, uint64_t block, struct bft_hist_entry *e)
 {
 	uint8_t hash[BFT_HASH_LEN];
+	struct bft_ts ts;
+	int err;
 
-	if (bft_store_read_frag(s->h->st, e, s->buf) != 0)
-		return false;
+	if (!bft_store_lc_held(s->h->st, block))
+		return -ENOENT;
+	ts = bft_store_lc_ts(s->h->st, block);
+	err = bft_store_read_hist(s->h->st, block, &ts, e, s->buf);
+	/* A damaged record is forgotten by the store; -EIO says so. */
+	if (err < 0)
+		return err == -ENOENT ? -ENOENT : -EIO;
 	bft_hash(s->buf, e->meta.frag_len, hash);
-	return bft_equal(hash, e->meta.cc[s->h->key->index], BFT_HASH_LEN);
+	if (bft_equal(hash, e->meta.cc[s->h->key->index], BFT_HASH_LEN))
+		return 0;
+	bft_store_forget_hist(s->h->st, block, &ts);
+	return -EIO;
 }
 
-static void
+/* Checks one block; returns the fragment bytes it read. */
+static uint32_t
 check_block(struct bft_scrub *s, uint64_t block)
 {
 	struct bft_hist_entry e;
-	struct bft_ts ts;
+	struct bft_ts ts = bft_store_lc_ts(s->h->st, block);
+	int err = check_held(s, block, &e);
 
-	if (!held(s, block, &e))
-		return;
+	if (err == -ENOENT)
+		return 0;
 	s->pass_checked++;
-	if (sound(s, &e))
-		return;
-	ts = e.meta.ts;
-	bft_store_forget_hist(s->h->st, block, &ts);
+	if (err == 0)
+		return e.meta.frag_len;
 	s->prog->damaged_records_later++;
 	s->pass_damaged++;
 	bft_warn("scrub: block %" PRIu64 ": the fragment of ts %" PRIu64 "/%"
@@ -84,6 +84,7 @@ check_block(struct bft_scrub *s, uint64_t block)
 	if (s->ndamaged < MAX_DAMAGED)
 		s->damaged[s->ndamaged++] = block;
 	s->kick(s->kick_ctx);
+	return 0;
 }
 
 /* Damaged blocks held and sound again count as repaired. */
@@ -95,7 +96,7 @@ note_repairs(struct bft_scrub *s)
 	for (unsigned k = 0; k < s->ndamaged; k++) {
 		struct bft_hist_entry e;
 
-		if (held(s, s->damaged[k], &e) && sound(s, &e)) {
+		if (check_held(s, s->damaged[k], &e) == 0) {
 			s->prog->repaired_records++;
 			bft_log("scrub: block %" PRIu64 " repaired",
 			    s->damaged[k]);
@@ -138,15 +139,11 @@ on_tick(uv_timer_t *t)
 		return;
 	/* Fragments' bytes this tick may read; unlimited: the whole disk. */
 	budget = s->o.rate ? s->o.rate * TICK_MS / 1000 : UINT64_MAX;
-	while (s->next < nblocks) {
-		struct bft_hist_entry e;
+	/* The last fragment may overrun the budget; the next tick pays. */
+	while (s->next < nblocks && budget > 0) {
+		uint32_t used = check_block(s, s->next++);
 
-		if (held(s, s->next, &e)) {
-			if (budget < e.meta.frag_len)
-				break;
-			budget -= e.meta.frag_len;
-		}
-		check_block(s, s->next++);
+		budget = used < budget ? budget - used : 0;
 	}
 	s->prog->scrub_done = s->next;
 	if (s->next < nblocks)

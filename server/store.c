@@ -1,9 +1,8 @@
 /*
- * The server's durable state.  Memory holds every block's lc and Hist
- * metadata, compactly (struct blk in store_int.h), and hands out copies
- * expanded to the public structs; the log (store_log.h) holds the same
- * as records, and the fragments themselves, which are read back with
- * pread when served.
+ * The server's durable state.  The index (store_int.h) holds per block
+ * what the hot paths compare; the log (store_log.h) holds everything,
+ * fragments included, read back with pread when asked for.  Callers
+ * get copies, expanded to the public structs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,178 +97,6 @@ st_live_dec(struct bft_store *st, uint64_t loc, size_t len)
 		s->live = s->live >= len ? s->live - len : 0;
 }
 
-static size_t
-blk_size(const struct bft_store *st, bool inl)
-{
-	return sizeof(struct blk) + (size_t)st->n * BFT_MAC_LEN +
-	    (inl ? st->hent_size : 0);
-}
-
-/*
- * Callers reserve before they append, so that memory can always follow
- * a record that reached the disk.
- */
-struct blk *
-st_blk_reserve(struct bft_store *st, uint64_t block, unsigned extra)
-{
-	struct blk *b = st->blocks[block];
-	unsigned want;
-	uint8_t *m;
-
-	if (b == NULL) {
-		if ((b = calloc(1, blk_size(st, extra > 0))) == NULL)
-			return NULL;
-		b->inl = extra > 0;
-		st->blocks[block] = b;
-	} else if (!b->inl && extra > 0 && b->nhist == 0) {
-		/* The block's first entry: room for it inline. */
-		if ((b = realloc(b, blk_size(st, true))) == NULL)
-			return NULL;
-		b->inl = 1;
-		st->blocks[block] = b;
-	}
-	want = b->nhist + extra;
-	if (want <= (unsigned)b->inl + b->morecap)
-		return b;
-	if ((m = realloc(b->more, (want - b->inl) * st->hent_size)) == NULL)
-		return NULL;
-	b->more = m;
-	b->morecap = want - b->inl;
-	return b;
-}
-
-/* Gives back the room of Hist entries past the inline one no longer used. */
-static void
-blk_shrink(struct bft_store *st, struct blk *b)
-{
-	unsigned inl = b->inl, used = b->nhist > inl ? b->nhist - inl : 0;
-	uint8_t *m;
-
-	if (used == b->morecap)
-		return;
-	if (used == 0) {
-		free(b->more);
-		b->more = NULL;
-		b->morecap = 0;
-		return;
-	}
-	/* Failing to shrink only keeps the room. */
-	if ((m = realloc(b->more, used * st->hent_size)) == NULL)
-		return;
-	b->more = m;
-	b->morecap = used;
-}
-
-void
-st_lc_expand(const struct bft_store *st, const struct blk *b,
-    struct bft_cand *out)
-{
-	memset(out, 0, sizeof *out);
-	if (b == NULL)
-		return;
-	out->ts = b->lc_ts;
-	memcpy(out->nonce, b->lc_nonce, BFT_NONCE_LEN);
-	memcpy(out->vec, b->tail, (size_t)st->n * BFT_MAC_LEN);
-}
-
-static void
-hent_expand(const struct bft_store *st, struct hent *e,
-    struct bft_hist_entry *out)
-{
-	memset(out, 0, sizeof *out);
-	out->meta.ts = e->ts;
-	memcpy(out->meta.nh, e->nh, BFT_HASH_LEN);
-	memcpy(out->meta.vec, hent_vec(e), (size_t)st->n * BFT_MAC_LEN);
-	memcpy(out->meta.cc, hent_cc(st, e), (size_t)st->n * BFT_HASH_LEN);
-	out->meta.frag_len = e->frag_len;
-	out->loc = e->loc;
-}
-
-/* Rows from n on are not kept: records hold n, so they are zero. */
-static void
-hent_fill(const struct bft_store *st, struct hent *e,
-    const struct bft_hist_meta *m, uint64_t loc)
-{
-	e->loc = loc;
-	e->ts = m->ts;
-	memcpy(e->nh, m->nh, BFT_HASH_LEN);
-	e->frag_len = m->frag_len;
-	e->pad = 0;
-	memcpy(hent_vec(e), m->vec, (size_t)st->n * BFT_MAC_LEN);
-	memcpy(hent_cc(st, e), m->cc, (size_t)st->n * BFT_HASH_LEN);
-}
-
-static int
-hist_find(const struct bft_store *st, struct blk *b, const struct bft_ts *ts)
-{
-	for (unsigned i = 0; i < b->nhist; i++)
-		if (bft_ts_cmp(&blk_hent(st, b, i)->ts, ts) == 0)
-			return (int)i;
-	return -1;
-}
-
-static size_t
-hist_rec_len(const struct bft_store *st, const struct hent *e)
-{
-	return bft_rec_hist_len(st->n, e->frag_len);
-}
-
-void
-st_hist_drop(struct bft_store *st, struct blk *b, unsigned i)
-{
-	struct hent *e = blk_hent(st, b, i);
-
-	st_live_dec(st, e->loc, hist_rec_len(st, e));
-	if (i != --b->nhist)
-		memcpy(e, blk_hent(st, b, b->nhist), st->hent_size);
-}
-
-void
-st_hist_apply(struct bft_store *st, uint64_t block,
-    const struct bft_hist_meta *m, uint64_t loc, size_t len)
-{
-	struct blk *b = st->blocks[block];
-	int i = hist_find(st, b, &m->ts);
-	struct hent *e;
-
-	if (i >= 0) {
-		e = blk_hent(st, b, (unsigned)i);
-		st_live_dec(st, e->loc, hist_rec_len(st, e));
-	} else {
-		e = blk_hent(st, b, b->nhist++);
-	}
-	hent_fill(st, e, m, loc);
-	st_live_inc(st, loc, len);
-}
-
-bool
-st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
-    uint64_t loc, size_t len)
-{
-	struct blk *b = st->blocks[block];
-	int cmp = bft_ts_cmp(&c->ts, &b->lc_ts);
-
-	if (cmp < 0)
-		return false;
-	if (bft_ts_is_zero(&b->lc_ts) && !bft_ts_is_zero(&c->ts))
-		st->held++;
-	if (b->lc_loc != 0)
-		st_live_dec(st, b->lc_loc, len);
-	b->lc_ts = c->ts;
-	memcpy(b->lc_nonce, c->nonce, BFT_NONCE_LEN);
-	memcpy(b->tail, c->vec, (size_t)st->n * BFT_MAC_LEN);
-	b->lc_loc = loc;
-	st_live_inc(st, loc, len);
-	for (unsigned i = 0; cmp > 0 && i < b->nhist;) {
-		if (bft_ts_cmp(&blk_hent(st, b, i)->ts, &c->ts) < 0)
-			st_hist_drop(st, b, i);
-		else
-			i++;
-	}
-	blk_shrink(st, b);
-	return true;
-}
-
 /*
  * Appends one record with a single pwrite at the active segment's tail,
  * rolling over to a new segment first if it would grow past seg_max.
@@ -299,6 +126,8 @@ st_append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
 		return err;
 	}
 	*loc = LOC(s->no, s->size);
+	if (s->size == 0)
+		s->first_seq = st->next_seq;
 	s->size += len;
 	s->end = s->size;
 	s->dirty = true;
@@ -306,12 +135,22 @@ st_append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
 	return 0;
 }
 
+/* read_rec's block for a record whose block is not known. */
+#define ANY_BLOCK	UINT64_MAX
+
+/* Compaction and the periodic checkpoint follow the appends. */
+static void
+st_after_append(struct bft_store *st, size_t len)
+{
+	st_compact_step(st, len);
+	st_ckpt_after_append(st, len);
+}
+
 int
 bft_store_put_hist(struct bft_store *st, uint64_t block,
     const struct bft_hist_meta *meta, const uint8_t *frag)
 {
 	struct bft_hist_meta m;
-	struct blk *b;
 	uint64_t loc;
 	size_t len;
 	int err;
@@ -321,18 +160,19 @@ bft_store_put_hist(struct bft_store *st, uint64_t block,
 	if (meta->frag_len > BFT_MAX_FRAG || (meta->frag_len > 0 &&
 	    frag == NULL))
 		return -EINVAL;
-	if ((b = st_blk_reserve(st, block, 1)) == NULL)
-		return -ENOMEM;
-	if (bft_ts_cmp(&meta->ts, &b->lc_ts) < 0)
+	if (bft_ts_cmp(&meta->ts, &st->idx[block].lc_ts) < 0)
 		return -ESTALE;
+	if ((err = st_side_reserve(st, 1)) < 0)
+		return err;
 	len = bft_rec_encode_hist(st->wbuf, st->n, st->next_seq, block, meta,
 	    frag);
 	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
 		return err;
-	/* Decoding what was written keeps memory exactly what replay sees. */
+	/* Decoding what was written keeps the index what replay makes. */
 	bft_rec_decode_hist(st->wbuf, st->n, &m);
+	st_mc_put(st, loc, st->wbuf, bft_rec_frag_off(st->n));
 	st_hist_apply(st, block, &m, loc, len);
-	st_compact_step(st, len);
+	st_after_append(st, len);
 	return 0;
 }
 
@@ -341,153 +181,248 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
     const struct bft_cand *c)
 {
 	struct bft_cand cand;
-	struct blk *b;
 	uint64_t loc;
 	size_t len;
 	int err;
 
 	if (block >= st->id.nblocks)
 		return -ERANGE;
-	if ((b = st_blk_reserve(st, block, 0)) == NULL)
-		return -ENOMEM;
-	/* Replay keeps the highest lc, so memory must never go back. */
-	if (bft_ts_cmp(&c->ts, &b->lc_ts) <= 0)
+	/* Replay keeps the highest lc, so the index must never go back. */
+	if (bft_ts_cmp(&c->ts, &st->idx[block].lc_ts) <= 0)
 		return -EINVAL;
 	len = bft_rec_encode_lc(st->wbuf, st->n, st->next_seq, block, c);
 	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
 		return err;
 	bft_rec_decode_lc(st->wbuf, st->n, &cand);
-	st_lc_apply(st, block, &cand, loc, len);
-	st_compact_step(st, len);
+	st_mc_put(st, loc, st->wbuf, bft_rec_meta_len(BFT_REC_LC, st->n));
+	st_lc_apply(st, block, &cand, loc);
+	st_after_append(st, len);
 	return 0;
-}
-
-static struct blk *
-blk_get(const struct bft_store *st, uint64_t block)
-{
-	return block < st->id.nblocks ? st->blocks[block] : NULL;
 }
 
 int
 bft_store_get_lc(struct bft_store *st, uint64_t block, struct bft_cand *out)
 {
-	st_lc_expand(st, blk_get(st, block), out);
-	return block < st->id.nblocks ? 0 : -ERANGE;
+	if (block >= st->id.nblocks) {
+		memset(out, 0, sizeof *out);
+		return -ERANGE;
+	}
+	return st_lc_read(st, block, out);
 }
 
 struct bft_ts
 bft_store_lc_ts(const struct bft_store *st, uint64_t block)
 {
 	static const struct bft_ts zero;
-	const struct blk *b = blk_get(st, block);
 
-	return b ? b->lc_ts : zero;
+	return block < st->id.nblocks ? st->idx[block].lc_ts : zero;
 }
 
 bool
 bft_store_lc_held(struct bft_store *st, uint64_t block)
 {
-	struct blk *b = blk_get(st, block);
-	struct bft_hist_meta m;
-	struct bft_cand c;
-	struct hent *e;
-	int i;
+	return block < st->id.nblocks && (st->idx[block].flags & IDX_HELD);
+}
 
-	if (b == NULL || bft_ts_is_zero(&b->lc_ts) ||
-	    (i = hist_find(st, b, &b->lc_ts)) < 0)
+bool
+bft_store_has_hist(const struct bft_store *st, uint64_t block,
+    const struct bft_ts *ts)
+{
+	const struct blk_idx *x;
+
+	if (block >= st->id.nblocks)
 		return false;
-	/* validByHist reads only lc's ts and nonce and the entry's ts and nh. */
-	e = blk_hent(st, b, (unsigned)i);
-	c.ts = b->lc_ts;
-	memcpy(c.nonce, b->lc_nonce, BFT_NONCE_LEN);
-	m.ts = e->ts;
-	memcpy(m.nh, e->nh, BFT_HASH_LEN);
-	return bft_valid_by_hist(&c, &m);
+	x = &st->idx[block];
+	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0)
+		return true;
+	return st_side_find(st, block, ts) >= 0;
+}
+
+/*
+ * The entry whose record is at loc, from that record's metadata.  A
+ * record that fails its checks is forgotten, as a damaged fragment is:
+ * a fresh copy (the rebuild's STORE) may replace it.
+ */
+static int
+hent_read(struct bft_store *st, uint64_t block, const struct bft_ts *ts,
+    uint64_t loc, uint32_t frag_len, struct bft_hist_entry *out)
+{
+	const uint8_t *p = st_meta_read(st, loc, BFT_REC_HIST, block,
+	    bft_rec_hist_len(st->n, frag_len));
+
+	memset(out, 0, sizeof *out);
+	if (p != NULL) {
+		bft_rec_decode_hist(p, st->n, &out->meta);
+		out->loc = loc;
+		if (bft_ts_cmp(&out->meta.ts, ts) == 0 &&
+		    out->meta.frag_len == frag_len)
+			return 0;
+		memset(out, 0, sizeof *out);
+	}
+	st_hist_forget(st, block, ts);
+	return -EIO;
 }
 
 int
 bft_store_get_hist(struct bft_store *st, uint64_t block,
     const struct bft_ts *ts, struct bft_hist_entry *out)
 {
-	struct blk *b = blk_get(st, block);
-	int i;
+	const struct blk_idx *x;
+	const struct side_ent *e;
+	long i;
 
-	if (b == NULL || (i = hist_find(st, b, ts)) < 0)
+	if (block >= st->id.nblocks)
 		return -ENOENT;
-	hent_expand(st, blk_hent(st, b, (unsigned)i), out);
-	return 0;
+	x = &st->idx[block];
+	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0)
+		return hent_read(st, block, &x->lc_ts, x->h_loc,
+		    x->h_frag_len, out);
+	if ((i = st_side_find(st, block, ts)) < 0)
+		return -ENOENT;
+	e = &st->side.e[i];
+	return hent_read(st, block, &e->ts, e->loc, e->frag_len, out);
 }
 
 unsigned
 bft_store_pending(struct bft_store *st, uint64_t block, uint64_t wid)
 {
-	struct blk *b = blk_get(st, block);
 	unsigned count = 0;
+	long pos = -1;
 
-	for (unsigned j = 0; b != NULL && j < b->nhist; j++) {
-		const struct bft_ts *ts = &blk_hent(st, b, j)->ts;
-
-		if (ts->wid == wid && bft_ts_cmp(ts, &b->lc_ts) > 0)
+	/* Side entries are all above lc: the GC rule keeps them so. */
+	if (block >= st->id.nblocks || IDX_NSIDE(&st->idx[block]) == 0)
+		return 0;
+	while (st_side_next(st, block, &pos))
+		if (st->side.e[pos].ts.wid == wid)
 			count++;
-	}
 	return count;
 }
 
 unsigned
 bft_store_nhist(struct bft_store *st, uint64_t block)
 {
-	struct blk *b = blk_get(st, block);
+	const struct blk_idx *x;
 
-	return b ? b->nhist : 0;
+	if (block >= st->id.nblocks)
+		return 0;
+	x = &st->idx[block];
+	return (x->flags & IDX_HENT ? 1 : 0) + IDX_NSIDE(x);
 }
 
 int
 bft_store_hist_at(struct bft_store *st, uint64_t block, unsigned i,
     struct bft_hist_entry *out)
 {
-	struct blk *b = blk_get(st, block);
+	const struct blk_idx *x;
+	long pos = -1;
 
-	if (b == NULL || i >= b->nhist)
+	if (i >= bft_store_nhist(st, block))
 		return -ENOENT;
-	hent_expand(st, blk_hent(st, b, i), out);
-	return 0;
+	x = &st->idx[block];
+	if (x->flags & IDX_HENT) {
+		if (i == 0)
+			return hent_read(st, block, &x->lc_ts, x->h_loc,
+			    x->h_frag_len, out);
+		i--;
+	}
+	while (st_side_next(st, block, &pos) && i-- > 0)
+		;
+	return hent_read(st, block, &st->side.e[pos].ts, st->side.e[pos].loc,
+	    st->side.e[pos].frag_len, out);
 }
 
 /*
- * Reads the whole record, not just the fragment, so that its checksum
+ * Reads and checks a HIST record whole into rbuf, its metadata into
+ * *m.  The whole record, not just the fragment, so that its checksum
  * can be verified: data the disk damaged since open is never served.
+ * A damaged record is -EIO; the caller decides what to forget.
  */
-int
-bft_store_read_frag(struct bft_store *st, const struct bft_hist_entry *e,
-    uint8_t *buf)
+static int
+read_rec_at(struct bft_store *st, uint64_t loc, uint64_t block,
+    const struct bft_ts *ts, uint32_t frag_len, struct bft_hist_meta *m)
 {
-	struct seg *s = st_seg_find(st, LOC_SEG(e->loc));
-	uint64_t off = LOC_OFF(e->loc);
-	struct bft_hist_meta m;
+	struct seg *s = st_seg_find(st, LOC_SEG(loc));
+	uint64_t off = LOC_OFF(loc);
 	struct bft_rec_hdr h;
 	size_t len;
 	int err;
 
-	if (s == NULL || e->meta.frag_len > BFT_MAX_FRAG)
+	if (s == NULL || frag_len > BFT_MAX_FRAG)
 		return -EINVAL;
-	len = bft_rec_hist_len(st->n, e->meta.frag_len);
+	len = bft_rec_hist_len(st->n, frag_len);
 	if (off + len > s->size)
 		return -EIO;
 	if ((err = bft_pread_all(s->fd, st->rbuf, len, off)) < 0)
 		return err;
 	if (bft_rec_check(st->rbuf, len, st->n, &h) != BFT_REC_OK ||
-	    h.type != BFT_REC_HIST)
+	    h.type != BFT_REC_HIST || (block != ANY_BLOCK && h.block != block))
 		goto out_corrupt;
-	bft_rec_decode_hist(st->rbuf, st->n, &m);
-	if (bft_ts_cmp(&m.ts, &e->meta.ts) != 0 ||
-	    m.frag_len != e->meta.frag_len)
+	bft_rec_decode_hist(st->rbuf, st->n, m);
+	if (bft_ts_cmp(&m->ts, ts) != 0 || m->frag_len != frag_len)
 		goto out_corrupt;
-	memcpy(buf, st->rbuf + bft_rec_frag_off(st->n), m.frag_len);
+	st_mc_put(st, loc, st->rbuf, bft_rec_frag_off(st->n));
 	return 0;
 out_corrupt:
 	bft_warn("%s: record at seg %" PRIu32 " offset %" PRIu64 " is damaged;"
 	    " not serving it", st->dir, s->no, off);
 	return -EIO;
+}
+
+/* read_rec_at, forgetting the entry when its record is damaged. */
+static int
+read_rec(struct bft_store *st, uint64_t loc, uint64_t block,
+    const struct bft_ts *ts, uint32_t frag_len, struct bft_hist_meta *m)
+{
+	int err = read_rec_at(st, loc, block, ts, frag_len, m);
+
+	if (err == -EIO && block != ANY_BLOCK)
+		st_hist_forget(st, block, ts);
+	return err;
+}
+
+int
+bft_store_read_frag(struct bft_store *st, const struct bft_hist_entry *e,
+    uint8_t *buf)
+{
+	struct bft_hist_meta m;
+	int err;
+
+	/* The entry does not name its block; its record does. */
+	if ((err = read_rec_at(st, e->loc, ANY_BLOCK, &e->meta.ts,
+	    e->meta.frag_len, &m)) < 0)
+		return err;
+	memcpy(buf, st->rbuf + bft_rec_frag_off(st->n), m.frag_len);
+	return 0;
+}
+
+int
+bft_store_read_hist(struct bft_store *st, uint64_t block,
+    const struct bft_ts *ts, struct bft_hist_entry *out, uint8_t *buf)
+{
+	const struct blk_idx *x;
+	uint64_t loc;
+	uint32_t frag_len;
+	long i;
+	int err;
+
+	memset(out, 0, sizeof *out);
+	if (block >= st->id.nblocks)
+		return -ENOENT;
+	x = &st->idx[block];
+	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0) {
+		loc = x->h_loc;
+		frag_len = x->h_frag_len;
+	} else if ((i = st_side_find(st, block, ts)) >= 0) {
+		loc = st->side.e[i].loc;
+		frag_len = st->side.e[i].frag_len;
+	} else {
+		return -ENOENT;
+	}
+	if ((err = read_rec(st, loc, block, ts, frag_len, &out->meta)) < 0)
+		return err;
+	out->loc = loc;
+	memcpy(buf, st->rbuf + bft_rec_frag_off(st->n), frag_len);
+	return 0;
 }
 
 int
@@ -543,17 +478,30 @@ bft_store_replay_info(const struct bft_store *st,
 	*out = st->rp;
 }
 
-/* Whether live bytes are less than compact_pct percent of size. */
 int
 bft_store_forget_hist(struct bft_store *st, uint64_t block,
     const struct bft_ts *ts)
 {
-	struct blk *b;
-	int i;
-
-	if (block >= st->id.nblocks || (b = st->blocks[block]) == NULL ||
-	    (i = hist_find(st, b, ts)) < 0)
+	if (block >= st->id.nblocks)
 		return -ENOENT;
-	st_hist_drop(st, b, (unsigned)i);
-	return 0;
+	return st_hist_forget(st, block, ts);
+}
+
+void
+bft_store_cache_stats(const struct bft_store *st,
+    struct bft_store_cache_stats *out)
+{
+	out->hits = st->mc.hits;
+	out->misses = st->mc.misses;
+	out->entries = st->mc.used;
+	out->bytes = (uint64_t)st->mc.nslots * st->mc.slot_size;
+	out->capacity = (uint64_t)st->mc.cap * st->mc.slot_size;
+	out->damaged = st->meta_damaged;
+}
+
+void
+bft_store_ckpt_info(const struct bft_store *st,
+    struct bft_store_ckpt_info *out)
+{
+	*out = st->ck;
 }

@@ -23,14 +23,18 @@
 #include "proto.h"
 
 /*
- * The data directory's format.  2: H is BLAKE3.  The records themselves
+ * The data directory's format.  4: records carry a CRC of their
+ * metadata alone, which the store reads back instead of keeping it in
+ * memory; a format 3 directory is upgraded in place on open (its
+ * records are read whole until compaction rewrites them), and older
+ * bftblk versions refuse a format 4 one.  2: H is BLAKE3.  The records themselves
  * did not change, but every cross-checksum in them was computed with
  * BLAKE2b under format 1, so such a directory would serve only
  * "corrupt" fragments; it is refused instead.  3: the MACs in the
  * records name the block, and a format-2 directory's would all fail.
  * STATUS reports it as the version a server speaks.
  */
-#define BFT_STORE_FORMAT	3
+#define BFT_STORE_FORMAT	4
 
 /* What a data directory belongs to; open refuses a mismatch. */
 struct bft_store_identity {
@@ -80,7 +84,10 @@ void bft_store_close(struct bft_store *st);
  * beyond the disk, has lc.ts zero (c0) and no Hist.
  */
 
-/* lc of block into *out.  0, or -ERANGE (out zeroed) beyond the disk. */
+/*
+ * lc of block into *out.  0; -ERANGE (out zeroed) beyond the disk;
+ * -EIO when lc's record is damaged (out holds lc.ts only).
+ */
 int bft_store_get_lc(struct bft_store *st, uint64_t block,
 		     struct bft_cand *out);
 
@@ -93,7 +100,14 @@ struct bft_ts bft_store_lc_ts(const struct bft_store *st, uint64_t block);
  */
 bool bft_store_lc_held(struct bft_store *st, uint64_t block);
 
-/* Hist[ts] of block into *out.  0, or -ENOENT. */
+/* Whether block's Hist has an entry for ts; no I/O. */
+bool bft_store_has_hist(const struct bft_store *st, uint64_t block,
+			const struct bft_ts *ts);
+
+/*
+ * Hist[ts] of block into *out.  0, -ENOENT, or -EIO when its record is
+ * damaged (the entry is then forgotten).
+ */
 int bft_store_get_hist(struct bft_store *st, uint64_t block,
 		       const struct bft_ts *ts, struct bft_hist_entry *out);
 
@@ -144,6 +158,15 @@ int bft_store_forget_hist(struct bft_store *st, uint64_t block,
 int bft_store_read_frag(struct bft_store *st, const struct bft_hist_entry *e,
 			uint8_t *buf);
 
+/*
+ * get_hist and read_frag in one read of the record: Hist[ts] of block
+ * into *out and its fragment into buf.  0, -ENOENT, or -EIO when the
+ * record is damaged (the entry is then forgotten).
+ */
+int bft_store_read_hist(struct bft_store *st, uint64_t block,
+			const struct bft_ts *ts, struct bft_hist_entry *out,
+			uint8_t *buf);
+
 /* fdatasync of everything written so far.  0 or a negative errno. */
 int bft_store_sync(struct bft_store *st);
 
@@ -157,6 +180,16 @@ int bft_store_sync(struct bft_store *st);
 struct bft_store_opts {
 	uint64_t segment_size;
 	unsigned compact_pct;
+	/*
+	 * The metadata cache's size in bytes (64 MiB); cache_off: none.
+	 * An index checkpoint is written after every checkpoint_bytes
+	 * appended to the log (1 GiB) and at close; checkpoint_off: only
+	 * at close.
+	 */
+	uint64_t cache_bytes;
+	bool cache_off;
+	uint64_t checkpoint_bytes;
+	bool checkpoint_off;
 };
 
 /* bft_store_open() with tunables; opts may be NULL. */
@@ -189,6 +222,31 @@ struct bft_store_replay {
 };
 void bft_store_replay_info(const struct bft_store *st,
 			   struct bft_store_replay *out);
+
+/* The metadata cache (docs/store.md). */
+struct bft_store_cache_stats {
+	uint64_t hits, misses;
+	uint64_t entries;
+	uint64_t bytes, capacity;	/* allocated, and at most */
+	uint64_t damaged;		/* metadata reads that failed a check */
+};
+void bft_store_cache_stats(const struct bft_store *st,
+			   struct bft_store_cache_stats *out);
+
+/*
+ * How open started, and the checkpoints since.  An open from a
+ * checkpoint replays only the log written after it; without one, or
+ * with one that fails a check (why says which), it replays everything.
+ */
+struct bft_store_ckpt_info {
+	bool loaded;
+	uint64_t tail_bytes;		/* log replayed (after it, if loaded) */
+	char why[192];			/* why none was used */
+	uint64_t written, failed;	/* since open */
+	uint64_t last_bytes;		/* the last one's size */
+};
+void bft_store_ckpt_info(const struct bft_store *st,
+			 struct bft_store_ckpt_info *out);
 
 /*
  * Whether this open made the data directory's identity: a new server,

@@ -61,35 +61,63 @@ compact_pick(struct bft_store *st)
 	return best != NULL && below(st, live, size) ? best : NULL;
 }
 
-/* The block whose live record is at loc, and which one (-1: lc). */
-static struct blk *
-rec_owner(struct bft_store *st, uint64_t loc, const struct bft_rec_hdr *h,
-    int *idx)
+/*
+ * Whether the record at loc is one the index points to: lc's (*side
+ * -2), Hist[lc.ts]'s (-1) or a side entry's (its slot).
+ */
+static bool
+rec_owner(const struct bft_store *st, uint64_t loc,
+    const struct bft_rec_hdr *h, long *side)
 {
-	struct blk *b;
+	const struct blk_idx *x;
+	long pos = -1;
 
-	if (h->block >= st->id.nblocks || (b = st->blocks[h->block]) == NULL)
-		return NULL;
-	*idx = -1;
-	if (h->type == BFT_REC_LC)
-		return b->lc_loc == loc ? b : NULL;
-	for (unsigned i = 0; i < b->nhist; i++) {
-		if (blk_hent(st, b, i)->loc == loc) {
-			*idx = (int)i;
-			return b;
+	if (h->block >= st->id.nblocks)
+		return false;
+	x = &st->idx[h->block];
+	if (h->type == BFT_REC_LC) {
+		*side = -2;
+		return x->lc_loc == loc;
+	}
+	if ((x->flags & IDX_HENT) && x->h_loc == loc) {
+		*side = -1;
+		return true;
+	}
+	while (IDX_NSIDE(x) > 0 && st_side_next(st, h->block, &pos)) {
+		if (st->side.e[pos].loc == loc) {
+			*side = pos;
+			return true;
 		}
 	}
-	return NULL;
+	return false;
 }
 
+/* Where the index keeps the owner's location. */
+static uint64_t *
+owner_loc(struct bft_store *st, uint64_t block, long side)
+{
+	struct blk_idx *x = &st->idx[block];
+
+	return side == -2 ? &x->lc_loc : side == -1 ? &x->h_loc :
+	    &st->side.e[side].loc;
+}
+
+/*
+ * Copies one live record to the log's end.  A HIST record found damaged
+ * is forgotten, as a read would; a damaged LC record cannot be, since
+ * lc must never go back, so it is rewritten from the metadata cache if
+ * that still holds it, and otherwise its segment is kept (-EUCLEAN).
+ */
 static int
 compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
-    uint64_t block, struct blk *b, int idx)
+    uint64_t block, long side)
 {
 	struct seg *src = st_seg_find(st, LOC_SEG(oldloc));
+	size_t meta = bft_rec_meta_len(BFT_REC_LC, st->n);
 	struct bft_hist_meta m;
 	struct bft_rec_hdr h;
-	struct bft_cand c;
+	const struct bft_ts *want;
+	struct blk_idx *x = &st->idx[block];
 	uint64_t loc;
 	bool ok;
 	int err;
@@ -97,33 +125,36 @@ compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
 	if ((err = bft_pread_all(src->fd, st->rbuf, len, LOC_OFF(oldloc))) < 0)
 		return err;
 	ok = bft_rec_check(st->rbuf, len, st->n, &h) == BFT_REC_OK;
-	if (ok && idx >= 0) {
+	if (ok && side >= -1) {
+		want = side == -1 ? &x->lc_ts : &st->side.e[side].ts;
 		bft_rec_decode_hist(st->rbuf, st->n, &m);
-		ok = bft_ts_cmp(&m.ts, &blk_hent(st, b, (unsigned)idx)->ts) ==
-		    0;
+		ok = bft_ts_cmp(&m.ts, want) == 0;
 	}
-	if (!ok && idx >= 0) {
+	if (!ok && side >= -1) {
 		bft_warn("%s: HIST record at seg %" PRIu32 " offset %" PRIu64
 		    " was damaged since open; dropping the entry", st->dir,
 		    src->no, LOC_OFF(oldloc));
-		st_hist_drop(st, b, (unsigned)idx);
+		st_hist_forget(st, block, side == -1 ? &x->lc_ts :
+		    &st->side.e[side].ts);
 		return 0;
 	}
-	/* lc was checked when it came in; memory can rewrite it. */
 	if (!ok) {
-		st_lc_expand(st, b, &c);
-		bft_rec_encode_lc(st->rbuf, st->n, 0, block, &c);
+		const uint8_t *p = st_meta_read(st, oldloc, BFT_REC_LC, block,
+		    len);
+
+		/* A hit is what was checked when it was cached. */
+		if (p == NULL)
+			return -EUCLEAN;
+		memmove(st->rbuf, p, meta);
 	}
-	bft_rec_restamp(st->rbuf, len, st->next_seq);
+	bft_rec_restamp(st->rbuf, len, st->n, st->next_seq);
 	if ((err = st_append_rec(st, st->rbuf, len, &loc)) < 0)
 		return err;
 	st_live_dec(st, oldloc, len);
 	st_live_inc(st, loc, len);
+	st_mc_drop(st, oldloc);
 	st->copied += len;
-	if (idx < 0)
-		b->lc_loc = loc;
-	else
-		blk_hent(st, b, (unsigned)idx)->loc = loc;
+	*owner_loc(st, block, side) = loc;
 	return 0;
 }
 
@@ -208,9 +239,8 @@ st_compact_step(struct bft_store *st, size_t appended)
 	}
 	for (uint64_t done = 0; done < budget;) {
 		uint64_t off = st->cmp_off, avail;
-		struct blk *b;
 		size_t len;
-		int idx;
+		long side;
 
 		src = st_seg_find(st, st->cmp_no);
 		/* Live bytes are exact: with none left, the rest is garbage. */
@@ -233,11 +263,18 @@ st_compact_step(struct bft_store *st, size_t appended)
 		}
 		len = BFT_REC_HDR_LEN + (size_t)h.payload_len +
 		    BFT_REC_SUM_LEN;
-		b = rec_owner(st, LOC(src->no, off), &h, &idx);
-		if (b != NULL &&
-		    (err = compact_copy(st, LOC(src->no, off), len, h.block, b,
-		    idx)) < 0)
-			break;
+		if (rec_owner(st, LOC(src->no, off), &h, &side) &&
+		    (err = compact_copy(st, LOC(src->no, off), len, h.block,
+		    side)) < 0) {
+			if (err != -EUCLEAN)
+				break;
+			bft_warn("%s: seg %" PRIu32 " offset %" PRIu64 ": lc's "
+			    "record was damaged since open; keeping the "
+			    "segment", st->dir, src->no, off);
+			src->stuck = true;
+			st->cmp_no = 0;
+			return;
+		}
 		st->cmp_off = off + len;
 		done += len;
 	}

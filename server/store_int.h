@@ -1,6 +1,15 @@
 /*
- * What store.c (appends, reads, compaction) and store_open.c (identity,
- * replay) share about the store's insides.  Nothing else includes it.
+ * What the store's files share about its insides: store.c (the public
+ * calls), store_index.c (the per-block index and the side table),
+ * store_meta.c (metadata read back from the log, and its cache),
+ * store_open.c (identity, replay), store_compact.c, store_sync.c and
+ * store_ckpt.c (the index checkpoint).  Nothing else includes it.
+ *
+ * Memory holds, per block, only what the hot paths compare: lc.ts with
+ * its MAC and where lc's record and Hist[lc.ts]'s record are.  The rest
+ * (lc's nonce and MAC vector, a Hist entry's H(N), vector and
+ * cross-checksums) is read from the records when asked for, through a
+ * bounded cache.  docs/store.md says why and what it costs.
  */
 #ifndef BFTBLK_STORE_INT_H
 #define BFTBLK_STORE_INT_H
@@ -21,6 +30,8 @@
  * compacted (fio-jobs/bench-store, 8 GiB, 2026-11-25).
  */
 #define BFT_STORE_DEFAULT_PCT		67u
+#define BFT_STORE_DEFAULT_CACHE		(64ull << 20)
+#define BFT_STORE_DEFAULT_CKPT		(1ull << 30)
 
 /*
  * A record's location: segment number in the high half, offset in the
@@ -36,126 +47,125 @@ struct seg {
 	int fd;
 	uint64_t size;		/* where the next append goes */
 	uint64_t end;		/* end of the records replay accepted */
-	uint64_t live;		/* bytes of records memory still points to */
+	uint64_t live;		/* bytes of records the index points to */
+	uint64_t first_seq;	/* its first record's sequence number */
 	bool dirty;		/* written since the last sync */
 	bool stuck;		/* compaction could not parse it: keep it */
 	bool retired;		/* compacted: unlink once copies are synced */
 };
 
 /*
- * One block's state in memory, sized by the store's n: lc (ts, nonce,
- * then its vec's n rows in tail) and, once the block has had a Hist
- * entry, room for one in tail (inl); entries past that one live in
- * more, an array of exactly morecap entries of st->hent_size bytes.
- * Nothing is BFT_MAX_N wide: at n = 4, a block with lc and one entry
- * is one 424-byte allocation, where the full structs took 2,048 (352
- * for lc and the rest, room for two 848-byte entries).
- *
- * The one entry inline is the steady state: an overwrite adds a second
- * (STORE) and drops the first (COMPLETE), and that churn goes through
- * more, allocated and freed at the same small size, so the block
- * itself never moves.  Reallocating the whole block by one entry and
- * back instead left the heap 50% fragmented after two overwrites
- * (668 bytes of RSS per block against 449 after the fill).
- *
- * The public structs are filled from it only when asked (lc_expand,
- * hent_expand in store.c).
+ * One block in the index: 56 bytes whatever n is, in one flat array
+ * over the whole disk.  lc.ts stays whole, MAC included, so that CLOCK,
+ * COMPLETE's and FILTER's comparisons and the SUMMARY and LCLIST walks
+ * (which send the MAC) need no I/O.  Hist[lc.ts], the entry that backs
+ * lc, is found by h_loc; entries above lc (STOREs not yet completed)
+ * are in the side table, and entries below lc do not exist (the GC
+ * rule).  HELD caches validByHist(lc, Hist[lc.ts]), kept exact at every
+ * change of either, so that "does this server hold lc" is RAM-only.
  */
-struct blk {
-	uint64_t lc_loc;		/* lc's record, 0 if none */
+struct blk_idx {
 	struct bft_ts lc_ts;		/* zero: never completed (c0) */
-	uint8_t *more;			/* entries inl .. nhist - 1 */
-	uint32_t nhist;
-	uint32_t morecap : 31, inl : 1;
-	uint8_t lc_nonce[BFT_NONCE_LEN];
-	uint8_t tail[];			/* lc vec[n], then one entry if inl */
+	uint64_t lc_loc;		/* lc's record, 0 if none */
+	uint64_t h_loc;			/* Hist[lc.ts]'s record, if HENT */
+	uint32_t h_frag_len;		/* its fragment's length */
+	uint32_t flags;			/* IDX_*, side entries << IDX_SIDE_SHIFT */
 };
 
-/* A Hist entry in blk's tail, followed by vec[n] and cc[n] rows. */
-struct hent {
-	uint64_t loc;			/* its record */
+#define IDX_HENT	1u		/* h_loc is Hist[lc.ts] */
+#define IDX_HELD	2u		/* and validByHist(lc, it) holds */
+#define IDX_SIDE_SHIFT	8
+#define IDX_NSIDE(x)	((x)->flags >> IDX_SIDE_SHIFT)
+
+/*
+ * A Hist entry above lc: it lives between a STORE and its COMPLETE, so
+ * the table holds about the writes in flight (and what crashed writers
+ * left, at most max_pending per writer and block).  It keeps H(N) so
+ * that the COMPLETE that moves it under lc can tell HELD without I/O.
+ */
+struct side_ent {
+	uint64_t block;			/* SIDE_EMPTY: a free slot */
 	struct bft_ts ts;
 	uint8_t nh[BFT_HASH_LEN];
+	uint64_t loc;
 	uint32_t frag_len;
 	uint32_t pad;
 };
 
-#define HENT_SIZE(n)	(sizeof(struct hent) + \
-	(size_t)(n) * (BFT_MAC_LEN + BFT_HASH_LEN))
+#define SIDE_EMPTY	UINT64_MAX
+
+/* Open addressing, linear probing, deletion by backward shift. */
+struct side_tab {
+	struct side_ent *e;
+	size_t cap;			/* a power of two, or 0 */
+	size_t used;
+};
+
+/*
+ * The metadata cache: records' metadata bytes (header and payload up
+ * to the fragment) keyed by location.  A location's bytes never change
+ * (the log is append-only and segment numbers are never reused), so
+ * nothing is ever stale, only dead; dead entries are dropped when the
+ * index lets go of a record, and the least recently used go when the
+ * cache is full.  Slots are allocated in chunks as the cache fills.
+ */
+struct mcache {
+	size_t slot_size;		/* struct mslot plus the largest meta */
+	uint32_t cap;			/* slots at most */
+	uint32_t nslots;		/* slots allocated */
+	uint8_t **chunks;
+	uint32_t *heads;		/* hash buckets, MC_NONE for empty */
+	uint32_t hmask;
+	uint32_t lru, mru;		/* oldest and newest in use */
+	uint32_t freel;			/* free slots */
+	uint32_t used;
+	uint64_t hits, misses;
+};
+
+#define MC_NONE	UINT32_MAX
 
 struct bft_store {
 	char *dir;
 	int dirfd;
 	struct bft_store_identity id;
 	unsigned n;
-	size_t hent_size;		/* HENT_SIZE(n) */
 	uint64_t seg_max;
 	unsigned compact_pct;
-	struct blk **blocks;		/* nblocks pointers, NULL until written */
+	struct blk_idx *idx;		/* nblocks entries */
+	struct side_tab side;
+	struct mcache mc;
 	struct seg *segs;		/* ascending numbers; last is active */
 	size_t nseg, segcap;
 	size_t nretired;		/* segments waiting for a sync to go */
 	bool dir_dirty;			/* segments created or removed */
 	bool tail_dirty;		/* junk past the active segment's size */
 	uint64_t next_seq;
-	uint8_t *wbuf, *rbuf;		/* one record each */
+	uint64_t replay_min_seq;	/* a tail record below it: not our log */
+	uint8_t *wbuf, *rbuf, *mbuf;	/* one record each */
 	uint32_t cmp_no;		/* segment being compacted, or 0 */
 	uint64_t cmp_off;
 	bool cmp_failing;		/* its error is logged already */
 	uint64_t replayed, compactions, copied;
 	uint64_t syncs, fsyncs;		/* bft_store_sync; fsync/fdatasync calls */
 	uint64_t held;			/* blocks whose lc is not c0 */
+	uint64_t meta_damaged;		/* metadata reads that failed a check */
 	struct bft_store_replay rp;
 	bool created;			/* this open made the identity file */
+	bool opened;			/* open finished: close syncs */
 	struct bg_job *bg_job;		/* background sync, or NULL */
 	pthread_t bg_thread;
+	/* The index checkpoint (store_ckpt.c). */
+	uint64_t ckpt_every;		/* appended bytes between them; 0: never */
+	uint64_t ckpt_appended;		/* since the last one started */
+	struct ckpt_job *ckpt_job;
+	pthread_t ckpt_thread;
+	struct bft_store_ckpt_info ck;
 };
 
-static inline struct hent *
-blk_hent(const struct bft_store *st, struct blk *b, unsigned i)
-{
-	if (i < (unsigned)b->inl)
-		return (struct hent *)(b->tail + (size_t)st->n * BFT_MAC_LEN);
-	return (struct hent *)(b->more + (size_t)(i - (unsigned)b->inl) *
-	    st->hent_size);
-}
-
-static inline uint8_t *
-hent_vec(struct hent *e)
-{
-	return (uint8_t *)(e + 1);
-}
-
-static inline uint8_t *
-hent_cc(const struct bft_store *st, struct hent *e)
-{
-	return (uint8_t *)(e + 1) + (size_t)st->n * BFT_MAC_LEN;
-}
-
-/* The segment numbered no, or NULL. */
+/* store.c: segments and appends. */
 struct seg *st_seg_find(struct bft_store *st, uint32_t no);
-/* Room for one more segment in the table.  0 or -ENOMEM. */
 int st_seg_reserve(struct bft_store *st);
-/* Creates the next segment, which becomes the active one. */
 int st_seg_create(struct bft_store *st);
-/*
- * Allocates block's state if needed, with room for extra Hist entries
- * (growing by exactly that).  The answer is st->blocks[block], which
- * may have moved (when it gets its inline entry): pointers taken
- * before are stale.
- */
-struct blk *st_blk_reserve(struct bft_store *st, uint64_t block,
-			   unsigned extra);
-/* Hist[m->ts] = m for block, its record at loc; room was reserved. */
-void st_hist_apply(struct bft_store *st, uint64_t block,
-		   const struct bft_hist_meta *m, uint64_t loc, size_t len);
-/*
- * lc = c for block unless lc is newer, then the GC rule, giving back
- * the room of the entries it dropped; false if c was stale.  The block
- * was reserved.
- */
-bool st_lc_apply(struct bft_store *st, uint64_t block,
-		 const struct bft_cand *c, uint64_t loc, size_t len);
 /*
  * Appends a record at the active segment's tail (a new segment when it
  * would pass seg_max); its location in *loc.  0 or a negative errno.
@@ -165,11 +175,55 @@ int st_append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
 /* The live bytes of the segment holding loc. */
 void st_live_inc(struct bft_store *st, uint64_t loc, size_t len);
 void st_live_dec(struct bft_store *st, uint64_t loc, size_t len);
-/* Drops b's Hist entry i, its record's bytes no longer live. */
-void st_hist_drop(struct bft_store *st, struct blk *b, unsigned i);
-/* b's lc as the public struct. */
-void st_lc_expand(const struct bft_store *st, const struct blk *b,
-		  struct bft_cand *out);
+
+/*
+ * store_index.c: the side table.  Indices hold until the next add or
+ * delete.  side_next walks block's entries: start with *pos = -1;
+ * false at the end.
+ */
+int st_side_reserve(struct bft_store *st, size_t extra);
+long st_side_find(const struct bft_store *st, uint64_t block,
+		  const struct bft_ts *ts);
+/* Inserts e as it is (the index's count is the caller's); reserved. */
+void st_side_insert(struct bft_store *st, const struct side_ent *e);
+bool st_side_next(const struct bft_store *st, uint64_t block, long *pos);
+void st_side_free(struct bft_store *st);
+
+/*
+ * store_index.c: the transitions that appends and replay share, so that
+ * replay rebuilds exactly what the live store held.  Both need a free
+ * side slot reserved (st_side_reserve) before the record is appended.
+ * hist_apply: Hist[m->ts] = the record at loc (len bytes), unless m->ts
+ * is below lc.ts.  lc_apply: lc = c (its record at loc) unless lc is
+ * newer, then the GC rule; false if c was stale.
+ */
+void st_hist_apply(struct bft_store *st, uint64_t block,
+		   const struct bft_hist_meta *m, uint64_t loc, size_t len);
+bool st_lc_apply(struct bft_store *st, uint64_t block,
+		 const struct bft_cand *c, uint64_t loc);
+/* Forgets block's entry for ts: the h entry or a side entry.  0 or -ENOENT. */
+int st_hist_forget(struct bft_store *st, uint64_t block,
+		   const struct bft_ts *ts);
+/* Drops side entry i, its record's bytes no longer live. */
+void st_side_drop(struct bft_store *st, long i);
+
+/*
+ * store_meta.c: the cache, and reading a record's metadata back.
+ * meta_read returns the record's first bft_rec_meta_len(type, n) bytes
+ * (valid until the next cache call) after checking them and that the
+ * record is block's, of that type; rec_len is the whole record's length
+ * (a version 1 record is read and checked whole).  NULL with errno set:
+ * EIO when the record is damaged or not what the index says.
+ */
+int st_mc_init(struct bft_store *st, uint64_t bytes);
+void st_mc_free(struct bft_store *st);
+void st_mc_put(struct bft_store *st, uint64_t loc, const uint8_t *meta,
+	       size_t len);
+void st_mc_drop(struct bft_store *st, uint64_t loc);
+const uint8_t *st_meta_read(struct bft_store *st, uint64_t loc,
+			    unsigned type, uint64_t block, size_t rec_len);
+/* lc of block, decoded from its record.  0, or -EIO (out: ts only). */
+int st_lc_read(struct bft_store *st, uint64_t block, struct bft_cand *out);
 
 /*
  * store_compact.c: one bounded step of compaction after an append of
@@ -185,5 +239,29 @@ int st_unlink_retired(struct bft_store *st);
  */
 void st_bg_sync_start(struct bft_store *st);
 int st_bg_sync_wait(struct bft_store *st);
+
+/*
+ * store_ckpt.c.  ckpt_after_append starts a checkpoint in a thread
+ * once ckpt_every bytes were appended since the last; ckpt_wait
+ * collects it; ckpt_write_now writes one on this thread (at close,
+ * after a sync).  ckpt_load, on open, loads the checkpoint and says
+ * where the log after it starts; -ENOENT when there is none that can
+ * be used (why in why), and the store is then as before the call.
+ */
+void st_ckpt_after_append(struct bft_store *st, size_t len);
+int st_ckpt_wait(struct bft_store *st);
+int st_ckpt_write_now(struct bft_store *st);
+int st_ckpt_load(struct bft_store *st, uint32_t *seg_no, uint64_t *off,
+		 char *why, size_t whylen);
+/*
+ * After the log after a checkpoint was replayed: false if a location in
+ * the index names a segment that is gone or a record past its end.
+ */
+bool st_ckpt_locs_ok(struct bft_store *st, char *why, size_t whylen);
+/*
+ * Back to the empty index open started with, the checkpoint removed so
+ * that no later open trusts it.  0 or -ENOMEM.
+ */
+int st_ckpt_load_undo(struct bft_store *st);
 
 #endif

@@ -335,9 +335,31 @@ put_hdr(uint8_t *p, unsigned type, uint32_t payload_len, uint64_t seq,
 	put64(p + 24, block);
 }
 
-static void
-put_sum(uint8_t *rec, size_t len)
+size_t
+bft_rec_meta_len(unsigned type, unsigned n)
 {
+	return type == BFT_REC_HIST ? bft_rec_frag_off(n) :
+	    BFT_REC_HDR_LEN + lc_payload_len(n);
+}
+
+/* The meta CRC: header less bytes 12-15, then the metadata. */
+static uint32_t
+meta_crc(const uint8_t *rec, size_t meta_len)
+{
+	uint32_t crc = bft_crc32c(0, rec, 12);
+
+	return bft_crc32c(crc, rec + 16, meta_len - 16);
+}
+
+/*
+ * Seals a record: the meta CRC, which the record's CRC then covers.
+ * Writing one always makes it the current version.
+ */
+static void
+put_sum(uint8_t *rec, size_t len, unsigned n)
+{
+	rec[5] = BFT_REC_VERSION;
+	put32(rec + 12, meta_crc(rec, bft_rec_meta_len(rec[4], n)));
 	put32(rec + len - BFT_REC_SUM_LEN,
 	    bft_crc32c(0, rec, len - BFT_REC_SUM_LEN));
 }
@@ -362,7 +384,7 @@ bft_rec_encode_hist(uint8_t *buf, unsigned n, uint64_t seq, uint64_t block,
 	p += 4;
 	if (m->frag_len > 0)
 		memcpy(p, frag, m->frag_len);
-	put_sum(buf, len);
+	put_sum(buf, len, n);
 	return len;
 }
 
@@ -378,15 +400,15 @@ bft_rec_encode_lc(uint8_t *buf, unsigned n, uint64_t seq, uint64_t block,
 	memcpy(p, c->nonce, BFT_NONCE_LEN);
 	p += BFT_NONCE_LEN;
 	memcpy(p, c->vec, (size_t)n * BFT_MAC_LEN);
-	put_sum(buf, len);
+	put_sum(buf, len, n);
 	return len;
 }
 
 void
-bft_rec_restamp(uint8_t *rec, size_t len, uint64_t seq)
+bft_rec_restamp(uint8_t *rec, size_t len, unsigned n, uint64_t seq)
 {
 	put64(rec + 16, seq);
-	put_sum(rec, len);
+	put_sum(rec, len, n);
 }
 
 enum bft_rec_status
@@ -397,10 +419,12 @@ bft_rec_check_hdr(const uint8_t *buf, size_t avail, unsigned n,
 
 	if (avail < BFT_REC_HDR_LEN)
 		return BFT_REC_SHORT;
-	if (get32(buf) != BFT_REC_MAGIC || buf[5] != BFT_REC_VERSION ||
-	    get16(buf + 6) != 0 || get32(buf + 12) != 0)
+	if (get32(buf) != BFT_REC_MAGIC || get16(buf + 6) != 0 ||
+	    (buf[5] != BFT_REC_VERSION && (buf[5] != BFT_REC_VERSION_V1 ||
+	    get32(buf + 12) != 0)))
 		return BFT_REC_BADHDR;
 	h->type = buf[4];
+	h->version = buf[5];
 	h->payload_len = get32(buf + 8);
 	h->seq = get64(buf + 16);
 	h->block = get64(buf + 24);
@@ -436,9 +460,45 @@ bft_rec_check(const uint8_t *buf, size_t len, unsigned n,
 	if (bft_crc32c(0, buf, len - BFT_REC_SUM_LEN) !=
 	    get32(buf + len - BFT_REC_SUM_LEN))
 		return BFT_REC_BADSUM;
+	if (h->version == BFT_REC_VERSION &&
+	    meta_crc(buf, bft_rec_meta_len(h->type, n)) != get32(buf + 12))
+		return BFT_REC_BADSUM;
 	/* A HIST record's frag_len must agree with its length. */
 	if (h->type == BFT_REC_HIST &&
 	    get32(buf + BFT_REC_HDR_LEN + meta - 4) != h->payload_len - meta)
+		return BFT_REC_BADSUM;
+	return BFT_REC_OK;
+}
+
+enum bft_rec_status
+bft_rec_check_meta(const uint8_t *buf, size_t avail, unsigned n,
+    struct bft_rec_hdr *h)
+{
+	size_t meta;
+
+	if (avail < BFT_REC_HDR_LEN)
+		return BFT_REC_SHORT;
+	/* check_hdr wants the whole record present; here only the meta is. */
+	if (get32(buf) != BFT_REC_MAGIC || buf[5] != BFT_REC_VERSION ||
+	    get16(buf + 6) != 0)
+		return BFT_REC_BADHDR;
+	h->type = buf[4];
+	h->version = buf[5];
+	h->payload_len = get32(buf + 8);
+	h->seq = get64(buf + 16);
+	h->block = get64(buf + 24);
+	if (h->type != BFT_REC_HIST && h->type != BFT_REC_LC)
+		return BFT_REC_BADHDR;
+	meta = bft_rec_meta_len(h->type, n);
+	if (avail < meta)
+		return BFT_REC_SHORT;
+	if (meta_crc(buf, meta) != get32(buf + 12))
+		return BFT_REC_BADSUM;
+	/* The length was covered by the CRC; it must still make sense. */
+	if (h->type == BFT_REC_HIST ? h->payload_len !=
+	    bft_rec_hist_meta_len(n) + get32(buf + meta - 4) ||
+	    get32(buf + meta - 4) > BFT_MAX_FRAG :
+	    h->payload_len != lc_payload_len(n))
 		return BFT_REC_BADSUM;
 	return BFT_REC_OK;
 }

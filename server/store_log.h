@@ -6,9 +6,13 @@
  * A record is a 32-byte header, a payload and a CRC32C of both:
  *
  *	0  magic "BFTR"     4  type      5  version    6  zero (2)
- *	8  payload length  12  zero (4) 16  sequence  24  block number
+ *	8  payload length  12  meta CRC 16  sequence  24  block number
  *
- * all little-endian.  A HIST payload is ts, nh, vec[n], cc[n],
+ * all little-endian.  The meta CRC (version 2; zero in version 1) is a
+ * CRC32C of the header, its own four bytes left out, and the payload's
+ * metadata: everything but a HIST record's fragment.  It lets the store
+ * read and check a record's metadata without its fragment, which is
+ * what keeps that metadata out of memory (docs/store.md).  A HIST payload is ts, nh, vec[n], cc[n],
  * frag_len and the fragment; an LC payload is ts, nonce, vec[n].  Only
  * the n entries a cluster uses are stored, so a record's length follows
  * from its type, n and frag_len, which is what makes a torn or damaged
@@ -26,7 +30,8 @@
 #define BFT_REC_HDR_LEN		32u
 #define BFT_REC_SUM_LEN		4u
 #define BFT_REC_MAGIC		0x52544642u	/* "BFTR" */
-#define BFT_REC_VERSION		1u
+#define BFT_REC_VERSION		2u	/* what is written */
+#define BFT_REC_VERSION_V1	1u	/* still read: no meta CRC */
 
 enum bft_rec_type {
 	BFT_REC_HIST = 1,
@@ -44,6 +49,7 @@ enum bft_rec_status {
 
 struct bft_rec_hdr {
 	unsigned type;
+	unsigned version;
 	uint32_t payload_len;
 	uint64_t seq;
 	uint64_t block;
@@ -72,8 +78,19 @@ size_t bft_rec_encode_hist(uint8_t *buf, unsigned n, uint64_t seq,
 			   const uint8_t *frag);
 size_t bft_rec_encode_lc(uint8_t *buf, unsigned n, uint64_t seq,
 			 uint64_t block, const struct bft_cand *c);
-/* Give an encoded record a new sequence number and checksum. */
-void bft_rec_restamp(uint8_t *rec, size_t len, uint64_t seq);
+/* Give an encoded record a new sequence number and checksums. */
+void bft_rec_restamp(uint8_t *rec, size_t len, unsigned n, uint64_t seq);
+
+/* How many bytes from a record's start its metadata takes. */
+size_t bft_rec_meta_len(unsigned type, unsigned n);
+/*
+ * Checks a record's metadata alone: the header and the first
+ * bft_rec_meta_len(type, n) bytes at buf, by the meta CRC.  BADSUM when
+ * it does not match, BADHDR for an impossible header; a version 1
+ * record has no meta CRC, and is BADHDR here: read it whole instead.
+ */
+enum bft_rec_status bft_rec_check_meta(const uint8_t *buf, size_t avail,
+				       unsigned n, struct bft_rec_hdr *h);
 
 /*
  * Checks the header at buf (avail bytes present).  BADHDR if the header

@@ -72,6 +72,7 @@ out_unlink:
 struct id_parse {
 	struct bft_store_identity *id;
 	unsigned seen;
+	bool upgrade;			/* format 3, to be rewritten as 4 */
 };
 
 static const char *const id_keys[] = {
@@ -137,6 +138,11 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 			    BFT_STORE_FORMAT);
 			return -1;
 		}
+		if (v == 3) {
+			/* Its records are read whole; see store.h. */
+			ip->upgrade = true;
+			break;
+		}
 		if (v != BFT_STORE_FORMAT) {
 			snprintf(err, errlen, "format %" PRIu64 " is not "
 			    "supported (only %d)", v, BFT_STORE_FORMAT);
@@ -158,7 +164,7 @@ out_bad:
 /* 0, -ENOENT if there is none, or -errno with a reason in err. */
 static int
 identity_read(const char *dir, int dirfd, struct bft_store_identity *id,
-    char *err, size_t errlen)
+    bool *upgrade, char *err, size_t errlen)
 {
 	struct id_parse ip = { .id = id };
 	char path[4096];
@@ -186,28 +192,27 @@ identity_read(const char *dir, int dirfd, struct bft_store_identity *id,
 			return -EINVAL;
 		}
 	}
+	*upgrade = ip.upgrade;
 	return 0;
 }
 
-/* Applies one valid record found by replay. */
+/* Applies one valid record found by replay, which is in rbuf. */
 static int
 replay_rec(struct bft_store *st, const struct bft_rec_hdr *h, uint64_t loc,
     size_t len)
 {
 	struct bft_hist_meta m;
 	struct bft_cand c;
-	struct blk *b;
 
-	if ((b = st_blk_reserve(st, h->block, h->type == BFT_REC_HIST)) == NULL)
-		return -ENOMEM;
 	if (h->type == BFT_REC_LC) {
 		bft_rec_decode_lc(st->rbuf, st->n, &c);
-		st_lc_apply(st, h->block, &c, loc, len);
+		st_lc_apply(st, h->block, &c, loc);
 		return 0;
 	}
+	if (st_side_reserve(st, 1) < 0)
+		return -ENOMEM;
 	bft_rec_decode_hist(st->rbuf, st->n, &m);
-	if (bft_ts_cmp(&m.ts, &b->lc_ts) >= 0)
-		st_hist_apply(st, h->block, &m, loc, len);
+	st_hist_apply(st, h->block, &m, loc, len);
 	return 0;
 }
 
@@ -225,18 +230,19 @@ replay_corrupt(struct bft_store *st, const struct seg *s, uint64_t off,
 }
 
 /*
- * Replays segment i.  A bad record is skipped when its length is
+ * Replays segment i from offset from.  A bad record is skipped when its length is
  * plausible and a good record follows; otherwise it ends the segment,
  * which in the last segment is a torn append and is cut off.
  */
 static int
-replay_seg(struct bft_store *st, size_t i, char *err, size_t errlen)
+replay_seg(struct bft_store *st, size_t i, uint64_t from, char *err,
+    size_t errlen)
 {
 	struct seg *s = &st->segs[i];
 	char name[BFT_SEG_NAME_MAX];
 	enum bft_rec_status rs;
 	struct bft_rec_hdr h = { 0 }, h2;
-	uint64_t off = 0, end;
+	uint64_t off = from, end;
 	struct stat sb;
 	size_t len;
 	int e;
@@ -255,6 +261,13 @@ replay_seg(struct bft_store *st, size_t i, char *err, size_t errlen)
 		len = BFT_REC_HDR_LEN + (size_t)h.payload_len +
 		    BFT_REC_SUM_LEN;
 		if (rs == BFT_REC_OK) {
+			if (h.seq < st->replay_min_seq) {
+				snprintf(err, errlen, "%s: a record after the "
+				    "checkpoint is older than it", name);
+				return -ESTALE;
+			}
+			if (off == 0)
+				s->first_seq = h.seq;
 			if (h.seq >= st->next_seq)
 				st->next_seq = h.seq + 1;
 			if (h.block >= st->id.nblocks) {
@@ -303,6 +316,67 @@ out_errno:
 	e = errno ? errno : EIO;
 	snprintf(err, errlen, "%s/%s: %s", st->dir, name, strerror(e));
 	return -e;
+}
+
+/*
+ * Builds the index: from the checkpoint and the log after it when there
+ * is a usable one, else from the whole log.
+ */
+static int
+replay(struct bft_store *st, char *err, size_t errlen)
+{
+	struct bft_store_ckpt_info *ck = &st->ck;
+	uint32_t from_no = 0;
+	uint64_t from_off = 0;
+	int e;
+
+	e = st_ckpt_load(st, &from_no, &from_off, ck->why, sizeof ck->why);
+	if (e == -ENOMEM) {
+		snprintf(err, errlen, "%s: out of memory", st->dir);
+		return e;
+	}
+	if (e == 0) {
+		/* Every record after the checkpoint was appended after it. */
+		st->replay_min_seq = st->next_seq;
+		for (size_t i = 0; i < st->nseg && e == 0; i++) {
+			uint64_t from = st->segs[i].no == from_no ? from_off :
+			    0;
+
+			if (st->segs[i].no < from_no)
+				continue;
+			e = replay_seg(st, i, from, ck->why, sizeof ck->why);
+			if (e < 0 && e != -ESTALE) {
+				snprintf(err, errlen, "%s", ck->why);
+				return e;
+			}
+			ck->tail_bytes += st->segs[i].end - from;
+		}
+		st->replay_min_seq = 0;
+		if (e == 0 && st_ckpt_locs_ok(st, ck->why, sizeof ck->why)) {
+			ck->loaded = true;
+			/* Compacted before it, their copies durable since. */
+			if (st->nretired > 0 && (e = st_unlink_retired(st)) < 0)
+				bft_warn("%s: removing compacted segments: %s",
+				    st->dir, strerror(-e));
+			return 0;
+		}
+		bft_warn("%s: index checkpoint not usable: %s; replaying the "
+		    "whole log", st->dir, ck->why);
+		if (st_ckpt_load_undo(st) < 0) {
+			snprintf(err, errlen, "%s: out of memory", st->dir);
+			return -ENOMEM;
+		}
+	} else if (e != -ENOENT || strcmp(ck->why, "no checkpoint") != 0) {
+		bft_warn("%s: index checkpoint not usable: %s; replaying the "
+		    "whole log", st->dir, ck->why);
+	}
+	ck->tail_bytes = 0;
+	for (size_t i = 0; i < st->nseg; i++) {
+		if (replay_seg(st, i, 0, err, errlen) < 0)
+			return -EIO;
+		ck->tail_bytes += st->segs[i].end;
+	}
+	return 0;
 }
 
 static int
@@ -366,9 +440,10 @@ check_identity(struct bft_store *st, char *err, size_t errlen)
 	const struct bft_store_identity *a = &st->id;
 	struct bft_store_identity d;
 	char hd[2 * BFT_CLUSTER_ID_LEN + 1], ha[2 * BFT_CLUSTER_ID_LEN + 1];
+	bool upgrade = false;
 	int e;
 
-	e = identity_read(st->dir, st->dirfd, &d, err, errlen);
+	e = identity_read(st->dir, st->dirfd, &d, &upgrade, err, errlen);
 	if (e == -ENOENT && st->nseg > 0) {
 		snprintf(err, errlen, "data dir %s has log segments but no "
 		    "identity file; refusing to guess whose they are",
@@ -406,8 +481,15 @@ check_identity(struct bft_store *st, char *err, size_t errlen)
 	else if (d.nblocks != a->nblocks)
 		snprintf(err, errlen, "data dir %s holds %" PRIu64 " blocks, "
 		    "config says %" PRIu64, st->dir, d.nblocks, a->nblocks);
-	else
+	else if (upgrade && (e = identity_write(st->dirfd, a)) < 0)
+		snprintf(err, errlen, "%s/%s: upgrading to format %d: %s",
+		    st->dir, IDENTITY_FILE, BFT_STORE_FORMAT, strerror(-e));
+	else {
+		if (upgrade)
+			bft_log("%s: data dir upgraded from format 3 to %d",
+			    st->dir, BFT_STORE_FORMAT);
 		return 0;
+	}
 	return -EINVAL;
 }
 
@@ -448,7 +530,9 @@ bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
 		goto out_nomem;
 	st->id = *id;
 	st->n = id->n;
-	st->hent_size = HENT_SIZE(id->n);
+	st->ckpt_every = opts && opts->checkpoint_off ? 0 :
+	    opts && opts->checkpoint_bytes ? opts->checkpoint_bytes :
+	    BFT_STORE_DEFAULT_CKPT;
 	st->seg_max = opts && opts->segment_size ? opts->segment_size :
 	    BFT_STORE_DEFAULT_SEGMENT;
 	st->compact_pct = opts && opts->compact_pct ? opts->compact_pct :
@@ -469,18 +553,23 @@ bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
 	    check_identity(st, err, errlen) < 0)
 		goto out_close;
 	unlinkat(st->dirfd, IDENTITY_TMP, 0);
-	st->blocks = calloc((size_t)id->nblocks, sizeof *st->blocks);
+	/* Pages of blocks never written are never touched: calloc's zeros. */
+	st->idx = calloc((size_t)id->nblocks, sizeof *st->idx);
 	st->wbuf = malloc(bft_rec_max_len(st->n));
 	st->rbuf = malloc(bft_rec_max_len(st->n));
-	if (st->blocks == NULL || st->wbuf == NULL || st->rbuf == NULL)
+	st->mbuf = malloc(bft_rec_max_len(st->n));
+	if (st->idx == NULL || st->wbuf == NULL || st->rbuf == NULL ||
+	    st->mbuf == NULL || st_mc_init(st, opts && opts->cache_off ? 0 :
+	    opts && opts->cache_bytes ? opts->cache_bytes :
+	    BFT_STORE_DEFAULT_CACHE) < 0)
 		goto out_nomem;
-	for (size_t i = 0; i < st->nseg; i++)
-		if (replay_seg(st, i, err, errlen) < 0)
-			goto out_close;
+	if (replay(st, err, errlen) < 0)
+		goto out_close;
 	if (st->nseg == 0 && (e = st_seg_create(st)) < 0) {
 		errno = -e;
 		goto out_errno;
 	}
+	st->opened = true;
 	return st;
 out_errno:
 	snprintf(err, errlen, "%s: %s", dir, strerror(errno));
@@ -506,23 +595,28 @@ bft_store_close(struct bft_store *st)
 
 	if (st == NULL)
 		return;
-	if (st->blocks != NULL && (err = bft_store_sync(st)) < 0)
-		bft_error("%s: sync on close: %s", st->dir, strerror(-err));
+	if (st->opened) {
+		st_ckpt_wait(st);
+		if ((err = bft_store_sync(st)) < 0)
+			bft_error("%s: sync on close: %s", st->dir,
+			    strerror(-err));
+		/* A restart then replays nothing. */
+		else if ((err = st_ckpt_write_now(st)) < 0)
+			bft_error("%s: index checkpoint on close: %s", st->dir,
+			    strerror(-err));
+	}
 	for (size_t i = 0; i < st->nseg; i++)
 		if (st->segs[i].fd >= 0)
 			close(st->segs[i].fd);
-	for (uint64_t b = 0; st->blocks != NULL && b < st->id.nblocks; b++) {
-		if (st->blocks[b] != NULL) {
-			free(st->blocks[b]->more);
-			free(st->blocks[b]);
-		}
-	}
 	if (st->dirfd >= 0)
 		close(st->dirfd);
-	free(st->blocks);
+	st_side_free(st);
+	st_mc_free(st);
+	free(st->idx);
 	free(st->segs);
 	free(st->wbuf);
 	free(st->rbuf);
+	free(st->mbuf);
 	free(st->dir);
 	free(st);
 }

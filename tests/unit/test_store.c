@@ -50,6 +50,53 @@ find_rec(unsigned type, uint64_t block, uint64_t num, uint32_t *no,
 	return -1;
 }
 
+/*
+ * Rewrites every record of segment no as bftblk wrote it before format
+ * 4: record version 1, no meta CRC, the record's CRC over that.
+ */
+static void
+to_v1(uint32_t no)
+{
+	static uint8_t rec[2 * BFT_MAX_FRAG];
+	int fd = open(seg_path(no), O_RDWR);
+	off_t end = file_size(seg_path(no));
+	struct bft_rec_hdr h;
+	uint32_t crc;
+	size_t len;
+
+	assert_true(fd >= 0);
+	for (off_t off = 0; off < end; off += (off_t)len) {
+		assert_int_equal(pread(fd, rec, BFT_REC_HDR_LEN, off),
+		    BFT_REC_HDR_LEN);
+		assert_int_equal(bft_rec_check_hdr(rec, (size_t)(end - off),
+		    ident.n, &h), BFT_REC_OK);
+		len = BFT_REC_HDR_LEN + h.payload_len + BFT_REC_SUM_LEN;
+		assert_int_equal(pread(fd, rec, len, off), (ssize_t)len);
+		rec[5] = BFT_REC_VERSION_V1;
+		memset(rec + 12, 0, 4);
+		crc = bft_crc32c(0, rec, len - BFT_REC_SUM_LEN);
+		for (int i = 0; i < 4; i++)
+			rec[len - BFT_REC_SUM_LEN + i] = (uint8_t)(crc >> 8 * i);
+		assert_int_equal(pwrite(fd, rec, len, off), (ssize_t)len);
+	}
+	close(fd);
+}
+
+static const char *
+read_text(const char *p)
+{
+	static char text[1024];
+	int fd = open(p, O_RDONLY);
+	ssize_t len;
+
+	assert_true(fd >= 0);
+	len = read(fd, text, sizeof text - 1);
+	close(fd);
+	assert_true(len >= 0);
+	text[len] = '\0';
+	return text;
+}
+
 static void
 flip(const char *p, off_t off)
 {
@@ -458,6 +505,7 @@ test_corrupt(void **state)
 	assert_int_equal(bft_store_hist_at(st, 7, 0, &e), 0);
 	assert_int_equal(bft_store_read_frag(st, &e, got), -EIO);
 	bft_store_close(st);
+	drop_ckpt();
 	/* A fragment byte (7), a header byte (4) and the last segment (10). */
 	assert_int_equal(find_rec(BFT_REC_HIST, 4, 5, &no, &off, &len), 0);
 	flip(seg_path(no), off + 17);
@@ -479,6 +527,7 @@ test_corrupt(void **state)
 	assert_int_equal(find_rec(BFT_REC_HIST, 0, 1, &no, &off, &len), 0);
 	assert_int_equal(no, 1);
 	flip(seg_path(1), off + 1);
+	drop_ckpt();
 	st = sopen(128 * KIB);
 	bft_store_replay_info(st, &rp);
 	assert_int_equal(rp.corrupt_records, 4);
@@ -528,6 +577,7 @@ test_crafted_log(void **state)
 	fd = open(seg_path(1), O_WRONLY | O_APPEND);
 	assert_int_equal(write(fd, rec, len), (ssize_t)len);
 	close(fd);
+	drop_ckpt();
 	st = sopen(0);
 	bft_store_stats(st, &ss);
 	assert_int_equal(ss.records_discarded, 1);
@@ -628,10 +678,23 @@ test_identity(void **state)
 	/* Format 2's MACs do not name the block: all would fail now. */
 	set_format(p, '2');
 	refused("did not name the block");
-	set_format(p, '4');
-	refused("format 4 is not supported");
+	set_format(p, '5');
+	refused("format 5 is not supported");
+	/*
+	 * Format 3 is upgraded in place, and its records (version 1, no
+	 * meta CRC) are still read: whole, the metadata with them.
+	 */
 	set_format(p, '3');
+	to_v1(1);
+	drop_ckpt();
 	st = sopen(0);
+	check_entry(st, 1, 1, 1, 0);
+	assert_int_equal(set_lc(st, 1, 1, 1), 0);
+	assert_int_equal(store_lc(st, 1)->ts.num, 1);
+	bft_store_close(st);
+	assert_non_null(strstr(read_text(p), "format = 4\n"));
+	st = sopen(0);
+	check_entry(st, 1, 1, 1, 0);
 	bft_store_close(st);
 	fd = open(p, O_WRONLY | O_APPEND);
 	assert_int_equal(write(fd, "colour = blue\n", 14), 14);

@@ -1,0 +1,628 @@
+/*
+ * The index checkpoint: the index, the side table and the segments'
+ * live bytes as of a position in the log, so that open replays only
+ * the log after that position instead of all of it.
+ *
+ * The file, index.ckpt, is a stream of chunks of at most 1 MiB, each
+ * followed by a CRC32C of its number and bytes: a header (struct
+ * ck_hdr), the segments (struct ck_seg), the index array and the side
+ * entries.  It is written to a temporary name only after everything it
+ * covers is durable, then fsynced and renamed over the last one.
+ *
+ * Why loading it gives the state a full replay gives: the log after the
+ * position holds every record appended since, in order, and the index
+ * transitions are the same functions for appends and replay.
+ * Compaction after the checkpoint appended its copies there too, so a
+ * record the checkpoint places in a segment compaction removed since is
+ * moved by replaying its copy, or dropped by the newer lc that replaces
+ * it.  Whatever still names a segment that is gone after the replay
+ * (an entry forgotten as damaged, or a directory tampered with) makes
+ * open fall back to the full replay; so does any failed check here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "store_int.h"
+#include "store_log.h"
+
+#define CKPT_FILE	"index.ckpt"
+#define CKPT_TMP	"index.ckpt.tmp"
+#define CKPT_MAGIC	"BFTIDX1"
+#define CKPT_VERSION	1u
+#define CHUNK		(1u << 20)
+
+struct ck_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t idx_size, side_size;	/* the structs' sizes: same build */
+	uint32_t n, server_index;
+	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
+	uint64_t nblocks;
+	uint64_t next_seq;
+	uint64_t held;
+	uint32_t pos_no;		/* the log after (pos_no, pos_off) */
+	uint32_t nseg;
+	uint64_t pos_off;
+	uint64_t nside;
+};
+
+struct ck_seg {
+	uint32_t no;
+	uint32_t pad;
+	uint64_t size, live;
+	uint64_t first_seq;		/* tells a segment from a namesake */
+};
+
+/* A checkpoint's contents, copied on the event loop or borrowed at close. */
+struct ckpt_job {
+	struct ck_hdr hdr;
+	struct ck_seg *segs;
+	struct blk_idx *idx;
+	struct side_ent *side;
+	bool owned;			/* idx is a copy to free */
+	int dirfd;
+	int *fds;			/* segments to sync first */
+	size_t nfds;
+	int err;
+	uint64_t bytes;
+};
+
+/* The chunked stream, written or read through one buffer. */
+struct ck_stream {
+	int fd;
+	uint8_t *buf;
+	size_t fill, pos;		/* bytes in buf; read position */
+	uint64_t chunk;			/* chunks so far */
+	uint64_t off;			/* in the file */
+};
+
+static uint32_t
+chunk_crc(uint64_t no, const uint8_t *p, size_t len)
+{
+	return bft_crc32c(bft_crc32c(0, &no, sizeof no), p, len);
+}
+
+static int
+ck_flush(struct ck_stream *w)
+{
+	uint32_t crc;
+	int err;
+
+	if (w->fill == 0)
+		return 0;
+	crc = chunk_crc(w->chunk++, w->buf, w->fill);
+	memcpy(w->buf + w->fill, &crc, sizeof crc);
+	if ((err = bft_pwrite_all(w->fd, w->buf, w->fill + sizeof crc,
+	    w->off)) < 0)
+		return err;
+	w->off += w->fill + sizeof crc;
+	w->fill = 0;
+	return 0;
+}
+
+static int
+ck_write(struct ck_stream *w, const void *src, size_t len)
+{
+	const uint8_t *p = src;
+	int err;
+
+	while (len > 0) {
+		size_t k = CHUNK - w->fill < len ? CHUNK - w->fill : len;
+
+		memcpy(w->buf + w->fill, p, k);
+		w->fill += k;
+		p += k;
+		len -= k;
+		if (w->fill == CHUNK && (err = ck_flush(w)) < 0)
+			return err;
+	}
+	return 0;
+}
+
+/* Reads the next chunk: -EBADMSG when it is short or fails its CRC. */
+static int
+ck_fill(struct ck_stream *r)
+{
+	uint8_t *p = r->buf;
+	uint32_t crc;
+	ssize_t got;
+	size_t have = 0;
+
+	/* A chunk is CHUNK bytes and its CRC, or less at the end. */
+	while (have < CHUNK + sizeof crc) {
+		got = pread(r->fd, p + have, CHUNK + sizeof crc - have,
+		    (off_t)(r->off + have));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			break;
+		have += (size_t)got;
+	}
+	if (have <= sizeof crc)
+		return -EBADMSG;
+	memcpy(&crc, p + have - sizeof crc, sizeof crc);
+	if (crc != chunk_crc(r->chunk, p, have - sizeof crc))
+		return -EBADMSG;
+	r->chunk++;
+	r->off += have;
+	r->fill = have - sizeof crc;
+	r->pos = 0;
+	return 0;
+}
+
+static int
+ck_read(struct ck_stream *r, void *dst, size_t len)
+{
+	uint8_t *p = dst;
+	int err;
+
+	while (len > 0) {
+		size_t k;
+
+		if (r->pos == r->fill && (err = ck_fill(r)) < 0)
+			return err;
+		k = r->fill - r->pos < len ? r->fill - r->pos : len;
+		memcpy(p, r->buf + r->pos, k);
+		r->pos += k;
+		p += k;
+		len -= k;
+	}
+	return 0;
+}
+
+/* The stream's content, from the job. */
+static int
+ckpt_emit(struct ck_stream *w, const struct ckpt_job *job)
+{
+	const struct ck_hdr *h = &job->hdr;
+	int err;
+
+	if ((err = ck_write(w, h, sizeof *h)) < 0 ||
+	    (err = ck_write(w, job->segs, h->nseg * sizeof *job->segs)) < 0 ||
+	    (err = ck_write(w, job->idx, h->nblocks * sizeof *job->idx)) < 0 ||
+	    (err = ck_write(w, job->side, h->nside * sizeof *job->side)) < 0)
+		return err;
+	return ck_flush(w);
+}
+
+/* Syncs what it covers, then writes the file in place of the last. */
+static int
+ckpt_write(struct ckpt_job *job)
+{
+	struct ck_stream w = { .fd = -1 };
+	int err = 0;
+
+	for (size_t i = 0; i < job->nfds; i++)
+		if (fdatasync(job->fds[i]) < 0)
+			return -errno;
+	/* Segments it names must be in the directory for good, too. */
+	if (fsync(job->dirfd) < 0)
+		return -errno;
+	if ((w.buf = malloc(CHUNK + sizeof(uint32_t))) == NULL)
+		return -ENOMEM;
+	w.fd = openat(job->dirfd, CKPT_TMP, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC, 0644);
+	if (w.fd < 0) {
+		err = -errno;
+		goto out_free;
+	}
+	if ((err = ckpt_emit(&w, job)) < 0)
+		goto out_unlink;
+	if (fsync(w.fd) < 0) {
+		err = -errno;
+		goto out_unlink;
+	}
+	if (renameat(job->dirfd, CKPT_TMP, job->dirfd, CKPT_FILE) < 0) {
+		err = -errno;
+		goto out_unlink;
+	}
+	if (fsync(job->dirfd) < 0)
+		err = -errno;
+	job->bytes = w.off;
+	goto out_close;
+out_unlink:
+	unlinkat(job->dirfd, CKPT_TMP, 0);
+out_close:
+	close(w.fd);
+out_free:
+	free(w.buf);
+	return err;
+}
+
+static void
+job_free(struct ckpt_job *job)
+{
+	for (size_t i = 0; i < job->nfds; i++)
+		close(job->fds[i]);
+	if (job->dirfd >= 0)
+		close(job->dirfd);
+	if (job->owned)
+		free(job->idx);
+	free(job->side);
+	free(job->segs);
+	free(job->fds);
+	free(job);
+}
+
+/*
+ * The job for the store as it is now.  copy: the index and side table
+ * are copied (for a thread) and dirty segments' descriptors duplicated;
+ * otherwise they are borrowed and everything must be synced already.
+ */
+static struct ckpt_job *
+job_make(struct bft_store *st, bool copy)
+{
+	struct ckpt_job *job = calloc(1, sizeof *job);
+	struct ck_hdr *h;
+	size_t k = 0;
+
+	if (job == NULL)
+		return NULL;
+	job->dirfd = dup(st->dirfd);
+	job->segs = calloc(st->nseg, sizeof *job->segs);
+	job->fds = calloc(st->nseg, sizeof *job->fds);
+	job->side = calloc(st->side.used + 1, sizeof *job->side);
+	job->owned = true;
+	if (job->dirfd < 0 || job->segs == NULL || job->fds == NULL ||
+	    job->side == NULL)
+		goto out_free;
+	h = &job->hdr;
+	memcpy(h->magic, CKPT_MAGIC, sizeof h->magic);
+	h->version = CKPT_VERSION;
+	h->idx_size = sizeof(struct blk_idx);
+	h->side_size = sizeof(struct side_ent);
+	h->n = st->n;
+	h->server_index = st->id.server_index;
+	memcpy(h->cluster_id, st->id.cluster_id, BFT_CLUSTER_ID_LEN);
+	h->nblocks = st->id.nblocks;
+	h->next_seq = st->next_seq;
+	h->held = st->held;
+	h->pos_no = st->segs[st->nseg - 1].no;
+	h->pos_off = st->segs[st->nseg - 1].size;
+	for (size_t i = 0; i < st->nseg; i++) {
+		const struct seg *s = &st->segs[i];
+
+		/* A retired segment holds nothing the index points to. */
+		if (s->retired)
+			continue;
+		job->segs[h->nseg++] = (struct ck_seg){ .no = s->no,
+		    .size = s->size, .live = s->live,
+		    .first_seq = s->first_seq };
+		if (copy && s->dirty) {
+			if ((job->fds[job->nfds] = dup(s->fd)) < 0)
+				goto out_free;
+			job->nfds++;
+		}
+	}
+	for (size_t i = 0; i < st->side.cap; i++)
+		if (st->side.e[i].block != SIDE_EMPTY)
+			job->side[k++] = st->side.e[i];
+	h->nside = k;
+	if (!copy) {
+		job->idx = st->idx;
+		job->owned = false;
+		return job;
+	}
+	job->idx = malloc(st->id.nblocks * sizeof *job->idx);
+	if (job->idx == NULL)
+		goto out_free;
+	memcpy(job->idx, st->idx, st->id.nblocks * sizeof *job->idx);
+	return job;
+out_free:
+	job_free(job);
+	return NULL;
+}
+
+static void
+job_done(struct bft_store *st, struct ckpt_job *job)
+{
+	if (job->err == 0) {
+		st->ck.written++;
+		st->ck.last_bytes = job->bytes;
+		st->fsyncs += job->nfds + 3;
+	} else {
+		st->ck.failed++;
+		bft_warn("%s: index checkpoint: %s (a restart replays more of "
+		    "the log)", st->dir, strerror(-job->err));
+	}
+}
+
+static void *
+ckpt_main(void *arg)
+{
+	struct ckpt_job *job = arg;
+
+	job->err = ckpt_write(job);
+	return NULL;
+}
+
+static int
+reap(struct bft_store *st, bool block)
+{
+	struct ckpt_job *job = st->ckpt_job;
+	int err;
+
+	if (job == NULL)
+		return 0;
+	if (block ? pthread_join(st->ckpt_thread, NULL) != 0 :
+	    pthread_tryjoin_np(st->ckpt_thread, NULL) != 0)
+		return block ? -EIO : -EBUSY;
+	job_done(st, job);
+	err = job->err;
+	job_free(job);
+	st->ckpt_job = NULL;
+	return err;
+}
+
+int
+st_ckpt_wait(struct bft_store *st)
+{
+	return reap(st, true);
+}
+
+void
+st_ckpt_after_append(struct bft_store *st, size_t len)
+{
+	struct ckpt_job *job;
+
+	if (st->ckpt_every == 0)
+		return;
+	st->ckpt_appended += len;
+	if (st->ckpt_appended < st->ckpt_every ||
+	    reap(st, false) == -EBUSY)
+		return;
+	/* Failing to start one only leaves a longer log to replay. */
+	if ((job = job_make(st, true)) == NULL)
+		return;
+	st->ckpt_appended = 0;
+	st->ckpt_job = job;
+	if (pthread_create(&st->ckpt_thread, NULL, ckpt_main, job) != 0) {
+		st->ckpt_job = NULL;
+		job->err = -EAGAIN;
+		job_done(st, job);
+		job_free(job);
+	}
+}
+
+int
+st_ckpt_write_now(struct bft_store *st)
+{
+	struct ckpt_job *job;
+	int err;
+
+	if ((job = job_make(st, false)) == NULL)
+		return -ENOMEM;
+	job->err = err = ckpt_write(job);
+	job_done(st, job);
+	job_free(job);
+	return err;
+}
+
+static int
+fail(char *why, size_t whylen, int err, const char *fmt, const char *arg)
+{
+	snprintf(why, whylen, fmt, arg);
+	return err;
+}
+
+/* Checks the header against the store; 0 or -EINVAL with why. */
+static int
+hdr_check(const struct bft_store *st, const struct ck_hdr *h, char *why,
+    size_t whylen)
+{
+	if (memcmp(h->magic, CKPT_MAGIC, sizeof h->magic) != 0 ||
+	    h->version != CKPT_VERSION)
+		return fail(why, whylen, -EINVAL, "%s", "not a checkpoint of "
+		    "this version");
+	if (h->idx_size != sizeof(struct blk_idx) ||
+	    h->side_size != sizeof(struct side_ent))
+		return fail(why, whylen, -EINVAL, "%s", "written by another "
+		    "build's layout");
+	if (h->n != st->n || h->server_index != st->id.server_index ||
+	    h->nblocks != st->id.nblocks ||
+	    memcmp(h->cluster_id, st->id.cluster_id, BFT_CLUSTER_ID_LEN) != 0)
+		return fail(why, whylen, -EINVAL, "%s", "its identity is not "
+		    "the data dir's");
+	if (h->nseg > (1u << 24) || h->nside > h->nblocks * 1024)
+		return fail(why, whylen, -EINVAL, "%s", "implausible sizes");
+	return 0;
+}
+
+/* The sequence number of s's first record, or 0. */
+static uint64_t
+first_seq(const struct seg *s, unsigned n)
+{
+	uint8_t hdr[BFT_REC_HDR_LEN];
+	struct bft_rec_hdr h;
+
+	if (bft_pread_all(s->fd, hdr, sizeof hdr, 0) < 0 ||
+	    bft_rec_check_hdr(hdr, s->size, n, &h) == BFT_REC_BADHDR)
+		return 0;
+	return h.seq;
+}
+
+/*
+ * Sets the segments on disk from the checkpoint's: live bytes for those
+ * it lists, retired for older ones it does not (compacted before it was
+ * written, their copies durable since); the log from pos_no on is
+ * replayed.
+ */
+static int
+segs_apply(struct bft_store *st, const struct ck_hdr *h,
+    const struct ck_seg *cs, char *why, size_t whylen)
+{
+	char name[BFT_SEG_NAME_MAX];
+	size_t j = 0;
+
+	for (size_t i = 0; i < st->nseg; i++) {
+		struct seg *s = &st->segs[i];
+		struct stat sb;
+
+		if (fstat(s->fd, &sb) < 0)
+			return fail(why, whylen, -errno, "%s", "fstat failed");
+		s->size = s->end = (uint64_t)sb.st_size;
+		while (j < h->nseg && cs[j].no < s->no)
+			j++;
+		bft_seg_name(name, s->no);
+		if (j < h->nseg && cs[j].no == s->no) {
+			if (s->size < (s->no == h->pos_no ? h->pos_off :
+			    cs[j].size))
+				return fail(why, whylen, -EINVAL, "%s is "
+				    "shorter than the checkpoint says", name);
+			if (s->no != h->pos_no && s->size != cs[j].size)
+				return fail(why, whylen, -EINVAL, "%s changed "
+				    "size since the checkpoint", name);
+			/*
+			 * The log's head: a directory emptied and written
+			 * anew reuses its number, not its first record.
+			 */
+			if (s->no == h->pos_no && s->size > 0 &&
+			    first_seq(s, st->n) != cs[j].first_seq)
+				return fail(why, whylen, -EINVAL, "%s is not "
+				    "the segment the checkpoint saw", name);
+			s->live = cs[j].live;
+			s->first_seq = cs[j].first_seq;
+		} else if (s->no < h->pos_no) {
+			s->retired = true;
+			st->nretired++;
+		}
+	}
+	return 0;
+}
+
+int
+st_ckpt_load_undo(struct bft_store *st)
+{
+	if (unlinkat(st->dirfd, CKPT_FILE, 0) == 0)
+		fsync(st->dirfd);
+	for (size_t i = 0; i < st->nseg; i++) {
+		st->segs[i].live = 0;
+		st->segs[i].retired = false;
+	}
+	st->nretired = 0;
+	st->held = 0;
+	st->next_seq = 1;
+	st->replayed = 0;
+	/* A torn tail was cut off for good; damage is counted again. */
+	st->rp.corrupt_records = st->rp.corrupt_bytes = 0;
+	st_side_free(st);
+	/* A fresh index, untouched pages and all. */
+	free(st->idx);
+	st->idx = calloc((size_t)st->id.nblocks, sizeof *st->idx);
+	return st->idx == NULL ? -ENOMEM : 0;
+}
+
+int
+st_ckpt_load(struct bft_store *st, uint32_t *seg_no, uint64_t *off,
+    char *why, size_t whylen)
+{
+	struct ck_stream r = { .fd = -1 };
+	struct ck_seg *cs = NULL;
+	struct side_ent e;
+	struct ck_hdr h;
+	uint8_t extra;
+	int err;
+
+	r.fd = openat(st->dirfd, CKPT_FILE, O_RDONLY | O_CLOEXEC);
+	if (r.fd < 0)
+		return fail(why, whylen, -ENOENT, "%s", errno == ENOENT ?
+		    "no checkpoint" : strerror(errno));
+	if ((r.buf = malloc(CHUNK + sizeof(uint32_t))) == NULL) {
+		err = fail(why, whylen, -ENOMEM, "%s", "out of memory");
+		goto out;
+	}
+	if ((err = ck_read(&r, &h, sizeof h)) < 0 ||
+	    (err = hdr_check(st, &h, why, whylen)) < 0)
+		goto out_why;
+	if ((cs = calloc(h.nseg + 1, sizeof *cs)) == NULL) {
+		err = fail(why, whylen, -ENOMEM, "%s", "out of memory");
+		goto out;
+	}
+	if ((err = ck_read(&r, cs, h.nseg * sizeof *cs)) < 0 ||
+	    (err = ck_read(&r, st->idx, h.nblocks * sizeof *st->idx)) < 0 ||
+	    (err = st_side_reserve(st, h.nside)) < 0)
+		goto out_why;
+	for (uint64_t i = 0; i < h.nside; i++) {
+		if ((err = ck_read(&r, &e, sizeof e)) < 0)
+			goto out_why;
+		if (e.block >= st->id.nblocks) {
+			err = fail(why, whylen, -EINVAL, "%s", "a side entry "
+			    "beyond the disk");
+			goto out;
+		}
+		st_side_insert(st, &e);
+	}
+	if (ck_read(&r, &extra, 1) != -EBADMSG || r.fill != r.pos) {
+		err = fail(why, whylen, -EINVAL, "%s", "trailing bytes");
+		goto out;
+	}
+	if ((err = segs_apply(st, &h, cs, why, whylen)) < 0)
+		goto out;
+	st->next_seq = h.next_seq;
+	st->held = h.held;
+	*seg_no = h.pos_no;
+	*off = h.pos_off;
+	goto out;
+out_why:
+	if (err == -EBADMSG)
+		fail(why, whylen, err, "%s", "a chunk is short or fails its "
+		    "CRC");
+	else if (err != -EINVAL)
+		fail(why, whylen, err, "%s", strerror(-err));
+out:
+	if (err < 0 && st_ckpt_load_undo(st) < 0)
+		err = -ENOMEM;
+	else if (err < 0 && err != -ENOMEM)
+		err = -ENOENT;
+	free(cs);
+	free(r.buf);
+	close(r.fd);
+	return err;
+}
+
+static bool
+loc_ok(struct bft_store *st, uint64_t loc, size_t len)
+{
+	const struct seg *s = st_seg_find(st, LOC_SEG(loc));
+
+	return s != NULL && !s->retired && LOC_OFF(loc) + len <= s->size;
+}
+
+bool
+st_ckpt_locs_ok(struct bft_store *st, char *why, size_t whylen)
+{
+	size_t lc = bft_rec_lc_len(st->n);
+
+	for (uint64_t b = 0; b < st->id.nblocks; b++) {
+		const struct blk_idx *x = &st->idx[b];
+
+		if ((x->lc_loc != 0 && !loc_ok(st, x->lc_loc, lc)) ||
+		    ((x->flags & IDX_HENT) && !loc_ok(st, x->h_loc,
+		    bft_rec_hist_len(st->n, x->h_frag_len)))) {
+			snprintf(why, whylen, "block %" PRIu64 "'s records are "
+			    "not where the checkpoint and the log after it "
+			    "say", b);
+			return false;
+		}
+	}
+	for (size_t i = 0; i < st->side.cap; i++) {
+		const struct side_ent *e = &st->side.e[i];
+
+		if (e->block != SIDE_EMPTY && !loc_ok(st, e->loc,
+		    bft_rec_hist_len(st->n, e->frag_len))) {
+			snprintf(why, whylen, "a pending entry of block %" PRIu64
+			    " is not where the checkpoint says", e->block);
+			return false;
+		}
+	}
+	return true;
+}

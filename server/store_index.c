@@ -1,0 +1,271 @@
+/*
+ * The store's index (store_int.h): per block, lc.ts and where lc's and
+ * Hist[lc.ts]'s records are; and the side table of Hist entries above
+ * lc.  The transitions here are the whole of the store's semantics: an
+ * append and the replay of the same record go through the same one.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "predicates.h"
+#include "store_int.h"
+#include "store_log.h"
+
+/* Fibonacci hashing, folded: consecutive blocks spread over the table. */
+static size_t
+side_slot(const struct side_tab *t, uint64_t block)
+{
+	uint64_t h = block * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h ^ h >> 32) & (t->cap - 1);
+}
+
+static void
+side_put(struct side_tab *t, const struct side_ent *e)
+{
+	size_t i = side_slot(t, e->block);
+
+	while (t->e[i].block != SIDE_EMPTY)
+		i = (i + 1) & (t->cap - 1);
+	t->e[i] = *e;
+	t->used++;
+}
+
+void
+st_side_insert(struct bft_store *st, const struct side_ent *e)
+{
+	side_put(&st->side, e);
+}
+
+/* Room for extra more entries at a load of at most 3/4.  0 or -ENOMEM. */
+int
+st_side_reserve(struct bft_store *st, size_t extra)
+{
+	struct side_tab *t = &st->side, nt;
+
+	if (4 * (t->used + extra) <= 3 * t->cap)
+		return 0;
+	nt.cap = t->cap ? 2 * t->cap : 256;
+	while (4 * (t->used + extra) > 3 * nt.cap)
+		nt.cap *= 2;
+	nt.used = 0;
+	if ((nt.e = malloc(nt.cap * sizeof *nt.e)) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < nt.cap; i++)
+		nt.e[i].block = SIDE_EMPTY;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->e[i].block != SIDE_EMPTY)
+			side_put(&nt, &t->e[i]);
+	free(t->e);
+	*t = nt;
+	return 0;
+}
+
+void
+st_side_free(struct bft_store *st)
+{
+	free(st->side.e);
+	memset(&st->side, 0, sizeof st->side);
+}
+
+bool
+st_side_next(const struct bft_store *st, uint64_t block, long *pos)
+{
+	const struct side_tab *t = &st->side;
+	size_t i;
+
+	if (t->cap == 0)
+		return false;
+	i = *pos < 0 ? side_slot(t, block) : ((size_t)*pos + 1) &
+	    (t->cap - 1);
+	/* A run of full slots ends at an empty one: the table is never full. */
+	for (; t->e[i].block != SIDE_EMPTY; i = (i + 1) & (t->cap - 1)) {
+		if (t->e[i].block == block) {
+			*pos = (long)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+long
+st_side_find(const struct bft_store *st, uint64_t block,
+    const struct bft_ts *ts)
+{
+	long pos = -1;
+
+	if (IDX_NSIDE(&st->idx[block]) == 0)
+		return -1;
+	while (st_side_next(st, block, &pos))
+		if (bft_ts_cmp(&st->side.e[pos].ts, ts) == 0)
+			return pos;
+	return -1;
+}
+
+/* Removes slot i, shifting back the run after it (Knuth's algorithm R). */
+static void
+side_delete(struct bft_store *st, size_t i)
+{
+	struct side_tab *t = &st->side;
+	size_t j = i, home;
+
+	st->idx[t->e[i].block].flags -= 1u << IDX_SIDE_SHIFT;
+	for (;;) {
+		t->e[i].block = SIDE_EMPTY;
+		for (;;) {
+			j = (j + 1) & (t->cap - 1);
+			if (t->e[j].block == SIDE_EMPTY) {
+				t->used--;
+				return;
+			}
+			home = side_slot(t, t->e[j].block);
+			/* Stays if its home lies cyclically in (i, j]. */
+			if (i <= j ? (i < home && home <= j) :
+			    (i < home || home <= j))
+				continue;
+			break;
+		}
+		t->e[i] = t->e[j];
+		i = j;
+	}
+}
+
+static size_t
+hist_len(const struct bft_store *st, uint32_t frag_len)
+{
+	return bft_rec_hist_len(st->n, frag_len);
+}
+
+void
+st_side_drop(struct bft_store *st, long i)
+{
+	struct side_ent *e = &st->side.e[i];
+
+	st_live_dec(st, e->loc, hist_len(st, e->frag_len));
+	st_mc_drop(st, e->loc);
+	side_delete(st, (size_t)i);
+}
+
+static void
+h_drop(struct bft_store *st, struct blk_idx *x)
+{
+	st_live_dec(st, x->h_loc, hist_len(st, x->h_frag_len));
+	st_mc_drop(st, x->h_loc);
+	x->h_loc = 0;
+	x->h_frag_len = 0;
+	x->flags &= ~(IDX_HENT | IDX_HELD);
+}
+
+/* validByHist(c, e) from the parts it reads: the entry's ts and nh. */
+static bool
+held_by(const struct bft_cand *c, const struct bft_ts *ts, const uint8_t *nh)
+{
+	struct bft_hist_meta m;
+
+	m.ts = *ts;
+	memcpy(m.nh, nh, BFT_HASH_LEN);
+	return bft_valid_by_hist(c, &m);
+}
+
+void
+st_hist_apply(struct bft_store *st, uint64_t block,
+    const struct bft_hist_meta *m, uint64_t loc, size_t len)
+{
+	struct blk_idx *x = &st->idx[block];
+	int cmp = bft_ts_cmp(&m->ts, &x->lc_ts);
+	struct side_ent ne;
+	struct bft_cand lc;
+	long i;
+
+	if (cmp < 0)
+		return;
+	if (cmp == 0) {
+		/* The entry backing lc: HELD needs lc's nonce, from its record. */
+		if (x->flags & IDX_HENT)
+			h_drop(st, x);
+		x->h_loc = loc;
+		x->h_frag_len = m->frag_len;
+		x->flags |= IDX_HENT;
+		if (st_lc_read(st, block, &lc) == 0 &&
+		    held_by(&lc, &m->ts, m->nh))
+			x->flags |= IDX_HELD;
+		st_live_inc(st, loc, len);
+		return;
+	}
+	if ((i = st_side_find(st, block, &m->ts)) >= 0)
+		st_side_drop(st, i);
+	memset(&ne, 0, sizeof ne);
+	ne.block = block;
+	ne.ts = m->ts;
+	memcpy(ne.nh, m->nh, BFT_HASH_LEN);
+	ne.loc = loc;
+	ne.frag_len = m->frag_len;
+	side_put(&st->side, &ne);
+	x->flags += 1u << IDX_SIDE_SHIFT;
+	st_live_inc(st, loc, len);
+}
+
+bool
+st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
+    uint64_t loc)
+{
+	struct blk_idx *x = &st->idx[block];
+	int cmp = bft_ts_cmp(&c->ts, &x->lc_ts);
+	size_t len = bft_rec_lc_len(st->n);
+	long pos;
+
+	if (cmp < 0)
+		return false;
+	if (bft_ts_is_zero(&x->lc_ts) && !bft_ts_is_zero(&c->ts))
+		st->held++;
+	if (x->lc_loc != 0) {
+		st_live_dec(st, x->lc_loc, len);
+		st_mc_drop(st, x->lc_loc);
+	}
+	x->lc_ts = c->ts;
+	x->lc_loc = loc;
+	st_live_inc(st, loc, len);
+	if (cmp == 0)
+		return true;
+	/* The GC rule: every entry below the new lc goes. */
+	if (x->flags & IDX_HENT)
+		h_drop(st, x);
+	for (pos = -1; IDX_NSIDE(x) > 0 && st_side_next(st, block, &pos);) {
+		struct side_ent *e = &st->side.e[pos];
+		int ec = bft_ts_cmp(&e->ts, &c->ts);
+
+		if (ec > 0)
+			continue;
+		if (ec == 0) {
+			/* Moves under lc: its bytes stay live. */
+			x->h_loc = e->loc;
+			x->h_frag_len = e->frag_len;
+			x->flags |= IDX_HENT;
+			if (held_by(c, &e->ts, e->nh))
+				x->flags |= IDX_HELD;
+			side_delete(st, (size_t)pos);
+		} else {
+			st_side_drop(st, pos);
+		}
+		/* A deletion shifts entries back: walk the run again. */
+		pos = -1;
+	}
+	return true;
+}
+
+int
+st_hist_forget(struct bft_store *st, uint64_t block, const struct bft_ts *ts)
+{
+	struct blk_idx *x = &st->idx[block];
+	long i;
+
+	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0) {
+		h_drop(st, x);
+		return 0;
+	}
+	if ((i = st_side_find(st, block, ts)) < 0)
+		return -ENOENT;
+	st_side_drop(st, i);
+	return 0;
+}
