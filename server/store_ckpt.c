@@ -482,11 +482,11 @@ segs_apply(struct bft_store *st, const struct ck_hdr *h,
 				return fail(why, whylen, -EINVAL, "%s changed "
 				    "size since the checkpoint", name);
 			/*
-			 * The log's head: a directory emptied and written
-			 * anew reuses its number, not its first record.
+			 * A directory emptied and written anew reuses
+			 * segment numbers, never sequence numbers.
 			 */
-			if (s->no == h->pos_no && s->size > 0 &&
-			    first_seq(s, st->n) != cs[j].first_seq)
+			if (s->size > 0 && first_seq(s, st->n) !=
+			    cs[j].first_seq)
 				return fail(why, whylen, -EINVAL, "%s is not "
 				    "the segment the checkpoint saw", name);
 			s->live = cs[j].live;
@@ -532,6 +532,8 @@ st_ckpt_load(struct bft_store *st, uint32_t *seg_no, uint64_t *off,
 	uint8_t extra;
 	int err;
 
+	/* What a crash in the middle of writing one left. */
+	unlinkat(st->dirfd, CKPT_TMP, 0);
 	r.fd = openat(st->dirfd, CKPT_FILE, O_RDONLY | O_CLOEXEC);
 	if (r.fd < 0)
 		return fail(why, whylen, -ENOENT, "%s", errno == ENOENT ?
