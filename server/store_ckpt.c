@@ -72,6 +72,8 @@ struct ckpt_job {
 	size_t nfds;
 	int err;
 	uint64_t bytes;
+	/* Allocated by the event loop: a thread's arena would keep it. */
+	uint8_t *buf;
 };
 
 /* The chunked stream, written or read through one buffer. */
@@ -207,14 +209,11 @@ ckpt_write(struct ckpt_job *job)
 	/* Segments it names must be in the directory for good, too. */
 	if (fsync(job->dirfd) < 0)
 		return -errno;
-	if ((w.buf = malloc(CHUNK + sizeof(uint32_t))) == NULL)
-		return -ENOMEM;
+	w.buf = job->buf;
 	w.fd = openat(job->dirfd, CKPT_TMP, O_WRONLY | O_CREAT | O_TRUNC |
 	    O_CLOEXEC, 0644);
-	if (w.fd < 0) {
-		err = -errno;
-		goto out_free;
-	}
+	if (w.fd < 0)
+		return -errno;
 	if ((err = ckpt_emit(&w, job)) < 0)
 		goto out_unlink;
 	if (fsync(w.fd) < 0) {
@@ -233,8 +232,6 @@ out_unlink:
 	unlinkat(job->dirfd, CKPT_TMP, 0);
 out_close:
 	close(w.fd);
-out_free:
-	free(w.buf);
 	return err;
 }
 
@@ -249,6 +246,7 @@ job_free(struct ckpt_job *job)
 		free(job->idx);
 	free(job->side);
 	free(job->segs);
+	free(job->buf);
 	free(job->fds);
 	free(job);
 }
@@ -271,9 +269,10 @@ job_make(struct bft_store *st, bool copy)
 	job->segs = calloc(st->nseg, sizeof *job->segs);
 	job->fds = calloc(st->nseg, sizeof *job->fds);
 	job->side = calloc(st->side.used + 1, sizeof *job->side);
+	job->buf = malloc(CHUNK + sizeof(uint32_t));
 	job->owned = true;
 	if (job->dirfd < 0 || job->segs == NULL || job->fds == NULL ||
-	    job->side == NULL)
+	    job->side == NULL || job->buf == NULL)
 		goto out_free;
 	h = &job->hdr;
 	memcpy(h->magic, CKPT_MAGIC, sizeof h->magic);
