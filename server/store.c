@@ -132,6 +132,7 @@ st_append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
 	s->end = s->size;
 	s->dirty = true;
 	st->next_seq++;
+	st->appended += len;
 	return 0;
 }
 
@@ -143,7 +144,7 @@ static void
 st_after_append(struct bft_store *st, size_t len)
 {
 	st_compact_step(st, len);
-	st_ckpt_after_append(st, len);
+	st_ckpt_after_append(st);
 }
 
 int
@@ -170,7 +171,6 @@ bft_store_put_hist(struct bft_store *st, uint64_t block,
 		return err;
 	/* Decoding what was written keeps the index what replay makes. */
 	bft_rec_decode_hist(st->wbuf, st->n, &m);
-	st_mc_put(st, loc, st->wbuf, bft_rec_frag_off(st->n));
 	st_hist_apply(st, block, &m, loc, len);
 	st_after_append(st, len);
 	return 0;
@@ -194,6 +194,11 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
 	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
 		return err;
 	bft_rec_decode_lc(st->wbuf, st->n, &cand);
+	/*
+	 * Every COLLECT reads lc: a block read soon after it was written
+	 * finds it here.  A Hist entry's metadata comes with its fragment
+	 * when read, and the write path reads neither.
+	 */
 	st_mc_put(st, loc, st->wbuf, bft_rec_meta_len(BFT_REC_LC, st->n));
 	st_lc_apply(st, block, &cand, loc);
 	st_after_append(st, len);

@@ -63,7 +63,7 @@ struct bft_store;
  * many, a background thread syncs and unlinks them, and fewer than twice
  * this many ever wait.
  */
-#define BFT_STORE_MAX_RETIRED 4
+#define BFT_STORE_MAX_RETIRED 2
 
 /*
  * Opens (creating if absent) the data directory dir.  A new directory
@@ -174,7 +174,7 @@ int bft_store_sync(struct bft_store *st);
  * Tunables, mostly for tests; a zero field takes the default.  Segments
  * roll over once a record would take them past segment_size (64 MiB, at
  * most 1 GiB).  Once the log's live bytes fall below compact_pct
- * percent (67) of it, the full segment with the lowest live fraction
+ * percent (70) of it, the full segment with the lowest live fraction
  * (itself below compact_pct) is copied forward and removed.
  */
 struct bft_store_opts {

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,6 +76,28 @@ struct ckpt_job {
 	/* Allocated by the event loop: a thread's arena would keep it. */
 	uint8_t *buf;
 };
+
+/*
+ * Big, short-lived buffers (the index's copy, the chunk buffer) come
+ * straight from mmap, so that freeing them gives the memory back: from
+ * malloc, glibc's rising mmap threshold put the second copy in the heap,
+ * where it stayed resident (10 MiB at 8 GiB of disk, 2026-11-25).
+ */
+static void *
+big_alloc(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void
+big_free(void *p, size_t len)
+{
+	if (p != NULL)
+		munmap(p, len);
+}
 
 /* The chunked stream, written or read through one buffer. */
 struct ck_stream {
@@ -243,10 +266,10 @@ job_free(struct ckpt_job *job)
 	if (job->dirfd >= 0)
 		close(job->dirfd);
 	if (job->owned)
-		free(job->idx);
+		big_free(job->idx, job->hdr.nblocks * sizeof *job->idx);
 	free(job->side);
 	free(job->segs);
-	free(job->buf);
+	big_free(job->buf, CHUNK + sizeof(uint32_t));
 	free(job->fds);
 	free(job);
 }
@@ -269,7 +292,7 @@ job_make(struct bft_store *st, bool copy)
 	job->segs = calloc(st->nseg, sizeof *job->segs);
 	job->fds = calloc(st->nseg, sizeof *job->fds);
 	job->side = calloc(st->side.used + 1, sizeof *job->side);
-	job->buf = malloc(CHUNK + sizeof(uint32_t));
+	job->buf = big_alloc(CHUNK + sizeof(uint32_t));
 	job->owned = true;
 	if (job->dirfd < 0 || job->segs == NULL || job->fds == NULL ||
 	    job->side == NULL || job->buf == NULL)
@@ -311,7 +334,7 @@ job_make(struct bft_store *st, bool copy)
 		job->owned = false;
 		return job;
 	}
-	job->idx = malloc(st->id.nblocks * sizeof *job->idx);
+	job->idx = big_alloc(st->id.nblocks * sizeof *job->idx);
 	if (job->idx == NULL)
 		goto out_free;
 	memcpy(job->idx, st->idx, st->id.nblocks * sizeof *job->idx);
@@ -368,21 +391,23 @@ st_ckpt_wait(struct bft_store *st)
 	return reap(st, true);
 }
 
+/*
+ * Compaction's copies count too: they are log a restart would replay.
+ * Called only between whole operations, so the copy is consistent.
+ */
 void
-st_ckpt_after_append(struct bft_store *st, size_t len)
+st_ckpt_after_append(struct bft_store *st)
 {
 	struct ckpt_job *job;
 
-	if (st->ckpt_every == 0)
-		return;
-	st->ckpt_appended += len;
-	if (st->ckpt_appended < st->ckpt_every ||
+	if (st->ckpt_every == 0 ||
+	    st->appended - st->ckpt_mark < st->ckpt_every ||
 	    reap(st, false) == -EBUSY)
 		return;
 	/* Failing to start one only leaves a longer log to replay. */
 	if ((job = job_make(st, true)) == NULL)
 		return;
-	st->ckpt_appended = 0;
+	st->ckpt_mark = st->appended;
 	st->ckpt_job = job;
 	if (pthread_create(&st->ckpt_thread, NULL, ckpt_main, job) != 0) {
 		st->ckpt_job = NULL;
@@ -537,7 +562,7 @@ st_ckpt_load(struct bft_store *st, uint32_t *seg_no, uint64_t *off,
 	if (r.fd < 0)
 		return fail(why, whylen, -ENOENT, "%s", errno == ENOENT ?
 		    "no checkpoint" : strerror(errno));
-	if ((r.buf = malloc(CHUNK + sizeof(uint32_t))) == NULL) {
+	if ((r.buf = big_alloc(CHUNK + sizeof(uint32_t))) == NULL) {
 		err = fail(why, whylen, -ENOMEM, "%s", "out of memory");
 		goto out;
 	}
@@ -585,7 +610,7 @@ out:
 	else if (err < 0 && err != -ENOMEM)
 		err = -ENOENT;
 	free(cs);
-	free(r.buf);
+	big_free(r.buf, CHUNK + sizeof(uint32_t));
 	close(r.fd);
 	return err;
 }

@@ -152,7 +152,6 @@ compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
 		return err;
 	st_live_dec(st, oldloc, len);
 	st_live_inc(st, loc, len);
-	st_mc_drop(st, oldloc);
 	st->copied += len;
 	*owner_loc(st, block, side) = loc;
 	return 0;

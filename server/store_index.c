@@ -143,7 +143,6 @@ st_side_drop(struct bft_store *st, long i)
 	struct side_ent *e = &st->side.e[i];
 
 	st_live_dec(st, e->loc, hist_len(st, e->frag_len));
-	st_mc_drop(st, e->loc);
 	side_delete(st, (size_t)i);
 }
 
@@ -151,7 +150,6 @@ static void
 h_drop(struct bft_store *st, struct blk_idx *x)
 {
 	st_live_dec(st, x->h_loc, hist_len(st, x->h_frag_len));
-	st_mc_drop(st, x->h_loc);
 	x->h_loc = 0;
 	x->h_frag_len = 0;
 	x->flags &= ~(IDX_HENT | IDX_HELD);
@@ -219,10 +217,8 @@ st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
 		return false;
 	if (bft_ts_is_zero(&x->lc_ts) && !bft_ts_is_zero(&c->ts))
 		st->held++;
-	if (x->lc_loc != 0) {
+	if (x->lc_loc != 0)
 		st_live_dec(st, x->lc_loc, len);
-		st_mc_drop(st, x->lc_loc);
-	}
 	x->lc_ts = c->ts;
 	x->lc_loc = loc;
 	st_live_inc(st, loc, len);

@@ -3,9 +3,8 @@
  * vector, a Hist entry's H(N), vector and cross-checksums.  The index
  * keeps none of it, so a read costs one pread of the record's first few
  * hundred bytes, checked by the record's meta CRC; the cache in front
- * keeps what was written or read recently.  Writes fill the cache with
- * what they append, so the write path never reads, and a block read
- * soon after it was written finds its metadata here.
+ * keeps what was read recently, and the lc each COMPLETE wrote, so a
+ * block read soon after it was written finds it here.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -189,36 +188,22 @@ st_mc_put(struct bft_store *st, uint64_t loc, const uint8_t *meta,
 	if (mc->cap == 0 || len > mc->slot_size - sizeof *s)
 		return;
 	if (i != MC_NONE) {
+		/* A location's bytes never change: only its age does. */
 		lru_unlink(mc, i);
-	} else {
-		if ((i = take_slot(mc)) == MC_NONE)
-			return;
-		head = &mc->heads[bucket(mc, loc)];
-		s = slot(mc, i);
-		s->loc = loc;
-		s->hnext = *head - 1;
-		*head = i + 1;
-		mc->used++;
+		lru_push(mc, i);
+		return;
 	}
+	if ((i = take_slot(mc)) == MC_NONE)
+		return;
+	head = &mc->heads[bucket(mc, loc)];
 	s = slot(mc, i);
+	s->loc = loc;
+	s->hnext = *head - 1;
+	*head = i + 1;
+	mc->used++;
 	s->len = (uint32_t)len;
 	memcpy(s + 1, meta, len);
 	lru_push(mc, i);
-}
-
-void
-st_mc_drop(struct bft_store *st, uint64_t loc)
-{
-	struct mcache *mc = &st->mc;
-	uint32_t i = lookup(mc, loc);
-
-	if (i == MC_NONE)
-		return;
-	lru_unlink(mc, i);
-	hash_unlink(mc, i);
-	slot(mc, i)->next = mc->freel;
-	mc->freel = i;
-	mc->used--;
 }
 
 /* The cached bytes at loc, now the most recently used; or NULL. */

@@ -18,7 +18,15 @@
 #   before it or after it, and are left alone by later rounds (a write
 #   that never completed may still take effect later), while never going
 #   back once the newer value was read.
+# The servers run with 1 MiB segments, compaction at 80% live and an
+# index checkpoint after every MiB appended, so that the kills land
+# while segments are compacted and checkpoints written (in their
+# thread); every restart must find the index again from the checkpoint
+# and the log after it, or from the whole log when the checkpoint does
+# not fit, and at least one must have used a checkpoint.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SERVER_ARGS="${SERVER_ARGS:-} --segment-mb 1 --compact-pct 80 --checkpoint-mb 1"
 
 lin_optional
 NB=24
@@ -249,6 +257,11 @@ for r in 2 3; do
 	verify "fresh$r" "round $r, fresh nbdkit"
 	nbdkit_stop "fresh$r"
 done
+
+ck=$(cat "$TESTDIR"/log/server-*.log | grep -a -c ': index from its checkpoint' || true)
+whole=$(cat "$TESTDIR"/log/server-*.log | grep -a -c ': index from the whole log' || true)
+log "restarts from a checkpoint: $ck, from the whole log: $whole"
+[ "$ck" -gt 0 ] || fail "no restart used an index checkpoint"
 
 log "phase C: one more safe round on what the crashes left"
 run_workload nbd 4 safe
