@@ -364,6 +364,14 @@ ckpt_main(void *arg)
 	struct ckpt_job *job = arg;
 
 	job->err = ckpt_write(job);
+	/*
+	 * The event loop reaps the job only at its next append, which an
+	 * idle server may not make for hours: give the copy back now.
+	 */
+	big_free(job->idx, job->hdr.nblocks * sizeof *job->idx);
+	big_free(job->buf, CHUNK + sizeof(uint32_t));
+	job->idx = NULL;
+	job->buf = NULL;
 	return NULL;
 }
 
