@@ -139,6 +139,8 @@ put_store_index(struct bft_prom *p, const struct bft_store *st)
 	    "Index checkpoints written since start.", ck.written);
 	bft_prom_one(p, P "store_checkpoint_failures_total", "counter",
 	    "Index checkpoints that failed since start.", ck.failed);
+	bft_prom_one(p, P "store_checkpoint_running", "gauge",
+	    "1 while an index checkpoint is being written.", ck.running);
 	bft_prom_one(p, P "store_opened_from_checkpoint", "gauge",
 	    "1 if start loaded an index checkpoint, 0 if it replayed the "
 	    "whole log.", ck.loaded);

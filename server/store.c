@@ -501,12 +501,10 @@ bft_store_cache_stats(const struct bft_store *st,
 	out->entries = st->mc.used;
 	out->bytes = (uint64_t)st->mc.nslots * st->mc.slot_size;
 	out->capacity = (uint64_t)st->mc.cap * st->mc.slot_size;
+	if (st->mc.heads != NULL) {
+		out->bytes += ((uint64_t)st->mc.hmask + 1) * sizeof(uint32_t);
+		out->capacity += ((uint64_t)st->mc.hmask + 1) *
+		    sizeof(uint32_t);
+	}
 	out->damaged = st->meta_damaged;
-}
-
-void
-bft_store_ckpt_info(const struct bft_store *st,
-    struct bft_store_ckpt_info *out)
-{
-	*out = st->ck;
 }

@@ -227,7 +227,7 @@ void bft_store_replay_info(const struct bft_store *st,
 struct bft_store_cache_stats {
 	uint64_t hits, misses;
 	uint64_t entries;
-	uint64_t bytes, capacity;	/* allocated, and at most */
+	uint64_t bytes, capacity;	/* allocated (slots and buckets), at most */
 	uint64_t damaged;		/* metadata reads that failed a check */
 };
 void bft_store_cache_stats(const struct bft_store *st,
@@ -244,6 +244,7 @@ struct bft_store_ckpt_info {
 	char why[192];			/* why none was used */
 	uint64_t written, failed;	/* since open */
 	uint64_t last_bytes;		/* the last one's size */
+	bool running;			/* one is being written now */
 };
 void bft_store_ckpt_info(const struct bft_store *st,
 			 struct bft_store_ckpt_info *out);

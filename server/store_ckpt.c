@@ -75,6 +75,7 @@ struct ckpt_job {
 	uint64_t bytes;
 	/* Allocated by the event loop: a thread's arena would keep it. */
 	uint8_t *buf;
+	int done;			/* the thread is finished (atomic) */
 };
 
 /*
@@ -372,7 +373,17 @@ ckpt_main(void *arg)
 	big_free(job->buf, CHUNK + sizeof(uint32_t));
 	job->idx = NULL;
 	job->buf = NULL;
+	__atomic_store_n(&job->done, 1, __ATOMIC_RELEASE);
 	return NULL;
+}
+
+void
+bft_store_ckpt_info(const struct bft_store *st,
+    struct bft_store_ckpt_info *out)
+{
+	*out = st->ck;
+	out->running = st->ckpt_job != NULL &&
+	    !__atomic_load_n(&st->ckpt_job->done, __ATOMIC_ACQUIRE);
 }
 
 static int
