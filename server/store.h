@@ -1,7 +1,8 @@
 /*
  * The server's durable state: for every block, lc (the last completed
- * candidate) and Hist (the STOREs kept for it), in memory for lookups and
- * in an append-only, checksummed, segmented log on disk for durability.
+ * candidate) and Hist (the STOREs kept for it), in an append-only,
+ * checksummed, segmented log on disk, with an index in memory that says
+ * where each block's records are (56 bytes a block; docs/store.md).
  *
  * Crash consistency comes from the log: a record is valid only if its
  * checksum matches, so a torn tail is detected and cut off on open, and

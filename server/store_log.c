@@ -411,6 +411,17 @@ bft_rec_restamp(uint8_t *rec, size_t len, unsigned n, uint64_t seq)
 	put_sum(rec, len, n);
 }
 
+/* The header's fields, once its magic and version were checked. */
+static void
+get_hdr(const uint8_t *buf, struct bft_rec_hdr *h)
+{
+	h->type = buf[4];
+	h->version = buf[5];
+	h->payload_len = get32(buf + 8);
+	h->seq = get64(buf + 16);
+	h->block = get64(buf + 24);
+}
+
 enum bft_rec_status
 bft_rec_check_hdr(const uint8_t *buf, size_t avail, unsigned n,
     struct bft_rec_hdr *h)
@@ -423,11 +434,7 @@ bft_rec_check_hdr(const uint8_t *buf, size_t avail, unsigned n,
 	    (buf[5] != BFT_REC_VERSION && (buf[5] != BFT_REC_VERSION_V1 ||
 	    get32(buf + 12) != 0)))
 		return BFT_REC_BADHDR;
-	h->type = buf[4];
-	h->version = buf[5];
-	h->payload_len = get32(buf + 8);
-	h->seq = get64(buf + 16);
-	h->block = get64(buf + 24);
+	get_hdr(buf, h);
 	switch (h->type) {
 	case BFT_REC_HIST:
 		if (h->payload_len < meta ||
@@ -482,11 +489,7 @@ bft_rec_check_meta(const uint8_t *buf, size_t avail, unsigned n,
 	if (get32(buf) != BFT_REC_MAGIC || buf[5] != BFT_REC_VERSION ||
 	    get16(buf + 6) != 0)
 		return BFT_REC_BADHDR;
-	h->type = buf[4];
-	h->version = buf[5];
-	h->payload_len = get32(buf + 8);
-	h->seq = get64(buf + 16);
-	h->block = get64(buf + 24);
+	get_hdr(buf, h);
 	if (h->type != BFT_REC_HIST && h->type != BFT_REC_LC)
 		return BFT_REC_BADHDR;
 	meta = bft_rec_meta_len(h->type, n);
