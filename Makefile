@@ -183,7 +183,7 @@ $(EXAMPLE): docs/example.c lib/bftblk.h $(LIBBFTBLK_LINK)
 		-L$(BUILD) -lbftblk -Wl,-rpath,$(abspath $(BUILD))
 
 $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
-	$(BUILD)/tests/test_store_crash \
+	$(BUILD)/tests/test_store_crash $(BUILD)/tests/test_store_identity \
 	$(BUILD)/tests/test_handler_info \
 	$(BUILD)/tests/test_handler $(BUILD)/tests/test_quota: $(SERVER_LIB_OBJ)
 # The library's handle, options and identities, without servers.
