@@ -229,18 +229,40 @@ bft_store_lc_held(struct bft_store *st, uint64_t block)
 	return block < st->id.nblocks && (st->idx[block].flags & IDX_HELD);
 }
 
-bool
-bft_store_has_hist(const struct bft_store *st, uint64_t block,
-    const struct bft_ts *ts)
+/*
+ * Where block's Hist[ts] is, from the index alone: its record and
+ * fragment length.  False when there is no such entry.
+ */
+static bool
+entry_find(const struct bft_store *st, uint64_t block,
+    const struct bft_ts *ts, uint64_t *loc, uint32_t *frag_len)
 {
 	const struct blk_idx *x;
+	long i;
 
 	if (block >= st->id.nblocks)
 		return false;
 	x = &st->idx[block];
-	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0)
+	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0) {
+		*loc = x->h_loc;
+		*frag_len = x->h_frag_len;
 		return true;
-	return st_side_find(st, block, ts) >= 0;
+	}
+	if ((i = st_side_find(st, block, ts)) < 0)
+		return false;
+	*loc = st->side.e[i].loc;
+	*frag_len = st->side.e[i].frag_len;
+	return true;
+}
+
+bool
+bft_store_has_hist(const struct bft_store *st, uint64_t block,
+    const struct bft_ts *ts)
+{
+	uint64_t loc;
+	uint32_t frag_len;
+
+	return entry_find(st, block, ts, &loc, &frag_len);
 }
 
 /*
@@ -272,20 +294,12 @@ int
 bft_store_get_hist(struct bft_store *st, uint64_t block,
     const struct bft_ts *ts, struct bft_hist_entry *out)
 {
-	const struct blk_idx *x;
-	const struct side_ent *e;
-	long i;
+	uint64_t loc;
+	uint32_t frag_len;
 
-	if (block >= st->id.nblocks)
+	if (!entry_find(st, block, ts, &loc, &frag_len))
 		return -ENOENT;
-	x = &st->idx[block];
-	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0)
-		return hent_read(st, block, &x->lc_ts, x->h_loc,
-		    x->h_frag_len, out);
-	if ((i = st_side_find(st, block, ts)) < 0)
-		return -ENOENT;
-	e = &st->side.e[i];
-	return hent_read(st, block, &e->ts, e->loc, e->frag_len, out);
+	return hent_read(st, block, ts, loc, frag_len, out);
 }
 
 unsigned
@@ -404,25 +418,13 @@ int
 bft_store_read_hist(struct bft_store *st, uint64_t block,
     const struct bft_ts *ts, struct bft_hist_entry *out, uint8_t *buf)
 {
-	const struct blk_idx *x;
 	uint64_t loc;
 	uint32_t frag_len;
-	long i;
 	int err;
 
 	memset(out, 0, sizeof *out);
-	if (block >= st->id.nblocks)
+	if (!entry_find(st, block, ts, &loc, &frag_len))
 		return -ENOENT;
-	x = &st->idx[block];
-	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0) {
-		loc = x->h_loc;
-		frag_len = x->h_frag_len;
-	} else if ((i = st_side_find(st, block, ts)) >= 0) {
-		loc = st->side.e[i].loc;
-		frag_len = st->side.e[i].frag_len;
-	} else {
-		return -ENOENT;
-	}
 	if ((err = read_rec(st, loc, block, ts, frag_len, &out->meta)) < 0)
 		return err;
 	out->loc = loc;
