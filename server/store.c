@@ -226,7 +226,23 @@ bft_store_lc_ts(const struct bft_store *st, uint64_t block)
 bool
 bft_store_lc_held(struct bft_store *st, uint64_t block)
 {
-	return block < st->id.nblocks && (st->idx[block].flags & IDX_HELD);
+	struct bft_hist_entry e;
+	struct blk_idx *x;
+	struct bft_cand c;
+
+	if (block >= st->id.nblocks)
+		return false;
+	x = &st->idx[block];
+	if (!(x->flags & IDX_HELD_UNKNOWN))
+		return x->flags & IDX_HELD;
+	/* A damaged lc record leaves it unknown; a damaged entry goes. */
+	if (st_lc_read(st, block, &c) < 0 ||
+	    bft_store_get_hist(st, block, &c.ts, &e) < 0)
+		return false;
+	x->flags &= ~(IDX_HELD | IDX_HELD_UNKNOWN);
+	if (bft_valid_by_hist(&c, &e.meta))
+		x->flags |= IDX_HELD;
+	return x->flags & IDX_HELD;
 }
 
 /*

@@ -152,7 +152,7 @@ h_drop(struct bft_store *st, struct blk_idx *x)
 	st_live_dec(st, x->h_loc, hist_len(st, x->h_frag_len));
 	x->h_loc = 0;
 	x->h_frag_len = 0;
-	x->flags &= ~(IDX_HENT | IDX_HELD);
+	x->flags &= ~(IDX_HENT | IDX_HELD | IDX_HELD_UNKNOWN);
 }
 
 /* validByHist(c, e) from the parts it reads: the entry's ts and nh. */
@@ -173,21 +173,17 @@ st_hist_apply(struct bft_store *st, uint64_t block,
 	struct blk_idx *x = &st->idx[block];
 	int cmp = bft_ts_cmp(&m->ts, &x->lc_ts);
 	struct side_ent ne;
-	struct bft_cand lc;
 	long i;
 
 	if (cmp < 0)
 		return;
 	if (cmp == 0) {
-		/* The entry backing lc: HELD needs lc's nonce, from its record. */
+		/* The entry backing lc: HELD needs lc's nonce (store_int.h). */
 		if (x->flags & IDX_HENT)
 			h_drop(st, x);
 		x->h_loc = loc;
 		x->h_frag_len = m->frag_len;
-		x->flags |= IDX_HENT;
-		if (st_lc_read(st, block, &lc) == 0 &&
-		    held_by(&lc, &m->ts, m->nh))
-			x->flags |= IDX_HELD;
+		x->flags |= IDX_HENT | IDX_HELD_UNKNOWN;
 		st_live_inc(st, loc, len);
 		return;
 	}

@@ -63,8 +63,13 @@ struct seg {
  * (which send the MAC) need no I/O.  Hist[lc.ts], the entry that backs
  * lc, is found by h_loc; entries above lc (STOREs not yet completed)
  * are in the side table, and entries below lc do not exist (the GC
- * rule).  HELD caches validByHist(lc, Hist[lc.ts]), kept exact at every
- * change of either, so that "does this server hold lc" is RAM-only.
+ * rule).  HELD caches validByHist(lc, Hist[lc.ts]), set at every change
+ * of either, so that "does this server hold lc" is RAM-only.  Where the
+ * change has not both at hand (an entry stored under lc.ts, which
+ * replay meets for every copy compaction made of one), HELD_UNKNOWN
+ * defers it to the first question, which reads both records: in the
+ * log after a checkpoint, lc's record may sit in a segment compaction
+ * removed until the replay reaches its copy.
  */
 struct blk_idx {
 	struct bft_ts lc_ts;		/* zero: never completed (c0) */
@@ -76,6 +81,7 @@ struct blk_idx {
 
 #define IDX_HENT	1u		/* h_loc is Hist[lc.ts] */
 #define IDX_HELD	2u		/* and validByHist(lc, it) holds */
+#define IDX_HELD_UNKNOWN 4u		/* HELD to be read from the records */
 #define IDX_SIDE_SHIFT	8
 #define IDX_NSIDE(x)	((x)->flags >> IDX_SIDE_SHIFT)
 
