@@ -108,21 +108,29 @@ make_ts(struct bft_ts *ts, uint64_t num, uint64_t wid)
 	fill(ts->mac, BFT_MAC_LEN, 0, num, wid, 1);
 }
 
+/* The Hist entry put() stores, its fragment in frag. */
+static inline void
+make_meta(struct bft_hist_meta *m, uint64_t block, uint64_t num, uint64_t wid,
+    unsigned salt)
+{
+	memset(m, 0, sizeof *m);
+	make_ts(&m->ts, num, wid);
+	fill(m->nh, BFT_HASH_LEN, block, num, wid, 2 + salt);
+	for (unsigned i = 0; i < ident.n; i++) {
+		fill(m->vec[i], BFT_MAC_LEN, block, num, wid, 3 + i);
+		fill(m->cc[i], BFT_HASH_LEN, block, num, wid, 40 + i);
+	}
+	m->frag_len = FRAGLEN;
+	fill(frag, FRAGLEN, block, num, wid, salt);
+}
+
 static inline int
 put(struct bft_store *st, uint64_t block, uint64_t num, uint64_t wid,
     unsigned salt)
 {
 	struct bft_hist_meta m;
 
-	memset(&m, 0, sizeof m);
-	make_ts(&m.ts, num, wid);
-	fill(m.nh, BFT_HASH_LEN, block, num, wid, 2 + salt);
-	for (unsigned i = 0; i < ident.n; i++) {
-		fill(m.vec[i], BFT_MAC_LEN, block, num, wid, 3 + i);
-		fill(m.cc[i], BFT_HASH_LEN, block, num, wid, 40 + i);
-	}
-	m.frag_len = FRAGLEN;
-	fill(frag, FRAGLEN, block, num, wid, salt);
+	make_meta(&m, block, num, wid, salt);
 	return bft_store_put_hist(st, block, &m, frag);
 }
 

@@ -60,16 +60,10 @@ put_backed(struct bft_store *st, uint64_t block, uint64_t num, uint64_t wid,
 	struct bft_hist_meta m;
 	uint8_t nonce[BFT_NONCE_LEN];
 
-	memset(&m, 0, sizeof m);
-	make_ts(&m.ts, num, wid);
+	make_meta(&m, block, num, wid, salt);
+	/* set_lc()'s nonce, as the fixture makes it. */
 	fill(nonce, BFT_NONCE_LEN, block, num, wid, 5);
 	bft_hash(nonce, BFT_NONCE_LEN, m.nh);
-	for (unsigned i = 0; i < ident.n; i++) {
-		fill(m.vec[i], BFT_MAC_LEN, block, num, wid, 3 + i);
-		fill(m.cc[i], BFT_HASH_LEN, block, num, wid, 40 + i);
-	}
-	m.frag_len = FRAGLEN;
-	fill(frag, FRAGLEN, block, num, wid, salt);
 	return bft_store_put_hist(st, block, &m, frag);
 }
 
