@@ -319,6 +319,43 @@ out_errno:
 }
 
 /*
+ * Replays the log after a loaded checkpoint's position.  0 when the
+ * checkpoint and the log after it made the index; 1 when they do not fit
+ * (why in ck->why); a negative errno with err on failure.
+ */
+static int
+replay_tail(struct bft_store *st, uint32_t from_no, uint64_t from_off,
+    char *err, size_t errlen)
+{
+	struct bft_store_ckpt_info *ck = &st->ck;
+	int e = 0;
+
+	/* Every record after the checkpoint was appended after it. */
+	st->replay_min_seq = st->next_seq;
+	for (size_t i = 0; i < st->nseg && e == 0; i++) {
+		uint64_t from = st->segs[i].no == from_no ? from_off : 0;
+
+		if (st->segs[i].no < from_no)
+			continue;
+		e = replay_seg(st, i, from, ck->why, sizeof ck->why);
+		if (e < 0 && e != -ESTALE) {
+			snprintf(err, errlen, "%s", ck->why);
+			return e;
+		}
+		ck->tail_bytes += st->segs[i].end - from;
+	}
+	st->replay_min_seq = 0;
+	if (e < 0 || !st_ckpt_locs_ok(st, ck->why, sizeof ck->why))
+		return 1;
+	ck->loaded = true;
+	/* Compacted before it, their copies durable since. */
+	if (st->nretired > 0 && (e = st_unlink_retired(st)) < 0)
+		bft_warn("%s: removing compacted segments: %s", st->dir,
+		    strerror(-e));
+	return 0;
+}
+
+/*
  * Builds the index: from the checkpoint and the log after it when there
  * is a usable one, else from the whole log.
  */
@@ -331,45 +368,16 @@ replay(struct bft_store *st, char *err, size_t errlen)
 	int e;
 
 	e = st_ckpt_load(st, &from_no, &from_off, ck->why, sizeof ck->why);
-	if (e == -ENOMEM) {
-		snprintf(err, errlen, "%s: out of memory", st->dir);
+	if (e == 0 && (e = replay_tail(st, from_no, from_off, err,
+	    errlen)) <= 0)
 		return e;
+	if ((e == 1 && st_ckpt_load_undo(st) < 0) || e == -ENOMEM) {
+		snprintf(err, errlen, "%s: out of memory", st->dir);
+		return -ENOMEM;
 	}
-	if (e == 0) {
-		/* Every record after the checkpoint was appended after it. */
-		st->replay_min_seq = st->next_seq;
-		for (size_t i = 0; i < st->nseg && e == 0; i++) {
-			uint64_t from = st->segs[i].no == from_no ? from_off :
-			    0;
-
-			if (st->segs[i].no < from_no)
-				continue;
-			e = replay_seg(st, i, from, ck->why, sizeof ck->why);
-			if (e < 0 && e != -ESTALE) {
-				snprintf(err, errlen, "%s", ck->why);
-				return e;
-			}
-			ck->tail_bytes += st->segs[i].end - from;
-		}
-		st->replay_min_seq = 0;
-		if (e == 0 && st_ckpt_locs_ok(st, ck->why, sizeof ck->why)) {
-			ck->loaded = true;
-			/* Compacted before it, their copies durable since. */
-			if (st->nretired > 0 && (e = st_unlink_retired(st)) < 0)
-				bft_warn("%s: removing compacted segments: %s",
-				    st->dir, strerror(-e));
-			return 0;
-		}
+	if (strcmp(ck->why, "no checkpoint") != 0)
 		bft_warn("%s: index checkpoint not usable: %s; replaying the "
 		    "whole log", st->dir, ck->why);
-		if (st_ckpt_load_undo(st) < 0) {
-			snprintf(err, errlen, "%s: out of memory", st->dir);
-			return -ENOMEM;
-		}
-	} else if (e != -ENOENT || strcmp(ck->why, "no checkpoint") != 0) {
-		bft_warn("%s: index checkpoint not usable: %s; replaying the "
-		    "whole log", st->dir, ck->why);
-	}
 	ck->tail_bytes = 0;
 	for (size_t i = 0; i < st->nseg; i++) {
 		if (replay_seg(st, i, 0, err, errlen) < 0)
