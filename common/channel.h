@@ -67,7 +67,12 @@
  * 3: MACs name the block (crypto.h).  A version-2 writer's MACs fail
  * every server's check, and its reads see forged timestamps.
  */
-#define BFT_CHAN_VERSION	3
+/*
+ * 4: a STORE may carry the zero value (predicates.h): an empty fragment
+ * under the zero cross-checksum.  A version-3 reader would never find
+ * such a block safe, and a version-3 server refuses the STORE.
+ */
+#define BFT_CHAN_VERSION	4
 
 enum bft_chan_mode {
 	BFT_CHAN_AEAD = 0,

@@ -26,6 +26,19 @@
 
 #include "proto.h"
 
+/*
+ * The zero value: what trim, discard and write-zeroes store.  Its
+ * fragments are empty, so every entry of its cross-checksum is H() of
+ * nothing; a coded value's fragments never are, so no written value
+ * shares this cc.  A reader trusts it exactly as it trusts any cc: t+1
+ * replies agreeing on it include a correct server, which stored what
+ * the writer sent.  Servers then keep a block's metadata and no
+ * fragment, and readers return zeros without decoding.
+ */
+/* cc is n entries of BFT_HASH_LEN bytes. */
+bool bft_cc_is_zero(const void *cc, unsigned n);
+void bft_cc_set_zero(void *cc, unsigned n);
+
 /* hist is Hist[c->ts] at this server, or NULL when there is none. */
 bool bft_valid_by_hist(const struct bft_cand *c,
 		       const struct bft_hist_meta *hist);
@@ -100,7 +113,7 @@ bool bft_cand_written(const struct bft_cand *c, uint64_t block,
  * candidate c (ts, MAC, nonce and vec) with c.ts non-zero and written
  * (bft_cand_written() under k), at least t+1 of them carry an identical cc, and at least
  * t+1 of them carry a fragment whose hash is that cc's entry for its
- * server.  pending holds the servers whose reply may still come, want
+ * server, or the agreed cc is the zero value's, which needs none.  pending holds the servers whose reply may still come, want
  * those asked for a fragment; WAIT means the replies so far allow YES
  * later, NO that no further reply can.  *pick is set (or -1) to a reply
  * carrying c and the agreed cc as soon as those are known, *have to the

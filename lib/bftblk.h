@@ -103,7 +103,10 @@ int bftblk_get_info(struct bftblk *h, struct bftblk_info *info);
 int bftblk_pread(struct bftblk *h, void *buf, size_t count, uint64_t offset);
 int bftblk_pwrite(struct bftblk *h, const void *buf, size_t count,
     uint64_t offset, unsigned flags);
-/* Zero and trim: the range then reads as zeros. */
+/*
+ * Zero and trim: the range then reads as zeros, and the whole blocks in
+ * it hold no data on the servers (the zero value, predicates.h).
+ */
 int bftblk_zero(struct bftblk *h, size_t count, uint64_t offset,
     unsigned flags);
 int bftblk_trim(struct bftblk *h, size_t count, uint64_t offset,

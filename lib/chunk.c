@@ -38,6 +38,7 @@ chunk_init(struct chunk *c, struct bft_engine *cl, uint64_t b, unsigned nb,
 			op->data = (uint8_t *)(src + (bstart - off));
 		} else if (whole && kind == OP_WRITE) {
 			op->data = (uint8_t *)zero_block;
+			op->zero_value = true;
 		} else {
 			if ((c->tmp[i] = malloc(BFT_BLOCK_SIZE)) == NULL)
 				goto out_nomem;

@@ -90,6 +90,7 @@ struct op {
 
 	/* Write: prepared by the submitter, ts and vec by CLOCK. */
 	bool fast;			/* CLOCK skipped on a cached timestamp */
+	bool zero_value;		/* no fragments: trim (predicates.h) */
 	struct bft_ts ts;
 	uint8_t nonce[BFT_NONCE_LEN], nh[BFT_HASH_LEN];
 	uint8_t *frags[BFT_MAX_N];	/* one buffer, n * frag_len */

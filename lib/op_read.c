@@ -223,6 +223,9 @@ filter_reply(struct op *op, unsigned i, const struct bft_msg *m)
 		op->unhashed |= 1u << i;
 	} else if (!bft_ts_is_zero(&m->ts) && m->frag_len != 0) {
 		op->wrong_len |= 1u << i;
+	} else if (!bft_ts_is_zero(&m->ts)) {
+		/* The zero value's fragments are empty and hash to its cc. */
+		w->frag_ok = bft_cc_is_zero(m->cc, cl->n);
 	}
 	op->ok |= 1u << i;
 	filter_check(op, popcount32(op->replied) == cl->n);
@@ -324,6 +327,11 @@ bft_op_finish_read(struct op *op)
 
 	/* Never written: zeros, with or without encryption. */
 	if (op->zero) {
+		memset(op->data, 0, BFT_BLOCK_SIZE);
+		return 0;
+	}
+	/* The zero value (trimmed): t+1 servers agree there is nothing. */
+	if (bft_cc_is_zero(bft_op_read_cc(op), cl->n)) {
 		memset(op->data, 0, BFT_BLOCK_SIZE);
 		return 0;
 	}

@@ -39,6 +39,10 @@
  * to CLOCK with the same data, which would commit the stale value under
  * a newer timestamp: the write finishes with op->stale and the
  * submitter reads the block and builds the value again (write.c).
+ *
+ * The zero value (trim, write-zeroes, a block of zeros) is a write like
+ * any other, with empty fragments under the zero cross-checksum
+ * (predicates.h): no coding, no sealing, nothing stored but metadata.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,6 +50,7 @@
 
 
 #include "crypto.h"
+#include "predicates.h"
 #include "rounds_int.h"
 #include "volcrypt.h"
 
@@ -71,6 +76,10 @@ bft_op_prepare_write(struct op *op)
 	/* The nonce stays secret until COMPLETE: it is the proof of writing. */
 	bft_random(op->nonce, BFT_NONCE_LEN);
 	bft_hash(op->nonce, BFT_NONCE_LEN, op->nh);
+	if (op->zero_value) {
+		bft_cc_set_zero(op->cc, op->cl->n);
+		return 0;
+	}
 	if (op->cl->p.vc != NULL)
 		return 0;	/* sealed and coded once parked with its ts */
 	return encode(op, op->data);
@@ -194,7 +203,8 @@ write_build(struct op *op, unsigned i, struct bft_msg *m)
 		memcpy(m->vec, op->vec, (size_t)n * BFT_MAC_LEN);
 		memcpy(m->cc, op->cc, (size_t)n * BFT_HASH_LEN);
 		m->frag = op->frags[i];
-		m->frag_len = bft_ec_frag_len(op->cl->p.ec);
+		m->frag_len = op->zero_value ? 0 :
+		    bft_ec_frag_len(op->cl->p.ec);
 		break;
 	case PH_COMPLETE:
 		m->ts = op->ts;
@@ -218,7 +228,8 @@ clock_done(struct op *op)
 	for (unsigned i = 0; i < cl->n; i++)
 		bft_vec_mac(&op->ts, op->block, op->nh, cl->p.key->k[i],
 		    op->vec[i]);
-	if (cl->p.vc != NULL) {		/* to be sealed under this ts */
+	/* The zero value is not sealed: it has no bytes to hide. */
+	if (cl->p.vc != NULL && !op->zero_value) {
 		op->parked = true;
 		op_done(op, 0, NULL);
 		return;

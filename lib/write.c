@@ -38,6 +38,18 @@ patch(uint8_t *tmp, uint64_t b, const struct wpatch *list)
 	}
 }
 
+/* Whether every byte of a block is zero. */
+static bool
+all_zero(const uint8_t *p)
+{
+	static const uint8_t zeros[4096];
+
+	for (size_t off = 0; off < BFT_BLOCK_SIZE; off += sizeof zeros)
+		if (memcmp(p + off, zeros, sizeof zeros) != 0)
+			return false;
+	return true;
+}
+
 /*
  * Prepares and runs the writes, then caches what committed (partial
  * blocks; whole ones only refresh an entry) and forgets every other
@@ -52,6 +64,17 @@ write_ops(struct bft_engine *cl, struct bft_blockcache *bc,
 
 	for (unsigned i = 0; i < nops; i++) {
 		ops[i]->kind = OP_WRITE;
+		/*
+		 * A block of zeros is stored as the zero value, which holds
+		 * no fragment on servers.  With encryption only a zero or
+		 * trim request's blocks are (chunk.c): that servers learn
+		 * which blocks were trimmed is inherent to freeing them, but
+		 * which written blocks hold zeros is the volume's content.
+		 * A partial block's bytes change between attempts.
+		 */
+		if (ops[i]->partial || !ops[i]->zero_value)
+			ops[i]->zero_value = ops[i]->value == NULL &&
+			    all_zero(ops[i]->data);
 		/* With encryption: sealed and coded in run_ops. */
 		if (bft_op_prepare_write(ops[i]) != 0) {
 			eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: erasure "
@@ -93,18 +116,6 @@ rmw(struct bft_engine *cl, struct bft_blockcache *bc, struct chunk *c,
 	for (unsigned j = 0; j < n; j++)
 		patch(c->tmp[idx[j]], ops[j]->block, list);
 	return write_ops(cl, bc, ops, n);
-}
-
-/* Whether every byte of a block is zero. */
-static bool
-all_zero(const uint8_t *p)
-{
-	static const uint8_t zeros[4096];
-
-	for (size_t off = 0; off < BFT_BLOCK_SIZE; off += sizeof zeros)
-		if (memcmp(p + off, zeros, sizeof zeros) != 0)
-			return false;
-	return true;
 }
 
 /*

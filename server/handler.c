@@ -118,9 +118,14 @@ handle_store(struct bft_handler *h, const char *peer,
 	struct bft_cand lc;
 	int cmp, err;
 
-	/* ts0 belongs to the initial value; no writer ever stores it. */
-	if (req->ts.num == 0 || req->frag == NULL || req->frag_len == 0 ||
-	    req->frag_len > BFT_MAX_FRAG) {
+	/*
+	 * ts0 belongs to the initial value; no writer ever stores it.  A
+	 * fragment is empty exactly when the value is the zero value
+	 * (predicates.h): a writer never sends one without the other.
+	 */
+	if (req->ts.num == 0 || req->frag_len > BFT_MAX_FRAG ||
+	    (req->frag_len == 0) != bft_cc_is_zero(req->cc, n) ||
+	    (req->frag == NULL && req->frag_len != 0)) {
 		rep->status = BFT_EPROTO;
 		return;
 	}

@@ -12,6 +12,7 @@
 #include "bftblk_peer.h"
 #include "crypto.h"
 #include "log.h"
+#include "predicates.h"
 #include "rebuild_int.h"
 
 #define READ_TIMEOUT	"5"	/* seconds per round of the library's reads */
@@ -28,6 +29,9 @@ check_value(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
 	uint32_t flen = bft_ec_frag_len(k->ec);
 	uint8_t h[BFT_HASH_LEN];
 
+	/* The zero value (trimmed) has no fragments to re-encode. */
+	if (bft_cc_is_zero(p->cc, rb->cfg->n))
+		return 0;
 	if (bft_ec_encode(k->ec, value, k->frags) != 0) {
 		bft_warn("rebuild: block %" PRIu64 ": erasure coding failed",
 		    block);
@@ -67,7 +71,7 @@ adopt(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
 	memcpy(req->vec, p->cand.vec, (size_t)n * BFT_MAC_LEN);
 	memcpy(req->cc, p->cc, (size_t)n * BFT_HASH_LEN);
 	req->frag = k->frags[i];
-	req->frag_len = bft_ec_frag_len(k->ec);
+	req->frag_len = bft_cc_is_zero(p->cc, n) ? 0 : bft_ec_frag_len(k->ec);
 	st = rb_local(rb, req, rep, &out);
 	bft_buf_free(&out);
 	if (st != BFT_OK) {

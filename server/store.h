@@ -24,7 +24,10 @@
 #include "proto.h"
 
 /*
- * The data directory's format.  4: records carry a CRC of their
+ * The data directory's format.  5: records may hold the zero value, an
+ * empty fragment under the zero cross-checksum (predicates.h), which
+ * an older server would serve to readers that cannot read it; formats 3
+ * and 4 are upgraded in place on open, and older versions refuse 5.  4: records carry a CRC of their
  * metadata alone, which the store reads back instead of keeping it in
  * memory; a format 3 directory is upgraded in place on open (its
  * records are read whole until compaction rewrites them), and older
@@ -35,7 +38,7 @@
  * records name the block, and a format-2 directory's would all fail.
  * STATUS reports it as the version a server speaks.
  */
-#define BFT_STORE_FORMAT	4
+#define BFT_STORE_FORMAT	5
 
 /* What a data directory belongs to; open refuses a mismatch. */
 struct bft_store_identity {

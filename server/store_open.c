@@ -72,7 +72,7 @@ out_unlink:
 struct id_parse {
 	struct bft_store_identity *id;
 	unsigned seen;
-	bool upgrade;			/* format 3, to be rewritten as 4 */
+	unsigned upgrade;		/* 3 or 4: to be rewritten, else 0 */
 };
 
 static const char *const id_keys[] = {
@@ -138,9 +138,9 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 			    BFT_STORE_FORMAT);
 			return -1;
 		}
-		if (v == 3) {
-			/* Its records are read whole; see store.h. */
-			ip->upgrade = true;
+		if (v == 3 || v == 4) {
+			/* Format 3's records are read whole; see store.h. */
+			ip->upgrade = (unsigned)v;
 			break;
 		}
 		if (v != BFT_STORE_FORMAT) {
@@ -164,7 +164,7 @@ out_bad:
 /* 0, -ENOENT if there is none, or -errno with a reason in err. */
 static int
 identity_read(const char *dir, int dirfd, struct bft_store_identity *id,
-    bool *upgrade, char *err, size_t errlen)
+    unsigned *upgrade, char *err, size_t errlen)
 {
 	struct id_parse ip = { .id = id };
 	char path[4096];
@@ -448,7 +448,7 @@ check_identity(struct bft_store *st, char *err, size_t errlen)
 	const struct bft_store_identity *a = &st->id;
 	struct bft_store_identity d;
 	char hd[2 * BFT_CLUSTER_ID_LEN + 1], ha[2 * BFT_CLUSTER_ID_LEN + 1];
-	bool upgrade = false;
+	unsigned upgrade = 0;
 	int e;
 
 	e = identity_read(st->dir, st->dirfd, &d, &upgrade, err, errlen);
@@ -494,8 +494,8 @@ check_identity(struct bft_store *st, char *err, size_t errlen)
 		    st->dir, IDENTITY_FILE, BFT_STORE_FORMAT, strerror(-e));
 	else {
 		if (upgrade)
-			bft_log("%s: data dir upgraded from format 3 to %d",
-			    st->dir, BFT_STORE_FORMAT);
+			bft_log("%s: data dir upgraded from format %u to %d",
+			    st->dir, upgrade, BFT_STORE_FORMAT);
 		return 0;
 	}
 	return -EINVAL;

@@ -311,7 +311,8 @@ queued_none(struct fx *f)
 
 /*
  * Starts an op as its submitter would: a read into a buffer filled with
- * 0xaa (so bytes it never wrote show), or a write of value.
+ * 0xaa (so bytes it never wrote show), or a write of value, or with
+ * value NULL a write of the zero value (trim).
  */
 static inline void
 run_start(struct fx *f, struct run *r, enum op_kind kind, uint64_t block,
@@ -322,13 +323,14 @@ run_start(struct fx *f, struct run *r, enum op_kind kind, uint64_t block,
 	if (value != NULL)
 		memcpy(r->data, value, BFT_BLOCK_SIZE);
 	else
-		memset(r->data, 0xaa, BFT_BLOCK_SIZE);
+		memset(r->data, kind == OP_WRITE ? 0 : 0xaa, BFT_BLOCK_SIZE);
 	r->op = bft_op_new(f->cl, kind);
 	assert_non_null(r->op);
 	r->op->block = block;
 	r->op->data = r->data;
 	r->op->batch = &r->b;
 	bft_batch_init(&r->b, 1);
+	r->op->zero_value = kind == OP_WRITE && value == NULL;
 	if (kind == OP_WRITE)
 		assert_int_equal(bft_op_prepare_write(r->op), 0);
 	engine_start_op(r->op);

@@ -478,6 +478,88 @@ test_peer_key(void **state)
 	    &pick, &have), BFT_FAST_NO);
 }
 
+/*
+ * The zero value (trim): its cross-checksum is H() of nothing in every
+ * entry, and no fragment exists.  It is not a mix: one coded entry
+ * makes a cc that is not the zero value's.
+ */
+static void
+test_zero_cc(void **state)
+{
+	struct fx *f = *state;
+	uint8_t cc[BFT_MAX_N][BFT_HASH_LEN], h[BFT_HASH_LEN];
+
+	bft_cc_set_zero(cc, f->n);
+	bft_hash("", 0, h);
+	for (unsigned i = 0; i < f->n; i++)
+		assert_memory_equal(cc[i], h, BFT_HASH_LEN);
+	assert_true(bft_cc_is_zero(cc, f->n));
+	assert_false(bft_cc_is_zero(cc, 0));
+	assert_false(bft_cc_is_zero(f->cc, f->n));
+	for (unsigned i = 0; i < f->n; i++) {
+		memcpy(cc[i], f->cc[i], BFT_HASH_LEN);
+		assert_false(bft_cc_is_zero(cc, f->n));
+		memcpy(cc[i], h, BFT_HASH_LEN);
+	}
+}
+
+/* Every server holds the zero value: one round, no fragment needed. */
+static void
+test_zero_value(void **state)
+{
+	struct fx *f = *state;
+	uint32_t have;
+	int pick;
+
+	bft_cc_set_zero(f->cc, f->n);
+	answers(f, all(f));
+	for (unsigned i = 0; i < f->n; i++)
+		f->A[i].has_frag = false;
+	assert_int_equal(decide(f, &pick, &have), BFT_FAST_YES);
+	assert_true(pick >= 0);
+	assert_true(bft_cc_is_zero(f->A[pick].cc, f->n));
+	assert_int_equal(have, 0);
+	/* t+1 of n-t agreeing on it are enough, like any cc. */
+	answers(f, all(f) & ~(1u << (f->n - 1)));
+	assert_int_equal(decide(f, &pick, &have), BFT_FAST_YES);
+}
+
+/*
+ * t liars claim that a written block was trimmed: the zero value's cc
+ * with the genuine candidate.  They are t, the zero cc needs t+1, and a
+ * YES must still decode the honest block.
+ */
+static void
+zero_lie_case(struct fx *f, uint32_t liars)
+{
+	uint32_t have;
+	int pick;
+
+	for (uint32_t q = 0; q <= all(f); q++) {
+		enum bft_fast_verdict v;
+
+		if (__builtin_popcount(q) < (int)(f->n - f->t) ||
+		    (q & liars) != liars)
+			continue;
+		answers(f, q);
+		for (unsigned i = 0; i < f->n; i++)
+			if (liars & (1u << i)) {
+				bft_cc_set_zero(f->A[i].cc, f->n);
+				f->A[i].has_frag = false;
+			}
+		v = decide(f, &pick, &have);
+		assert_true(pick < 0 || !bft_cc_is_zero(f->A[pick].cc, f->n));
+		if (v == BFT_FAST_YES)
+			assert_yes_is_honest(f, pick, have);
+	}
+}
+
+static void
+test_zero_lie(void **state)
+{
+	each_liar_set(*state, zero_lie_case);
+}
+
 int
 main(void)
 {
@@ -496,6 +578,9 @@ main(void)
 		BOTH(test_mixed_candidates),
 		BOTH(test_missing_data_fragment),
 		BOTH(test_peer_key),
+		BOTH(test_zero_cc),
+		BOTH(test_zero_value),
+		BOTH(test_zero_lie),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

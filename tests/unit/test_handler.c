@@ -18,6 +18,7 @@
 #include "config.h"
 #include "crypto.h"
 #include "keys.h"
+#include "predicates.h"
 #include "wire.h"
 #include "../../server/handler.h"
 #include "../../server/store.h"
@@ -669,6 +670,46 @@ test_collect_fragment(void **state)
 	assert_int_equal(rep.frag_len, 0);
 }
 
+/*
+ * The zero value (trim): an empty fragment under the zero cc is stored
+ * and served as it is, after a reopen too; an empty fragment under any
+ * other cc, or a fragment under the zero cc, is refused.
+ */
+static void
+test_zero_value(void **state)
+{
+	enum { B = 9 };
+	struct bft_cand c = mkcand(B, 1, 3), d = mkcand(B, 2, 3);
+	uint8_t zcc[BFT_MAX_N][BFT_HASH_LEN];
+
+	(void)state;
+	bft_cc_set_zero(zcc, N);
+	assert_int_equal(store(B, &c, 20), BFT_OK);
+	assert_int_equal(complete(B, &c), BFT_OK);
+	/* d: the zero value over c's data. */
+	assert_int_equal(store(B, &d, 1), BFT_OK);
+	memcpy(req.cc, zcc, sizeof zcc);
+	assert_int_equal(handle(), BFT_EPROTO);
+	req.frag_len = 0;
+	assert_int_equal(handle(), BFT_OK);
+	assert_int_equal(complete(B, &d), BFT_OK);
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(filter(B, &d, 1), BFT_OK);
+		assert_ts(&rep.ts, &d.ts);
+		assert_memory_equal(rep.cc, zcc, N * BFT_HASH_LEN);
+		assert_int_equal(rep.frag_len, 0);
+		assert_int_equal(collect(B, true), BFT_OK);
+		assert_ts(&rep.cands[0].ts, &d.ts);
+		assert_true(rep.has_cc);
+		assert_memory_equal(rep.cc, zcc, N * BFT_HASH_LEN);
+		assert_int_equal(rep.frag_len, 0);
+		bft_store_close(st);
+		open_store();
+	}
+	/* c's fragment went with c's entry: only d's remains, empty. */
+	assert_int_equal(bft_store_nhist(st, B), 1);
+}
+
 int
 main(void)
 {
@@ -690,6 +731,7 @@ main(void)
 		T_(test_complete_bad_mac),
 		T_(test_reopen),
 		T_(test_collect_fragment),
+		T_(test_zero_value),
 #undef T_
 	};
 

@@ -562,6 +562,113 @@ test_peer_drops_foreign_nonce(void **state)
 	free(value);
 }
 
+/* Server i answers req honestly but says nothing of Hist[lc.ts]. */
+static void
+answer_without_cc(struct fx *f, unsigned i, const struct bft_msg *req)
+{
+	static struct bft_msg rep;
+
+	honest(f, i, req, &rep);
+	rep.has_cc = false;
+	rep.frag_len = 0;
+	fake_conn_deliver(conn_of(f, i), &rep);
+}
+
+/*
+ * Server i claims the zero value for what it holds: the candidate it
+ * has, the zero cc and no fragment, as if the block had been trimmed.
+ */
+static void
+answer_trimmed(struct fx *f, unsigned i, const struct bft_msg *req)
+{
+	static struct bft_msg rep;
+
+	honest(f, i, req, &rep);
+	bft_cc_set_zero(rep.cc, f->n);
+	rep.has_cc = req->type == BFT_COLLECT;
+	rep.frag_len = 0;
+	fake_conn_deliver(conn_of(f, i), &rep);
+}
+
+/*
+ * A trimmed block: the zero value over a written one reads as zeros in
+ * one round, with no fragment asked of anyone that holds one, and
+ * through FILTER when COLLECT cannot decide; its timestamp is the trim's.
+ */
+static void
+test_zero_value_reads_zero(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *value = new_value();
+	struct bft_ts ts;
+	struct run r;
+
+	write_all(f, BLOCK, value);
+	write_all(f, BLOCK, NULL);
+	for (int pass = 0; pass < 2; pass++) {
+		run_start(f, &r, OP_READ, BLOCK, NULL);
+		for (unsigned i = 0; i < f->n; i++) {
+			const struct bft_msg *req = take(i, BFT_COLLECT, BLOCK);
+
+			if (pass == 0)
+				answer(f, i, req);
+			else
+				answer_without_cc(f, i, req);
+		}
+		serve_all(f, f->all);
+		assert_true(run_done(&r));
+		assert_int_equal(r.op->err, 0);
+		assert_false(r.op->zero);
+		assert_int_equal(r.op->fast_done, pass == 0);
+		assert_int_equal(bft_op_finish_read(r.op), 0);
+		assert_true(all_bytes(r.data, 0));
+		bft_op_read_ts(r.op, &ts);
+		assert_true(bft_ts_cmp(&ts, &lc_at(f, 0, BLOCK)->ts) == 0);
+		run_end(&r);
+	}
+	free(value);
+}
+
+/*
+ * t liars claim a written block was trimmed, in COLLECT and in FILTER.
+ * The zero value needs t+1 servers agreeing on its cc like any value:
+ * the read returns the value written (through FILTER: the liars are
+ * among the servers asked for fragments).
+ */
+static void
+test_trim_lie(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *value = new_value();
+	struct run r;
+
+	write_all(f, BLOCK, value);
+	for (int pass = 0; pass < 2; pass++) {
+		run_start(f, &r, OP_READ, BLOCK, NULL);
+		for (unsigned i = 0; i < f->n; i++) {
+			const struct bft_msg *req = take(i, BFT_COLLECT, BLOCK);
+
+			/* Pass 1: the honest ones hide their cc: FILTER. */
+			if (i < f->t)
+				answer_trimmed(f, i, req);
+			else if (pass == 0)
+				answer(f, i, req);
+			else
+				answer_without_cc(f, i, req);
+		}
+		for (unsigned i = 0; i < f->t; i++) {
+			const struct bft_msg *req = fake_conn_take(i);
+
+			if (req != NULL)
+				answer_trimmed(f, i, req);
+		}
+		serve_all(f, f->all & ~first(f->t));
+		assert_read(&r, value);
+		run_end(&r);
+	}
+	free(value);
+}
+
 int
 main(void)
 {
@@ -577,6 +684,8 @@ main(void)
 		BOTH_ROUNDS(test_repair_altered_vec),
 		BOTH_ROUNDS(test_late_replies_change_nothing),
 		BOTH_ROUNDS(test_filter_timeout),
+		BOTH_ROUNDS(test_zero_value_reads_zero),
+		BOTH_ROUNDS(test_trim_lie),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

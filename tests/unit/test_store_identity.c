@@ -128,8 +128,8 @@ test_identity(void **state)
 	/* Format 2's MACs do not name the block: all would fail now. */
 	set_format(p, '2');
 	refused("did not name the block");
-	set_format(p, '5');
-	refused("format 5 is not supported");
+	set_format(p, '6');
+	refused("format 6 is not supported");
 	/*
 	 * Format 3 is upgraded in place, and its records (version 1, no
 	 * meta CRC) are still read: whole, the metadata with them.
@@ -142,10 +142,16 @@ test_identity(void **state)
 	assert_int_equal(set_lc(st, 1, 1, 1), 0);
 	assert_int_equal(store_lc(st, 1)->ts.num, 1);
 	bft_store_close(st);
-	assert_non_null(strstr(read_text(p), "format = 4\n"));
+	assert_non_null(strstr(read_text(p), "format = 5\n"));
 	st = sopen(0);
 	check_entry(st, 1, 1, 1, 0);
 	bft_store_close(st);
+	/* Format 4's records are format 5's: the identity is rewritten. */
+	set_format(p, '4');
+	st = sopen(0);
+	check_entry(st, 1, 1, 1, 0);
+	bft_store_close(st);
+	assert_non_null(strstr(read_text(p), "format = 5\n"));
 	fd = open(p, O_WRONLY | O_APPEND);
 	assert_int_equal(write(fd, "colour = blue\n", 14), 14);
 	close(fd);
