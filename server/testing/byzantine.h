@@ -110,6 +110,14 @@ enum bft_byz_mode {
 	 * a rebuild that has to read the whole disk must still finish.
 	 */
 	BFT_BYZ_LIE_HEAL = 1u << 10,
+	/*
+	 * Says that every written block was trimmed: its COLLECT_ACKs and
+	 * FILTER_ACKs carry the candidate it holds with the zero value's
+	 * cross-checksum and no fragment (common/predicates.h).  Liars
+	 * agree with each other, but the zero value needs t+1 servers like
+	 * any cc: reads must return the data, never zeros.
+	 */
+	BFT_BYZ_TRIM_LIE = 1u << 11,
 };
 
 /* What to do with a reply after bft_byz_reply(). */

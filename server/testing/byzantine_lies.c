@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "crypto.h"
+#include "predicates.h"
 #include "summary.h"
 #include "byzantine_int.h"
 
@@ -300,6 +301,12 @@ byz_rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
 		break_macs(b, rep);
 	if ((ts = cc_ts(rep)) == NULL)
 		return;
+	if (modes & BFT_BYZ_TRIM_LIE) {
+		bft_cc_set_zero(rep->cc, b->n);
+		rep->frag_len = 0;
+		byz_hit(b, BFT_BYZ_TRIM_LIE);
+		return;
+	}
 	/* One flipped bit is the least a hash check must catch. */
 	if ((modes & BFT_BYZ_CORRUPT_FRAGMENT) && rep->frag_len > 0) {
 		own_frag(b, rep);

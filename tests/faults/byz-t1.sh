@@ -10,14 +10,15 @@
 # changed or withheld replies.  Modes (server/testing/byzantine.h says
 # what each attacks): corrupt-fragment, bad-checksum, stale, forge-candidate,
 # bad-mac, equivocate (honest to one nbdkit, lying to the other), refuse
-# (error statuses and misdirected replies), mute, slow.  At the end, with every server honest again, a fresh nbdkit must
+# (error statuses and misdirected replies), mute, slow, trim-lie (every
+# written block claimed trimmed).  At the end, with every server honest again, a fresh nbdkit must
 # read all known data, and the plugin's counters must show the forged
 # timestamps it refused.
 . "$(dirname "${BASH_SOURCE[0]}")/byz-lib.bash"
 
 PHASE_SECS=${PHASE_SECS:-6}
 MODES=(corrupt-fragment bad-checksum stale forge-candidate bad-mac
-    equivocate refuse mute slow)
+    equivocate refuse mute slow trim-lie)
 
 cluster_start 1
 byz_nbdkit_start a

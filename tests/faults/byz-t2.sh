@@ -15,6 +15,9 @@
 #   forge-candidate + equivocate
 #   bad-mac + refuse
 #   mute + slow                liveness with only n-t = 5 prompt servers
+#   trim-lie + trim-lie        both claim every written block trimmed: t
+#                              agreeing on the zero value's cc, one short
+#                              of what a read needs to return zeros
 #   stale + amnesia            server 5 rolled back while server 2 is
 #                              killed, wiped and restarted twice mid-phase
 # Every Byzantine server's exit line must show its modes changed or
@@ -31,6 +34,7 @@ PHASES=(
 	"forge:3=forge-candidate:6=equivocate"
 	"badmac:0=bad-mac:6=refuse"
 	"liveness:1=mute:5=slow"
+	"trimlie:0=trim-lie:1=trim-lie"
 )
 
 # set_byzantine SPEC...: every server named gets its modes, every other
