@@ -64,7 +64,7 @@ assert len(r['servers']) == n, r
 for i, s in enumerate(r['servers']):
     assert s['index'] == i and s['reachable'] is True, s
     assert s['server_index'] == i and s['blocks_held'] == 8, s
-    assert s["version"] == 4 and s['bytes_total'] > 0, s
+    assert s["version"] == 5 and s['bytes_total'] > 0, s
     assert s['rebuild_state'] == 0 and s['rebuild_state_name'] == 'idle', s
     for k in ('uptime_s', 'bytes_live', 'damaged_records',
               'repaired_records', 'rebuild_done', 'rebuild_total',

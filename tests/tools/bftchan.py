@@ -22,7 +22,7 @@ import socket
 CHELLO_LEN = 88
 SHELLO_LEN = 56
 FINISH_LEN = 16
-VERSION = 3
+VERSION = 4                     # BFT_CHAN_VERSION in common/channel.h
 MODES = {'aead': 0, 'plain': 1}
 CIPHERS = 1 | 2                 # ChaCha20-Poly1305, AES-256-GCM
 STATUS = {0: 'accepted', 1: 'unknown client', 2: 'wrong cluster',
