@@ -143,15 +143,19 @@ put_ts(uint8_t *p, const struct bft_ts *ts)
 }
 
 /*
- * Where a MAC's write belongs: the volume (0 until a cluster holds more
- * than one) and the block, so that no genuine timestamp or MAC vector
- * can be replayed as another block's.
+ * Where a MAC's write belongs: the volume and the block within it, each
+ * in 8 bytes, so that no genuine timestamp or MAC vector can be
+ * replayed as another block's or another volume's.  The default
+ * volume's MACs are those made before volumes, when the first 8 bytes
+ * were always 0.
  */
 static size_t
-put_where(uint8_t *p, uint64_t block)
+put_where(uint8_t *p, uint64_t addr)
 {
+	uint64_t vol = bft_addr_vol(addr), block = bft_addr_block(addr);
+
 	for (int i = 0; i < 8; i++) {
-		p[i] = 0;
+		p[i] = (uint8_t)(vol >> (8 * i));
 		p[8 + i] = (uint8_t)(block >> (8 * i));
 	}
 	return 16;

@@ -52,8 +52,9 @@ bool bft_equal(const void *a, const void *b, size_t len);
 
 /*
  * MAC_kW(vol || block || num || wid), the authenticator of a timestamp
- * for one block (vol is 0 until a cluster holds volumes): a genuine
- * timestamp of one block never passes as another's.
+ * for one block; block here is its address (proto.h), which holds both:
+ * a genuine timestamp of one block never passes as another's, in this
+ * volume or any other.
  */
 void bft_ts_sign(struct bft_ts *ts, uint64_t block,
     const uint8_t kw[BFT_KEY_LEN]);

@@ -51,6 +51,37 @@ struct bft_hist_meta {
 	uint32_t frag_len;
 };
 
+/*
+ * A register's address, what the wire and the store call its block: the
+ * volume id in the top 24 bits and the block within the volume in the
+ * low 40 (64 PiB of 64 KiB blocks).  Volume 0 is the disk a cluster
+ * serves by default, so its addresses are its block numbers, as before
+ * volumes.  The MACs name the volume and the block separately
+ * (crypto.h), so no genuine write of one volume's block passes as
+ * another's.
+ */
+#define BFT_ADDR_BLOCK_BITS	40
+#define BFT_ADDR_MAX_VOL	((1u << (64 - BFT_ADDR_BLOCK_BITS)) - 1)
+#define BFT_ADDR_MAX_BLOCK	((UINT64_C(1) << BFT_ADDR_BLOCK_BITS) - 1)
+
+static inline uint64_t
+bft_addr(uint32_t vol, uint64_t block)
+{
+	return (uint64_t)vol << BFT_ADDR_BLOCK_BITS | (block & BFT_ADDR_MAX_BLOCK);
+}
+
+static inline uint32_t
+bft_addr_vol(uint64_t addr)
+{
+	return (uint32_t)(addr >> BFT_ADDR_BLOCK_BITS);
+}
+
+static inline uint64_t
+bft_addr_block(uint64_t addr)
+{
+	return addr & BFT_ADDR_MAX_BLOCK;
+}
+
 /* Orders by (num, wid); the MAC takes no part in the order. */
 int bft_ts_cmp(const struct bft_ts *a, const struct bft_ts *b);
 bool bft_ts_is_zero(const struct bft_ts *ts);

@@ -121,6 +121,44 @@ test_block_binding(void **state)
 	assert_false(bft_vec_verify(&ts, BLK | 1ull << 32, nh, k, m));
 }
 
+/*
+ * The same block number in another volume is another register: its
+ * address (proto.h) differs only in the volume bits, and both MACs
+ * name the volume.  Volume 0's address is the block number itself, so
+ * its MACs are the ones test_known_answers pins.
+ */
+static void
+test_volume_binding(void **state)
+{
+	static const uint32_t vols[] = { 1, 2, 255, 256, BFT_ADDR_MAX_VOL };
+	uint8_t k[BFT_KEY_LEN], nh[BFT_HASH_LEN], m[BFT_MAC_LEN];
+	struct bft_ts ts = { .num = 9, .wid = 3 }, t2;
+
+	(void)state;
+	assert_true(bft_addr(0, BLK) == BLK);
+	assert_int_equal(bft_addr_vol(bft_addr(BFT_ADDR_MAX_VOL, 5)),
+	    BFT_ADDR_MAX_VOL);
+	assert_true(bft_addr_block(bft_addr(7, BFT_ADDR_MAX_BLOCK)) ==
+	    BFT_ADDR_MAX_BLOCK);
+	bft_random(k, sizeof k);
+	bft_random(nh, sizeof nh);
+	for (size_t v = 0; v < sizeof vols / sizeof vols[0]; v++) {
+		uint64_t a = bft_addr(vols[v], BLK);
+
+		t2 = ts;
+		bft_ts_sign(&t2, a, k);
+		bft_vec_mac(&t2, a, nh, k, m);
+		assert_true(bft_ts_verify(&t2, a, k));
+		assert_true(bft_vec_verify(&t2, a, nh, k, m));
+		/* Replayed as volume 0's block BLK, or the next volume's. */
+		assert_false(bft_ts_verify(&t2, BLK, k));
+		assert_false(bft_vec_verify(&t2, BLK, nh, k, m));
+		assert_false(bft_ts_verify(&t2, bft_addr(vols[v] - 1, BLK), k));
+		assert_false(bft_vec_verify(&t2, bft_addr(vols[v] - 1, BLK),
+		    nh, k, m));
+	}
+}
+
 static void
 test_ts_round_trip(void **state)
 {
@@ -338,6 +376,7 @@ main(void)
 		cmocka_unit_test(test_hash_vectors),
 		cmocka_unit_test(test_mac_vectors),
 		cmocka_unit_test(test_block_binding),
+		cmocka_unit_test(test_volume_binding),
 		cmocka_unit_test(test_ts_round_trip),
 		cmocka_unit_test(test_ts_bit_flips),
 		cmocka_unit_test(test_vec_mac),
