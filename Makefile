@@ -20,6 +20,7 @@
 #   make bench-rebuild   rebuild speed, its cost to fio, catch-up sizes
 #   make bench-store     the store at disk scale: RAM per block, restart
 #                        with a cold cache, space, overwrite speed
+#   make bench-trim      the space trim and write-zeroes give back
 #   make fuzz            libFuzzer harnesses (clang), FUZZ_TIME s each
 #   make BENCH_NOVERIFY=1  benchmark-only build into build-noverify/ with
 #                        fragment hashing and MACs off (no BFT; refuses
@@ -390,6 +391,11 @@ bench-rebuild: all
 bench-store: all
 	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-store
 
+# The space trim and write-zeroes give back to the servers (BENCH_DISK,
+# default 4G).
+bench-trim: all
+	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-trim
+
 # The BFT overhead: the same code with hashing and MACs compiled out,
 # alternated with the normal build (fio-jobs/bench-overhead).
 bench-overhead:
@@ -445,7 +451,7 @@ clean:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system install uninstall \
-	run stop bench bench-rebuild bench-store bench-overhead bench-latency fuzz \
+	run stop bench bench-rebuild bench-store bench-trim bench-overhead bench-latency fuzz \
 	fuzz-build clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \
