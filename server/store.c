@@ -161,9 +161,10 @@ bft_store_put_hist(struct bft_store *st, uint64_t block,
 	if (meta->frag_len > BFT_MAX_FRAG || (meta->frag_len > 0 &&
 	    frag == NULL))
 		return -EINVAL;
-	if (bft_ts_cmp(&meta->ts, &st->idx[block].lc_ts) < 0)
+	if (bft_ts_cmp(&meta->ts, &st_idx(st, block)->lc_ts) < 0)
 		return -ESTALE;
-	if ((err = st_side_reserve(st, 1)) < 0)
+	if ((err = st_side_reserve(st, 1)) < 0 ||
+	    (err = st_idx_make(st, block)) < 0)
 		return err;
 	len = bft_rec_encode_hist(st->wbuf, st->n, st->next_seq, block, meta,
 	    frag);
@@ -188,8 +189,10 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
 	if (block >= st->id.nblocks)
 		return -ERANGE;
 	/* Replay keeps the highest lc, so the index must never go back. */
-	if (bft_ts_cmp(&c->ts, &st->idx[block].lc_ts) <= 0)
+	if (bft_ts_cmp(&c->ts, &st_idx(st, block)->lc_ts) <= 0)
 		return -EINVAL;
+	if ((err = st_idx_make(st, block)) < 0)
+		return err;
 	len = bft_rec_encode_lc(st->wbuf, st->n, st->next_seq, block, c);
 	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
 		return err;
@@ -220,7 +223,7 @@ bft_store_lc_ts(const struct bft_store *st, uint64_t block)
 {
 	static const struct bft_ts zero;
 
-	return block < st->id.nblocks ? st->idx[block].lc_ts : zero;
+	return block < st->id.nblocks ? st_idx(st, block)->lc_ts : zero;
 }
 
 bool
@@ -232,9 +235,10 @@ bft_store_lc_held(struct bft_store *st, uint64_t block)
 
 	if (block >= st->id.nblocks)
 		return false;
-	x = &st->idx[block];
-	if (!(x->flags & IDX_HELD_UNKNOWN))
-		return x->flags & IDX_HELD;
+	if (!(st_idx(st, block)->flags & IDX_HELD_UNKNOWN))
+		return st_idx(st, block)->flags & IDX_HELD;
+	/* Flags were set: the page exists. */
+	x = st_idx_mut(st, block);
 	/* A damaged lc record leaves it unknown; a damaged entry goes. */
 	if (st_lc_read(st, block, &c) < 0 ||
 	    bft_store_get_hist(st, block, &c.ts, &e) < 0)
@@ -258,7 +262,7 @@ entry_find(const struct bft_store *st, uint64_t block,
 
 	if (block >= st->id.nblocks)
 		return false;
-	x = &st->idx[block];
+	x = st_idx(st, block);
 	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0) {
 		*loc = x->h_loc;
 		*frag_len = x->h_frag_len;
@@ -325,7 +329,7 @@ bft_store_pending(struct bft_store *st, uint64_t block, uint64_t wid)
 	long pos = -1;
 
 	/* Side entries are all above lc: the GC rule keeps them so. */
-	if (block >= st->id.nblocks || IDX_NSIDE(&st->idx[block]) == 0)
+	if (block >= st->id.nblocks || IDX_NSIDE(st_idx(st, block)) == 0)
 		return 0;
 	while (st_side_next(st, block, &pos))
 		if (st->side.e[pos].ts.wid == wid)
@@ -340,7 +344,7 @@ bft_store_nhist(struct bft_store *st, uint64_t block)
 
 	if (block >= st->id.nblocks)
 		return 0;
-	x = &st->idx[block];
+	x = st_idx(st, block);
 	return (x->flags & IDX_HENT ? 1 : 0) + IDX_NSIDE(x);
 }
 
@@ -353,7 +357,7 @@ bft_store_hist_at(struct bft_store *st, uint64_t block, unsigned i,
 
 	if (i >= bft_store_nhist(st, block))
 		return -ENOENT;
-	x = &st->idx[block];
+	x = st_idx(st, block);
 	if (x->flags & IDX_HENT) {
 		if (i == 0)
 			return hent_read(st, block, &x->lc_ts, x->h_loc,

@@ -5,8 +5,8 @@
  *
  * The file, index.ckpt, is a stream of chunks of at most 1 MiB, each
  * followed by a CRC32C of its number and bytes: a header (struct
- * ck_hdr), the segments (struct ck_seg), the index array and the side
- * entries.  It is written to a temporary name only after everything it
+ * ck_hdr), the segments (struct ck_seg), the index's pages that exist,
+ * each as its number and its IDX_PAGE entries, and the side entries.  It is written to a temporary name only after everything it
  * covers is durable, then fsynced and renamed over the last one.
  *
  * Why loading it gives the state a full replay gives: the log after the
@@ -36,7 +36,8 @@
 #define CKPT_FILE	"index.ckpt"
 #define CKPT_TMP	"index.ckpt.tmp"
 #define CKPT_MAGIC	"BFTIDX1"
-#define CKPT_VERSION	1u
+/* 2: pages.  A version 1 file is refused: the whole log is replayed. */
+#define CKPT_VERSION	2u
 #define CHUNK		(1u << 20)
 
 struct ck_hdr {
@@ -52,6 +53,7 @@ struct ck_hdr {
 	uint32_t nseg;
 	uint64_t pos_off;
 	uint64_t nside;
+	uint64_t npages;		/* pages that follow the segments */
 };
 
 struct ck_seg {
@@ -65,9 +67,10 @@ struct ck_seg {
 struct ckpt_job {
 	struct ck_hdr hdr;
 	struct ck_seg *segs;
-	struct blk_idx *idx;
+	uint64_t *page_no;		/* hdr.npages of them, ascending */
+	const struct blk_idx **pages;	/* theirs, or into copy */
+	struct blk_idx *copy;		/* the pages copied, or NULL */
 	struct side_ent *side;
-	bool owned;			/* idx is a copy to free */
 	int dirfd;
 	int *fds;			/* segments to sync first */
 	size_t nfds;
@@ -213,9 +216,14 @@ ckpt_emit(struct ck_stream *w, const struct ckpt_job *job)
 	int err;
 
 	if ((err = ck_write(w, h, sizeof *h)) < 0 ||
-	    (err = ck_write(w, job->segs, h->nseg * sizeof *job->segs)) < 0 ||
-	    (err = ck_write(w, job->idx, h->nblocks * sizeof *job->idx)) < 0 ||
-	    (err = ck_write(w, job->side, h->nside * sizeof *job->side)) < 0)
+	    (err = ck_write(w, job->segs, h->nseg * sizeof *job->segs)) < 0)
+		return err;
+	for (uint64_t i = 0; i < h->npages; i++)
+		if ((err = ck_write(w, &job->page_no[i], sizeof job->page_no[i]))
+		    < 0 || (err = ck_write(w, job->pages[i], IDX_PAGE *
+		    sizeof(struct blk_idx))) < 0)
+			return err;
+	if ((err = ck_write(w, job->side, h->nside * sizeof *job->side)) < 0)
 		return err;
 	return ck_flush(w);
 }
@@ -259,6 +267,13 @@ out_close:
 	return err;
 }
 
+/* The bytes of a job's copy of the pages. */
+static size_t
+copy_len(const struct ckpt_job *job)
+{
+	return (size_t)job->hdr.npages * IDX_PAGE * sizeof(struct blk_idx);
+}
+
 static void
 job_free(struct ckpt_job *job)
 {
@@ -266,8 +281,9 @@ job_free(struct ckpt_job *job)
 		close(job->fds[i]);
 	if (job->dirfd >= 0)
 		close(job->dirfd);
-	if (job->owned)
-		big_free(job->idx, job->hdr.nblocks * sizeof *job->idx);
+	big_free(job->copy, copy_len(job));
+	free(job->page_no);
+	free(job->pages);
 	free(job->side);
 	free(job->segs);
 	big_free(job->buf, CHUNK + sizeof(uint32_t));
@@ -293,10 +309,12 @@ job_make(struct bft_store *st, bool copy)
 	job->segs = calloc(st->nseg, sizeof *job->segs);
 	job->fds = calloc(st->nseg, sizeof *job->fds);
 	job->side = calloc(st->side.used + 1, sizeof *job->side);
+	job->page_no = calloc(st->pages_made + 1, sizeof *job->page_no);
+	job->pages = calloc(st->pages_made + 1, sizeof *job->pages);
 	job->buf = big_alloc(CHUNK + sizeof(uint32_t));
-	job->owned = true;
 	if (job->dirfd < 0 || job->segs == NULL || job->fds == NULL ||
-	    job->side == NULL || job->buf == NULL)
+	    job->side == NULL || job->page_no == NULL || job->pages == NULL ||
+	    job->buf == NULL)
 		goto out_free;
 	h = &job->hdr;
 	memcpy(h->magic, CKPT_MAGIC, sizeof h->magic);
@@ -330,15 +348,22 @@ job_make(struct bft_store *st, bool copy)
 		if (st->side.e[i].block != SIDE_EMPTY)
 			job->side[k++] = st->side.e[i];
 	h->nside = k;
-	if (!copy) {
-		job->idx = st->idx;
-		job->owned = false;
+	for (uint64_t p = 0; p < st->npages; p++)
+		if (st->pages[p] != NULL) {
+			job->page_no[h->npages] = p;
+			job->pages[h->npages++] = st->pages[p];
+		}
+	if (!copy || h->npages == 0)
 		return job;
-	}
-	job->idx = big_alloc(st->id.nblocks * sizeof *job->idx);
-	if (job->idx == NULL)
+	/* Only the pages written: a sparse disk's copy is small. */
+	if ((job->copy = big_alloc(copy_len(job))) == NULL)
 		goto out_free;
-	memcpy(job->idx, st->idx, st->id.nblocks * sizeof *job->idx);
+	for (uint64_t i = 0; i < h->npages; i++) {
+		struct blk_idx *to = job->copy + i * IDX_PAGE;
+
+		memcpy(to, job->pages[i], IDX_PAGE * sizeof *to);
+		job->pages[i] = to;
+	}
 	return job;
 out_free:
 	job_free(job);
@@ -369,9 +394,9 @@ ckpt_main(void *arg)
 	 * The event loop reaps the job only at its next append, which an
 	 * idle server may not make for hours: give the copy back now.
 	 */
-	big_free(job->idx, job->hdr.nblocks * sizeof *job->idx);
+	big_free(job->copy, copy_len(job));
 	big_free(job->buf, CHUNK + sizeof(uint32_t));
-	job->idx = NULL;
+	job->copy = NULL;
 	job->buf = NULL;
 	__atomic_store_n(&job->done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -475,7 +500,8 @@ hdr_check(const struct bft_store *st, const struct ck_hdr *h, char *why,
 	    memcmp(h->cluster_id, st->id.cluster_id, BFT_CLUSTER_ID_LEN) != 0)
 		return fail(why, whylen, -EINVAL, "%s", "its identity is not "
 		    "the data dir's");
-	if (h->nseg > (1u << 24) || h->nside > h->nblocks * 1024)
+	if (h->nseg > (1u << 24) || h->nside > h->nblocks * 1024 ||
+	    h->npages > st->npages)
 		return fail(why, whylen, -EINVAL, "%s", "implausible sizes");
 	return 0;
 }
@@ -558,10 +584,31 @@ st_ckpt_load_undo(struct bft_store *st)
 	/* A torn tail was cut off for good; damage is counted again. */
 	st->rp.corrupt_records = st->rp.corrupt_bytes = 0;
 	st_side_free(st);
-	/* A fresh index, untouched pages and all. */
-	free(st->idx);
-	st->idx = calloc((size_t)st->id.nblocks, sizeof *st->idx);
-	return st->idx == NULL ? -ENOMEM : 0;
+	st_idx_free(st);
+	return st_idx_init(st);
+}
+
+/* The pages, in ascending order, each made and filled. */
+static int
+pages_read(struct bft_store *st, struct ck_stream *r, uint64_t npages,
+    char *why, size_t whylen)
+{
+	uint64_t no, prev = 0;
+	int err;
+
+	for (uint64_t i = 0; i < npages; i++) {
+		if ((err = ck_read(r, &no, sizeof no)) < 0)
+			return err;
+		if (no >= st->npages || (i > 0 && no <= prev))
+			return fail(why, whylen, -EINVAL, "%s", "a page "
+			    "beyond the disk or out of order");
+		if ((err = st_idx_make(st, no << IDX_PAGE_SHIFT)) < 0 ||
+		    (err = ck_read(r, st->pages[no], IDX_PAGE *
+		    sizeof(struct blk_idx))) < 0)
+			return err;
+		prev = no;
+	}
+	return 0;
 }
 
 int
@@ -593,15 +640,17 @@ st_ckpt_load(struct bft_store *st, uint32_t *seg_no, uint64_t *off,
 		goto out;
 	}
 	if ((err = ck_read(&r, cs, h.nseg * sizeof *cs)) < 0 ||
-	    (err = ck_read(&r, st->idx, h.nblocks * sizeof *st->idx)) < 0 ||
+	    (err = pages_read(st, &r, h.npages, why, whylen)) < 0 ||
 	    (err = st_side_reserve(st, h.nside)) < 0)
 		goto out_why;
 	for (uint64_t i = 0; i < h.nside; i++) {
 		if ((err = ck_read(&r, &e, sizeof e)) < 0)
 			goto out_why;
-		if (e.block >= st->id.nblocks) {
+		/* Its block's entry counts it: its page must be here. */
+		if (e.block >= st->id.nblocks ||
+		    st->pages[e.block >> IDX_PAGE_SHIFT] == NULL) {
 			err = fail(why, whylen, -EINVAL, "%s", "a side entry "
-			    "beyond the disk");
+			    "beyond the disk or its index");
 			goto out;
 		}
 		st_side_insert(st, &e);
@@ -648,7 +697,13 @@ st_ckpt_locs_ok(struct bft_store *st, char *why, size_t whylen)
 	size_t lc = bft_rec_lc_len(st->n);
 
 	for (uint64_t b = 0; b < st->id.nblocks; b++) {
-		const struct blk_idx *x = &st->idx[b];
+		const struct blk_idx *x;
+
+		if (st->pages[b >> IDX_PAGE_SHIFT] == NULL) {
+			b |= IDX_PAGE - 1;	/* the next page */
+			continue;
+		}
+		x = st_idx(st, b);
 
 		if ((x->lc_loc != 0 && !loc_ok(st, x->lc_loc, lc)) ||
 		    ((x->flags & IDX_HENT) && !loc_ok(st, x->h_loc,

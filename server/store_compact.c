@@ -74,7 +74,7 @@ rec_owner(const struct bft_store *st, uint64_t loc,
 
 	if (h->block >= st->id.nblocks)
 		return false;
-	x = &st->idx[h->block];
+	x = st_idx(st, h->block);
 	if (h->type == BFT_REC_LC) {
 		*side = -2;
 		return x->lc_loc == loc;
@@ -96,7 +96,7 @@ rec_owner(const struct bft_store *st, uint64_t loc,
 static uint64_t *
 owner_loc(struct bft_store *st, uint64_t block, long side)
 {
-	struct blk_idx *x = &st->idx[block];
+	struct blk_idx *x = st_idx_mut(st, block);
 
 	return side == -2 ? &x->lc_loc : side == -1 ? &x->h_loc :
 	    &st->side.e[side].loc;
@@ -117,7 +117,7 @@ compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
 	struct bft_hist_meta m;
 	struct bft_rec_hdr h;
 	const struct bft_ts *want;
-	struct blk_idx *x = &st->idx[block];
+	struct blk_idx *x = st_idx_mut(st, block);	/* it owns a record */
 	uint64_t loc;
 	bool ok;
 	int err;

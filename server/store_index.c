@@ -12,6 +12,39 @@
 #include "store_int.h"
 #include "store_log.h"
 
+const struct blk_idx st_idx_none;
+
+int
+st_idx_init(struct bft_store *st)
+{
+	st->npages = (st->id.nblocks + IDX_PAGE - 1) >> IDX_PAGE_SHIFT;
+	st->pages = calloc((size_t)st->npages, sizeof *st->pages);
+	return st->pages == NULL ? -ENOMEM : 0;
+}
+
+int
+st_idx_make(struct bft_store *st, uint64_t block)
+{
+	struct blk_idx **p = &st->pages[block >> IDX_PAGE_SHIFT];
+
+	if (*p != NULL)
+		return 0;
+	if ((*p = calloc(IDX_PAGE, sizeof **p)) == NULL)
+		return -ENOMEM;
+	st->pages_made++;
+	return 0;
+}
+
+void
+st_idx_free(struct bft_store *st)
+{
+	for (uint64_t i = 0; st->pages != NULL && i < st->npages; i++)
+		free(st->pages[i]);
+	free(st->pages);
+	st->pages = NULL;
+	st->pages_made = 0;
+}
+
 /* Fibonacci hashing, folded: consecutive blocks spread over the table. */
 static size_t
 side_slot(const struct side_tab *t, uint64_t block)
@@ -95,7 +128,7 @@ st_side_find(const struct bft_store *st, uint64_t block,
 {
 	long pos = -1;
 
-	if (IDX_NSIDE(&st->idx[block]) == 0)
+	if (IDX_NSIDE(st_idx(st, block)) == 0)
 		return -1;
 	while (st_side_next(st, block, &pos))
 		if (bft_ts_cmp(&st->side.e[pos].ts, ts) == 0)
@@ -110,7 +143,7 @@ side_delete(struct bft_store *st, size_t i)
 	struct side_tab *t = &st->side;
 	size_t j = i, home;
 
-	st->idx[t->e[i].block].flags -= 1u << IDX_SIDE_SHIFT;
+	st_idx_mut(st, t->e[i].block)->flags -= 1u << IDX_SIDE_SHIFT;
 	for (;;) {
 		t->e[i].block = SIDE_EMPTY;
 		for (;;) {
@@ -170,7 +203,7 @@ void
 st_hist_apply(struct bft_store *st, uint64_t block,
     const struct bft_hist_meta *m, uint64_t loc, size_t len)
 {
-	struct blk_idx *x = &st->idx[block];
+	struct blk_idx *x = st_idx_mut(st, block);
 	int cmp = bft_ts_cmp(&m->ts, &x->lc_ts);
 	struct side_ent ne;
 	long i;
@@ -204,7 +237,7 @@ bool
 st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
     uint64_t loc)
 {
-	struct blk_idx *x = &st->idx[block];
+	struct blk_idx *x = st_idx_mut(st, block);
 	int cmp = bft_ts_cmp(&c->ts, &x->lc_ts);
 	size_t len = bft_rec_lc_len(st->n);
 	long pos;
@@ -249,11 +282,12 @@ st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
 int
 st_hist_forget(struct bft_store *st, uint64_t block, const struct bft_ts *ts)
 {
-	struct blk_idx *x = &st->idx[block];
+	const struct blk_idx *x = st_idx(st, block);
 	long i;
 
+	/* An entry means a page: changing it is fine. */
 	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0) {
-		h_drop(st, x);
+		h_drop(st, st_idx_mut(st, block));
 		return 0;
 	}
 	if ((i = st_side_find(st, block, ts)) < 0)

@@ -57,8 +57,8 @@ struct seg {
 };
 
 /*
- * One block in the index: 56 bytes whatever n is, in one flat array
- * over the whole disk.  lc.ts stays whole, MAC included, so that CLOCK,
+ * One block in the index: 56 bytes whatever n is, in pages of IDX_PAGE
+ * blocks made when a block in them is first written (st_idx_make).  lc.ts stays whole, MAC included, so that CLOCK,
  * COMPLETE's and FILTER's comparisons and the SUMMARY and LCLIST walks
  * (which send the MAC) need no I/O.  Hist[lc.ts], the entry that backs
  * lc, is found by h_loc; entries above lc (STOREs not yet completed)
@@ -78,6 +78,17 @@ struct blk_idx {
 	uint32_t h_frag_len;		/* its fragment's length */
 	uint32_t flags;			/* IDX_*, side entries << IDX_SIDE_SHIFT */
 };
+
+/*
+ * A page covers 1024 blocks (64 MiB of disk, 56 KiB of index).  Pages
+ * keep memory, the index checkpoint and its copy in step with what was
+ * written rather than with the disk's size, and are what a per-volume
+ * index will be made of: an address space of 2^64 blocks cannot be one
+ * array.  Smaller pages would cost a longer page table; larger ones, a
+ * larger checkpoint for a disk written here and there.
+ */
+#define IDX_PAGE_SHIFT	10
+#define IDX_PAGE	(1u << IDX_PAGE_SHIFT)
 
 #define IDX_HENT	1u		/* h_loc is Hist[lc.ts] */
 #define IDX_HELD	2u		/* and validByHist(lc, it) holds */
@@ -141,7 +152,8 @@ struct bft_store {
 	unsigned n;
 	uint64_t seg_max;
 	unsigned compact_pct;
-	struct blk_idx *idx;		/* nblocks entries */
+	struct blk_idx **pages;		/* npages, NULL until written */
+	uint64_t npages, pages_made;
 	struct side_tab side;
 	struct mcache mc;
 	struct seg *segs;		/* ascending numbers; last is active */
@@ -273,5 +285,32 @@ bool st_ckpt_locs_ok(struct bft_store *st, char *why, size_t whylen);
  * that no later open trusts it.  0 or -ENOMEM.
  */
 int st_ckpt_load_undo(struct bft_store *st);
+
+/*
+ * store_index.c: the index's pages.  st_idx() is a block's entry, or a
+ * never-written one's (all zeros) when its page does not exist; to
+ * change an entry, its page must exist (st_idx_make before the append
+ * whose record it will describe), and st_idx_mut() gives it.  block is
+ * below nblocks.
+ */
+extern const struct blk_idx st_idx_none;
+
+static inline const struct blk_idx *
+st_idx(const struct bft_store *st, uint64_t block)
+{
+	const struct blk_idx *p = st->pages[block >> IDX_PAGE_SHIFT];
+
+	return p != NULL ? p + (block & (IDX_PAGE - 1)) : &st_idx_none;
+}
+
+static inline struct blk_idx *
+st_idx_mut(struct bft_store *st, uint64_t block)
+{
+	return st->pages[block >> IDX_PAGE_SHIFT] + (block & (IDX_PAGE - 1));
+}
+
+int st_idx_init(struct bft_store *st);
+int st_idx_make(struct bft_store *st, uint64_t block);
+void st_idx_free(struct bft_store *st);
 
 #endif

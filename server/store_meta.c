@@ -275,7 +275,7 @@ st_meta_read(struct bft_store *st, uint64_t loc, unsigned type,
 int
 st_lc_read(struct bft_store *st, uint64_t block, struct bft_cand *out)
 {
-	const struct blk_idx *x = &st->idx[block];
+	const struct blk_idx *x = st_idx(st, block);
 	const uint8_t *p;
 
 	memset(out, 0, sizeof *out);

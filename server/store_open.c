@@ -204,6 +204,8 @@ replay_rec(struct bft_store *st, const struct bft_rec_hdr *h, uint64_t loc,
 	struct bft_hist_meta m;
 	struct bft_cand c;
 
+	if (st_idx_make(st, h->block) < 0)
+		return -ENOMEM;
 	if (h->type == BFT_REC_LC) {
 		bft_rec_decode_lc(st->rbuf, st->n, &c);
 		st_lc_apply(st, h->block, &c, loc);
@@ -561,12 +563,10 @@ bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
 	    check_identity(st, err, errlen) < 0)
 		goto out_close;
 	unlinkat(st->dirfd, IDENTITY_TMP, 0);
-	/* Pages of blocks never written are never touched: calloc's zeros. */
-	st->idx = calloc((size_t)id->nblocks, sizeof *st->idx);
 	st->wbuf = malloc(bft_rec_max_len(st->n));
 	st->rbuf = malloc(bft_rec_max_len(st->n));
 	st->mbuf = malloc(bft_rec_max_len(st->n));
-	if (st->idx == NULL || st->wbuf == NULL || st->rbuf == NULL ||
+	if (st_idx_init(st) < 0 || st->wbuf == NULL || st->rbuf == NULL ||
 	    st->mbuf == NULL || st_mc_init(st, opts && opts->cache_off ? 0 :
 	    opts && opts->cache_bytes ? opts->cache_bytes :
 	    BFT_STORE_DEFAULT_CACHE) < 0)
@@ -620,7 +620,7 @@ bft_store_close(struct bft_store *st)
 		close(st->dirfd);
 	st_side_free(st);
 	st_mc_free(st);
-	free(st->idx);
+	st_idx_free(st);
 	free(st->segs);
 	free(st->wbuf);
 	free(st->rbuf);

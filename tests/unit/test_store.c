@@ -558,6 +558,46 @@ test_crafted_log(void **state)
 	assert_int_equal(h.seq, 106);
 }
 
+/*
+ * The index is paged (1024 blocks a page) and a page exists only once
+ * a block in it is written.  Blocks at page edges and far apart on a
+ * 64 GiB disk come back from the checkpoint and from the log alike,
+ * every other block reads as never written, and the checkpoint holds
+ * only the pages written: a few hundred KiB, where the whole index
+ * would be 56 MiB.
+ */
+static void
+test_sparse_pages(void **state)
+{
+	static const uint64_t blocks[] = { 0, 1023, 1024, 500000,
+	    (1u << 20) - 1 };
+	struct bft_store *st;
+	struct stat sb;
+	char p[160];
+
+	(void)state;
+	geometry(4, 1u << 20);
+	st = sopen(0);
+	for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+		assert_int_equal(put(st, blocks[i], 1, 1, (unsigned)i), 0);
+		assert_int_equal(set_lc(st, blocks[i], 1, 1), 0);
+		/* And one pending entry above lc. */
+		assert_int_equal(put(st, blocks[i], 2, 1, (unsigned)i), 0);
+	}
+	st = reopen_same(st, 0);
+	for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+		check_entry(st, blocks[i], 1, 1, (unsigned)i);
+		check_entry(st, blocks[i], 2, 1, (unsigned)i);
+		assert_int_equal(bft_store_nhist(st, blocks[i]), 2);
+	}
+	assert_int_equal(bft_store_nhist(st, 1025), 0);
+	assert_true(bft_ts_is_zero(&store_lc(st, 999999)->ts));
+	bft_store_close(st);
+	snprintf(p, sizeof p, "%s/index.ckpt", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_true(sb.st_size < 4 * 1024 * 56 + 65536);
+}
+
 int
 main(void)
 {
@@ -576,6 +616,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_torn_tail, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sparse_pages, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_crafted_log, setup,
 		    teardown),
 	};
