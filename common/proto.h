@@ -82,6 +82,29 @@ bft_addr_block(uint64_t addr)
 	return addr & BFT_ADDR_MAX_BLOCK;
 }
 
+/*
+ * Volume 0's size is the cluster's (bftblk.conf, HELLO); another
+ * volume's is in the volume table, which servers do not read.  They
+ * hold any block of another volume below BFT_VOL_MAX_BLOCKS (just under
+ * 256 TiB of 64 KiB blocks), which keeps SUMMARY's 32-bit counts and a
+ * volume's page table finite.
+ */
+#define BFT_VOL_MAX_BLOCKS	((UINT64_C(1) << 32) - (UINT64_C(1) << 16))
+
+static inline uint64_t
+bft_vol_limit(uint32_t vol, uint64_t nblocks0)
+{
+	return vol == 0 ? nblocks0 : BFT_VOL_MAX_BLOCKS;
+}
+
+/* Whether a server may hold addr, given volume 0's size. */
+static inline bool
+bft_addr_ok(uint64_t addr, uint64_t nblocks0)
+{
+	return bft_addr_block(addr) < bft_vol_limit(bft_addr_vol(addr),
+	    nblocks0);
+}
+
 /* Orders by (num, wid); the MAC takes no part in the order. */
 int bft_ts_cmp(const struct bft_ts *a, const struct bft_ts *b);
 bool bft_ts_is_zero(const struct bft_ts *ts);

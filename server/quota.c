@@ -146,7 +146,8 @@ prune(struct bft_quotas *cs, struct bft_client_quota *cl,
 		if (now_ms - p->at_ms >= cs->window_ms)
 			continue;
 		lcts = bft_store_lc_ts(st, p->block);
-		if (p->block < cs->cfg->nblocks && bft_ts_cmp(&ts, &lcts) <= 0)
+		if (bft_addr_ok(p->block, cs->cfg->nblocks) &&
+		    bft_ts_cmp(&ts, &lcts) <= 0)
 			continue;
 		cl->pend[j++] = *p;
 	}

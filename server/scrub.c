@@ -115,7 +115,8 @@ start_pass(struct bft_scrub *s, uint64_t now, const char *why)
 	s->pass_start_ms = now;
 	s->pass_checked = s->pass_damaged = 0;
 	s->prog->scrub_done = 0;
-	s->prog->scrub_total = s->h->cfg->nblocks;
+	/* Blocks outside the index's pages were never written: skipped. */
+	s->prog->scrub_total = bft_store_indexed(s->h->st);
 	bft_log("scrub: starting (%s)", why);
 }
 
@@ -123,7 +124,7 @@ static void
 on_tick(uv_timer_t *t)
 {
 	struct bft_scrub *s = t->data;
-	uint64_t now = uv_now(t->loop), nblocks = s->h->cfg->nblocks;
+	uint64_t now = uv_now(t->loop);
 	uint64_t budget;
 
 	if (s->ndamaged > 0)
@@ -140,13 +141,14 @@ on_tick(uv_timer_t *t)
 	/* Fragments' bytes this tick may read; unlimited: the whole disk. */
 	budget = s->o.rate ? s->o.rate * TICK_MS / 1000 : UINT64_MAX;
 	/* The last fragment may overrun the budget; the next tick pays. */
-	while (s->next < nblocks && budget > 0) {
+	while (budget > 0 && (s->next = bft_store_next_page(s->h->st,
+	    s->next)) != UINT64_MAX) {
 		uint32_t used = check_block(s, s->next++);
 
+		s->prog->scrub_done++;
 		budget = used < budget ? budget - used : 0;
 	}
-	s->prog->scrub_done = s->next;
-	if (s->next < nblocks)
+	if (s->next != UINT64_MAX)
 		return;
 	s->running = false;
 	s->next_pass_ms = now + (uint64_t)s->o.interval_s * 1000;

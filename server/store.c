@@ -156,7 +156,7 @@ bft_store_put_hist(struct bft_store *st, uint64_t block,
 	size_t len;
 	int err;
 
-	if (block >= st->id.nblocks)
+	if (!st_addr_ok(st, block))
 		return -ERANGE;
 	if (meta->frag_len > BFT_MAX_FRAG || (meta->frag_len > 0 &&
 	    frag == NULL))
@@ -186,7 +186,7 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
 	size_t len;
 	int err;
 
-	if (block >= st->id.nblocks)
+	if (!st_addr_ok(st, block))
 		return -ERANGE;
 	/* Replay keeps the highest lc, so the index must never go back. */
 	if (bft_ts_cmp(&c->ts, &st_idx(st, block)->lc_ts) <= 0)
@@ -211,7 +211,7 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
 int
 bft_store_get_lc(struct bft_store *st, uint64_t block, struct bft_cand *out)
 {
-	if (block >= st->id.nblocks) {
+	if (!st_addr_ok(st, block)) {
 		memset(out, 0, sizeof *out);
 		return -ERANGE;
 	}
@@ -223,7 +223,7 @@ bft_store_lc_ts(const struct bft_store *st, uint64_t block)
 {
 	static const struct bft_ts zero;
 
-	return block < st->id.nblocks ? st_idx(st, block)->lc_ts : zero;
+	return st_addr_ok(st, block) ? st_idx(st, block)->lc_ts : zero;
 }
 
 bool
@@ -233,7 +233,7 @@ bft_store_lc_held(struct bft_store *st, uint64_t block)
 	struct blk_idx *x;
 	struct bft_cand c;
 
-	if (block >= st->id.nblocks)
+	if (!st_addr_ok(st, block))
 		return false;
 	if (!(st_idx(st, block)->flags & IDX_HELD_UNKNOWN))
 		return st_idx(st, block)->flags & IDX_HELD;
@@ -260,7 +260,7 @@ entry_find(const struct bft_store *st, uint64_t block,
 	const struct blk_idx *x;
 	long i;
 
-	if (block >= st->id.nblocks)
+	if (!st_addr_ok(st, block))
 		return false;
 	x = st_idx(st, block);
 	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0) {
@@ -329,7 +329,7 @@ bft_store_pending(struct bft_store *st, uint64_t block, uint64_t wid)
 	long pos = -1;
 
 	/* Side entries are all above lc: the GC rule keeps them so. */
-	if (block >= st->id.nblocks || IDX_NSIDE(st_idx(st, block)) == 0)
+	if (!st_addr_ok(st, block) || IDX_NSIDE(st_idx(st, block)) == 0)
 		return 0;
 	while (st_side_next(st, block, &pos))
 		if (st->side.e[pos].ts.wid == wid)
@@ -342,7 +342,7 @@ bft_store_nhist(struct bft_store *st, uint64_t block)
 {
 	const struct blk_idx *x;
 
-	if (block >= st->id.nblocks)
+	if (!st_addr_ok(st, block))
 		return 0;
 	x = st_idx(st, block);
 	return (x->flags & IDX_HENT ? 1 : 0) + IDX_NSIDE(x);
@@ -509,7 +509,7 @@ int
 bft_store_forget_hist(struct bft_store *st, uint64_t block,
     const struct bft_ts *ts)
 {
-	if (block >= st->id.nblocks)
+	if (!st_addr_ok(st, block))
 		return -ENOENT;
 	return st_hist_forget(st, block, ts);
 }

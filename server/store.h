@@ -104,6 +104,25 @@ struct bft_ts bft_store_lc_ts(const struct bft_store *st, uint64_t block);
  */
 bool bft_store_lc_held(struct bft_store *st, uint64_t block);
 
+/*
+ * Blocks are addresses (proto.h): volume 0's below nblocks, another
+ * volume's below BFT_VOL_MAX_BLOCKS.  What the store holds is indexed
+ * in pages of blocks (1024); a block outside every page was never
+ * written here.
+ */
+/* The first address at or after addr in a page, or UINT64_MAX. */
+uint64_t bft_store_next_page(const struct bft_store *st, uint64_t addr);
+/* The blocks the pages cover: what a walk over them visits. */
+uint64_t bft_store_indexed(const struct bft_store *st);
+/* A volume the store holds blocks of: one past its highest page. */
+struct bft_store_vol {
+	uint32_t vol;
+	uint64_t end;
+};
+/* The volumes from first on, in id order, at most max of them. */
+size_t bft_store_volumes(const struct bft_store *st, uint32_t first,
+    struct bft_store_vol *out, size_t max);
+
 /* Whether block's Hist has an entry for ts; no I/O. */
 bool bft_store_has_hist(const struct bft_store *st, uint64_t block,
 			const struct bft_ts *ts);

@@ -6,7 +6,8 @@
  * The file, index.ckpt, is a stream of chunks of at most 1 MiB, each
  * followed by a CRC32C of its number and bytes: a header (struct
  * ck_hdr), the segments (struct ck_seg), the index's pages that exist,
- * each as its number and its IDX_PAGE entries, and the side entries.  It is written to a temporary name only after everything it
+ * each as its first block's address and its IDX_PAGE entries, and the
+ * side entries.  It is written to a temporary name only after everything it
  * covers is durable, then fsynced and renamed over the last one.
  *
  * Why loading it gives the state a full replay gives: the log after the
@@ -67,7 +68,7 @@ struct ck_seg {
 struct ckpt_job {
 	struct ck_hdr hdr;
 	struct ck_seg *segs;
-	uint64_t *page_no;		/* hdr.npages of them, ascending */
+	uint64_t *page_no;		/* their first addresses, ascending */
 	const struct blk_idx **pages;	/* theirs, or into copy */
 	struct blk_idx *copy;		/* the pages copied, or NULL */
 	struct side_ent *side;
@@ -348,11 +349,11 @@ job_make(struct bft_store *st, bool copy)
 		if (st->side.e[i].block != SIDE_EMPTY)
 			job->side[k++] = st->side.e[i];
 	h->nside = k;
-	for (uint64_t p = 0; p < st->npages; p++)
-		if (st->pages[p] != NULL) {
-			job->page_no[h->npages] = p;
-			job->pages[h->npages++] = st->pages[p];
-		}
+	for (uint64_t a = 0; h->npages < st->pages_made &&
+	    st_idx_next(st, &a); a += IDX_PAGE) {
+		job->page_no[h->npages] = a;
+		job->pages[h->npages++] = st_idx_page(st, a);
+	}
 	if (!copy || h->npages == 0)
 		return job;
 	/* Only the pages written: a sparse disk's copy is small. */
@@ -501,7 +502,7 @@ hdr_check(const struct bft_store *st, const struct ck_hdr *h, char *why,
 		return fail(why, whylen, -EINVAL, "%s", "its identity is not "
 		    "the data dir's");
 	if (h->nseg > (1u << 24) || h->nside > h->nblocks * 1024 ||
-	    h->npages > st->npages)
+	    h->npages > (UINT64_C(1) << 30))
 		return fail(why, whylen, -EINVAL, "%s", "implausible sizes");
 	return 0;
 }
@@ -593,20 +594,21 @@ static int
 pages_read(struct bft_store *st, struct ck_stream *r, uint64_t npages,
     char *why, size_t whylen)
 {
-	uint64_t no, prev = 0;
+	uint64_t a, prev = 0;
 	int err;
 
 	for (uint64_t i = 0; i < npages; i++) {
-		if ((err = ck_read(r, &no, sizeof no)) < 0)
+		if ((err = ck_read(r, &a, sizeof a)) < 0)
 			return err;
-		if (no >= st->npages || (i > 0 && no <= prev))
+		if ((a & (IDX_PAGE - 1)) != 0 || !st_addr_ok(st, a) ||
+		    (i > 0 && a <= prev))
 			return fail(why, whylen, -EINVAL, "%s", "a page "
-			    "beyond the disk or out of order");
-		if ((err = st_idx_make(st, no << IDX_PAGE_SHIFT)) < 0 ||
-		    (err = ck_read(r, st->pages[no], IDX_PAGE *
+			    "beyond the volumes or out of order");
+		if ((err = st_idx_make(st, a)) < 0 ||
+		    (err = ck_read(r, st_idx_page(st, a), IDX_PAGE *
 		    sizeof(struct blk_idx))) < 0)
 			return err;
-		prev = no;
+		prev = a;
 	}
 	return 0;
 }
@@ -647,8 +649,8 @@ st_ckpt_load(struct bft_store *st, uint32_t *seg_no, uint64_t *off,
 		if ((err = ck_read(&r, &e, sizeof e)) < 0)
 			goto out_why;
 		/* Its block's entry counts it: its page must be here. */
-		if (e.block >= st->id.nblocks ||
-		    st->pages[e.block >> IDX_PAGE_SHIFT] == NULL) {
+		if (!st_addr_ok(st, e.block) ||
+		    st_idx_page(st, e.block) == NULL) {
 			err = fail(why, whylen, -EINVAL, "%s", "a side entry "
 			    "beyond the disk or its index");
 			goto out;
@@ -696,14 +698,8 @@ st_ckpt_locs_ok(struct bft_store *st, char *why, size_t whylen)
 {
 	size_t lc = bft_rec_lc_len(st->n);
 
-	for (uint64_t b = 0; b < st->id.nblocks; b++) {
-		const struct blk_idx *x;
-
-		if (st->pages[b >> IDX_PAGE_SHIFT] == NULL) {
-			b |= IDX_PAGE - 1;	/* the next page */
-			continue;
-		}
-		x = st_idx(st, b);
+	for (uint64_t b = 0; st_idx_next(st, &b); b++) {
+		const struct blk_idx *x = st_idx(st, b);
 
 		if ((x->lc_loc != 0 && !loc_ok(st, x->lc_loc, lc)) ||
 		    ((x->flags & IDX_HENT) && !loc_ok(st, x->h_loc,

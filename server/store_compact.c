@@ -72,7 +72,7 @@ rec_owner(const struct bft_store *st, uint64_t loc,
 	const struct blk_idx *x;
 	long pos = -1;
 
-	if (h->block >= st->id.nblocks)
+	if (!st_addr_ok(st, h->block))
 		return false;
 	x = st_idx(st, h->block);
 	if (h->type == BFT_REC_LC) {

@@ -14,22 +14,104 @@
 
 const struct blk_idx st_idx_none;
 
+/* Where vol is in st->vols, or where it would go. */
+static size_t
+vol_pos(const struct bft_store *st, uint32_t vol)
+{
+	size_t lo = 0, hi = st->nvols;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->vols[mid].vol < vol)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const struct idx_vol *
+st_idx_vol(const struct bft_store *st, uint32_t vol)
+{
+	size_t i = vol_pos(st, vol);
+
+	return i < st->nvols && st->vols[i].vol == vol ? &st->vols[i] : NULL;
+}
+
+/* Volume 0, the cluster's disk, has its whole page table from the start. */
 int
 st_idx_init(struct bft_store *st)
 {
-	st->npages = (st->id.nblocks + IDX_PAGE - 1) >> IDX_PAGE_SHIFT;
-	st->pages = calloc((size_t)st->npages, sizeof *st->pages);
-	return st->pages == NULL ? -ENOMEM : 0;
+	struct idx_vol *v;
+
+	if ((st->vols = calloc(4, sizeof *st->vols)) == NULL)
+		return -ENOMEM;
+	st->volcap = 4;
+	st->nvols = 1;
+	v = &st->vols[0];
+	v->vol = 0;
+	v->npages = (st->id.nblocks + IDX_PAGE - 1) >> IDX_PAGE_SHIFT;
+	v->pages = calloc((size_t)v->npages + 1, sizeof *v->pages);
+	return v->pages == NULL ? -ENOMEM : 0;
+}
+
+/* vol's page table, made when absent. */
+static struct idx_vol *
+vol_make(struct bft_store *st, uint32_t vol)
+{
+	size_t i = vol_pos(st, vol);
+
+	if (i < st->nvols && st->vols[i].vol == vol)
+		return &st->vols[i];
+	if (st->nvols == st->volcap) {
+		struct idx_vol *nv = realloc(st->vols, 2 * st->volcap *
+		    sizeof *nv);
+
+		if (nv == NULL)
+			return NULL;
+		st->vols = nv;
+		st->volcap *= 2;
+	}
+	memmove(&st->vols[i + 1], &st->vols[i], (st->nvols - i) *
+	    sizeof *st->vols);
+	st->nvols++;
+	memset(&st->vols[i], 0, sizeof st->vols[i]);
+	st->vols[i].vol = vol;
+	return &st->vols[i];
+}
+
+/* Grows v's page table to hold page p, doubling. */
+static int
+pages_grow(struct idx_vol *v, uint64_t p)
+{
+	uint64_t want = v->npages ? v->npages : 16;
+	struct blk_idx **np;
+
+	while (want <= p)
+		want *= 2;
+	if ((np = realloc(v->pages, (size_t)want * sizeof *np)) == NULL)
+		return -ENOMEM;
+	memset(np + v->npages, 0, (size_t)(want - v->npages) * sizeof *np);
+	v->pages = np;
+	v->npages = want;
+	return 0;
 }
 
 int
-st_idx_make(struct bft_store *st, uint64_t block)
+st_idx_make(struct bft_store *st, uint64_t addr)
 {
-	struct blk_idx **p = &st->pages[block >> IDX_PAGE_SHIFT];
+	uint64_t p = bft_addr_block(addr) >> IDX_PAGE_SHIFT;
+	struct idx_vol *v;
+	int err;
 
-	if (*p != NULL)
+	if ((v = vol_make(st, bft_addr_vol(addr))) == NULL)
+		return -ENOMEM;
+	if (p >= v->npages && (err = pages_grow(v, p)) < 0)
+		return err;
+	if (v->pages[p] != NULL)
 		return 0;
-	if ((*p = calloc(IDX_PAGE, sizeof **p)) == NULL)
+	if ((v->pages[p] = calloc(IDX_PAGE, sizeof **v->pages)) == NULL)
 		return -ENOMEM;
 	st->pages_made++;
 	return 0;
@@ -38,11 +120,71 @@ st_idx_make(struct bft_store *st, uint64_t block)
 void
 st_idx_free(struct bft_store *st)
 {
-	for (uint64_t i = 0; st->pages != NULL && i < st->npages; i++)
-		free(st->pages[i]);
-	free(st->pages);
-	st->pages = NULL;
+	for (size_t i = 0; i < st->nvols; i++) {
+		for (uint64_t p = 0; p < st->vols[i].npages; p++)
+			free(st->vols[i].pages[p]);
+		free(st->vols[i].pages);
+	}
+	free(st->vols);
+	st->vols = NULL;
+	st->nvols = st->volcap = 0;
 	st->pages_made = 0;
+}
+
+bool
+st_idx_next(const struct bft_store *st, uint64_t *addr)
+{
+	for (size_t i = vol_pos(st, bft_addr_vol(*addr)); i < st->nvols;
+	    i++) {
+		const struct idx_vol *v = &st->vols[i];
+		uint64_t p = 0;
+
+		if (v->vol == bft_addr_vol(*addr))
+			p = bft_addr_block(*addr) >> IDX_PAGE_SHIFT;
+		for (; p < v->npages; p++) {
+			uint64_t a;
+
+			if (v->pages[p] == NULL)
+				continue;
+			a = bft_addr(v->vol, p << IDX_PAGE_SHIFT);
+			if (a > *addr)
+				*addr = a;
+			return true;
+		}
+	}
+	return false;
+}
+
+uint64_t
+bft_store_next_page(const struct bft_store *st, uint64_t addr)
+{
+	return st_idx_next(st, &addr) ? addr : UINT64_MAX;
+}
+
+uint64_t
+bft_store_indexed(const struct bft_store *st)
+{
+	return st->pages_made << IDX_PAGE_SHIFT;
+}
+
+size_t
+bft_store_volumes(const struct bft_store *st, uint32_t first,
+    struct bft_store_vol *out, size_t max)
+{
+	size_t k = 0;
+
+	for (size_t i = vol_pos(st, first); i < st->nvols && k < max; i++) {
+		const struct idx_vol *v = &st->vols[i];
+		uint64_t p = v->npages;
+
+		while (p > 0 && v->pages[p - 1] == NULL)
+			p--;
+		if (p == 0)
+			continue;
+		out[k].vol = v->vol;
+		out[k++].end = p << IDX_PAGE_SHIFT;
+	}
+	return k;
 }
 
 /* Fibonacci hashing, folded: consecutive blocks spread over the table. */

@@ -58,7 +58,8 @@ struct seg {
 
 /*
  * One block in the index: 56 bytes whatever n is, in pages of IDX_PAGE
- * blocks made when a block in them is first written (st_idx_make).  lc.ts stays whole, MAC included, so that CLOCK,
+ * blocks made when a block in them is first written (st_idx_make), per
+ * volume.  lc.ts stays whole, MAC included, so that CLOCK,
  * COMPLETE's and FILTER's comparisons and the SUMMARY and LCLIST walks
  * (which send the MAC) need no I/O.  Hist[lc.ts], the entry that backs
  * lc, is found by h_loc; entries above lc (STOREs not yet completed)
@@ -71,6 +72,15 @@ struct seg {
  * log after a checkpoint, lc's record may sit in a segment compaction
  * removed until the replay reaches its copy.
  */
+struct blk_idx;
+
+/* One volume's page table: pages[p] covers blocks p * IDX_PAGE on. */
+struct idx_vol {
+	uint32_t vol;
+	uint64_t npages;
+	struct blk_idx **pages;		/* NULL until written */
+};
+
 struct blk_idx {
 	struct bft_ts lc_ts;		/* zero: never completed (c0) */
 	uint64_t lc_loc;		/* lc's record, 0 if none */
@@ -152,8 +162,9 @@ struct bft_store {
 	unsigned n;
 	uint64_t seg_max;
 	unsigned compact_pct;
-	struct blk_idx **pages;		/* npages, NULL until written */
-	uint64_t npages, pages_made;
+	struct idx_vol *vols;		/* ascending ids; volume 0 first */
+	size_t nvols, volcap;
+	uint64_t pages_made;
 	struct side_tab side;
 	struct mcache mc;
 	struct seg *segs;		/* ascending numbers; last is active */
@@ -287,30 +298,56 @@ bool st_ckpt_locs_ok(struct bft_store *st, char *why, size_t whylen);
 int st_ckpt_load_undo(struct bft_store *st);
 
 /*
- * store_index.c: the index's pages.  st_idx() is a block's entry, or a
+ * store_index.c: the index's pages.  Blocks are addresses (proto.h):
+ * a volume and a block in it.  st_idx() is a block's entry, or a
  * never-written one's (all zeros) when its page does not exist; to
  * change an entry, its page must exist (st_idx_make before the append
- * whose record it will describe), and st_idx_mut() gives it.  block is
- * below nblocks.
+ * whose record it will describe), and st_idx_mut() gives it.
  */
 extern const struct blk_idx st_idx_none;
 
-static inline const struct blk_idx *
-st_idx(const struct bft_store *st, uint64_t block)
-{
-	const struct blk_idx *p = st->pages[block >> IDX_PAGE_SHIFT];
+/* A volume's page table, or NULL when nothing of it was written. */
+const struct idx_vol *st_idx_vol(const struct bft_store *st, uint32_t vol);
 
-	return p != NULL ? p + (block & (IDX_PAGE - 1)) : &st_idx_none;
+/* The page of addr, or NULL. */
+static inline struct blk_idx *
+st_idx_page(const struct bft_store *st, uint64_t addr)
+{
+	const struct idx_vol *v = st->nvols > 0 && st->vols[0].vol ==
+	    bft_addr_vol(addr) ? &st->vols[0] :
+	    st_idx_vol(st, bft_addr_vol(addr));
+	uint64_t p = bft_addr_block(addr) >> IDX_PAGE_SHIFT;
+
+	return v != NULL && p < v->npages ? v->pages[p] : NULL;
+}
+
+static inline const struct blk_idx *
+st_idx(const struct bft_store *st, uint64_t addr)
+{
+	const struct blk_idx *p = st_idx_page(st, addr);
+
+	return p != NULL ? p + (addr & (IDX_PAGE - 1)) : &st_idx_none;
 }
 
 static inline struct blk_idx *
-st_idx_mut(struct bft_store *st, uint64_t block)
+st_idx_mut(struct bft_store *st, uint64_t addr)
 {
-	return st->pages[block >> IDX_PAGE_SHIFT] + (block & (IDX_PAGE - 1));
+	return st_idx_page(st, addr) + (addr & (IDX_PAGE - 1));
 }
 
 int st_idx_init(struct bft_store *st);
-int st_idx_make(struct bft_store *st, uint64_t block);
+int st_idx_make(struct bft_store *st, uint64_t addr);
 void st_idx_free(struct bft_store *st);
+/*
+ * The first address at or after *addr whose page exists, in address
+ * order (volume, then block), into *addr; false when there is none.
+ */
+bool st_idx_next(const struct bft_store *st, uint64_t *addr);
+/* Whether this store may hold addr (volume 0 is the cluster's disk). */
+static inline bool
+st_addr_ok(const struct bft_store *st, uint64_t addr)
+{
+	return bft_addr_ok(addr, st->id.nblocks);
+}
 
 #endif

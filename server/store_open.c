@@ -272,7 +272,7 @@ replay_seg(struct bft_store *st, size_t i, uint64_t from, char *err,
 				s->first_seq = h.seq;
 			if (h.seq >= st->next_seq)
 				st->next_seq = h.seq + 1;
-			if (h.block >= st->id.nblocks) {
+			if (!st_addr_ok(st, h.block)) {
 				replay_corrupt(st, s, off, len,
 				    "record for a block beyond the disk");
 			} else if (replay_rec(st, &h, LOC(s->no, off), len) <
