@@ -391,6 +391,7 @@ bft_role_permits(enum bft_role role, uint8_t type)
 	case BFT_SUMMARY:
 	case BFT_LCLIST:
 	case BFT_STATUS:
+	case BFT_VOLUMES:
 		return role == BFT_ROLE_RO || role == BFT_ROLE_RW ||
 		    role == BFT_ROLE_PEER;
 	case BFT_CLOCK:

@@ -14,18 +14,18 @@
 
 /* Array lengths by type & 0x7f; replies with status != 0 have 4. */
 const uint8_t bft_wire_req_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3,
+	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3,
 };
 const uint8_t bft_wire_rep_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4,
+	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5,
 };
 
 static const char *const type_names[BFT_MSG_NTYPES] = {
 	"HELLO", "CLOCK", "STORE", "COMPLETE", "COLLECT", "FILTER", "REPAIR",
-	"FLUSH", "SUMMARY", "LCLIST", "STATUS", "SCRUB",
+	"FLUSH", "SUMMARY", "LCLIST", "STATUS", "SCRUB", "VOLUMES",
 	"HELLO_ACK", "CLOCK_ACK", "STORE_ACK", "COMPLETE_ACK", "COLLECT_ACK",
 	"FILTER_ACK", "REPAIR_ACK", "FLUSH_ACK", "SUMMARY_ACK", "LCLIST_ACK",
-	"STATUS_ACK", "SCRUB_ACK",
+	"STATUS_ACK", "SCRUB_ACK", "VOLUMES_ACK",
 };
 
 #define STATUS_FIELD(f) { #f, offsetof(struct bft_status_info, f) }
@@ -235,6 +235,9 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n,
 	case BFT_LCLIST | BFT_ACK:
 		return put_bin(pk, m->entries,
 		    (size_t)m->nentries * BFT_LCENTRY_LEN);
+	case BFT_VOLUMES | BFT_ACK:
+		return put_bin(pk, m->entries,
+		    (size_t)m->nentries * BFT_VOLENTRY_LEN);
 	case BFT_STATUS | BFT_ACK:
 		return put_info(pk, &m->info);
 	default:
@@ -263,6 +266,10 @@ encode_check(const struct bft_msg *m, unsigned n)
 		return -1;
 	if (m->type == (BFT_LCLIST | BFT_ACK) && m->status == 0 &&
 	    (m->nentries > BFT_LCLIST_MAX ||
+	    (m->entries == NULL && m->nentries != 0)))
+		return -1;
+	if (m->type == (BFT_VOLUMES | BFT_ACK) && m->status == 0 &&
+	    (m->nentries > BFT_VOLLIST_MAX ||
 	    (m->entries == NULL && m->nentries != 0)))
 		return -1;
 	carries_frag = m->type == BFT_STORE ||

@@ -38,6 +38,9 @@
  *            (the server's health: struct bft_status_info)
  *   SCRUB    [type, id, 0]
  *            (start a scrub of the server's own records now)
+ *   VOLUMES  [type, id, block]
+ *            (the volumes of which the server holds blocks, from
+ *             block's volume on: what a rebuilding peer must compare)
  *
  * SUMMARY, LCLIST and STATUS let one server compare its state with its
  * peers' and report progress; any authenticated identity may send them.
@@ -64,6 +67,11 @@
  *   LCLIST_ACK   [..., status, entries (bin)]  (24 bytes per written
  *                 block, in increasing block order: be64(block) ||
  *                 be64(lc.ts.num) || be64(lc.ts.wid))
+ *   VOLUMES_ACK  [..., status, entries (bin)]  (16 bytes per volume, in
+ *                 increasing id order, at most BFT_VOLLIST_MAX:
+ *                 be64(volume id) || be64(end), end being one past the
+ *                 last block of the highest index page it holds; a full
+ *                 reply is continued by asking from the last id + 1)
  *   STATUS_ACK   [..., status, [u0, ..., u(K-1)]]  (exactly
  *                 BFT_STATUS_NFIELDS uints: the fields of struct
  *                 bft_status_info in bft_status_fields[] order)
@@ -102,9 +110,10 @@ enum bft_msg_type {
 	BFT_LCLIST = 10,
 	BFT_STATUS = 11,
 	BFT_SCRUB = 12,
+	BFT_VOLUMES = 13,
 };
 /* The highest request type; replies are these | BFT_ACK. */
-#define BFT_MSG_TYPE_MAX	BFT_SCRUB
+#define BFT_MSG_TYPE_MAX	BFT_VOLUMES
 /* Request and reply types together (type_names in wire.c). */
 #define BFT_MSG_NTYPES		(2 * BFT_MSG_TYPE_MAX)
 
@@ -113,6 +122,9 @@ enum bft_msg_type {
 #define BFT_SUMMARY_DIGEST_LEN	BFT_HASH_LEN
 #define BFT_LCLIST_MAX		4096u
 #define BFT_LCENTRY_LEN		24u
+/* Volumes of one VOLUMES_ACK, and their record size. */
+#define BFT_VOLLIST_MAX		4096u
+#define BFT_VOLENTRY_LEN	16u
 
 /* What a STATUS_ACK's rebuild_state says. */
 enum bft_rebuild_state {
@@ -188,7 +200,8 @@ struct bft_msg {
 	uint32_t count, span;		/* SUMMARY (both), LCLIST (count) */
 	/*
 	 * SUMMARY_ACK: ndigests digests of BFT_SUMMARY_DIGEST_LEN bytes;
-	 * LCLIST_ACK: nentries entries of BFT_LCENTRY_LEN bytes.  Like frag,
+	 * LCLIST_ACK: nentries entries of BFT_LCENTRY_LEN bytes;
+	 * VOLUMES_ACK: of BFT_VOLENTRY_LEN bytes.  Like frag,
 	 * they point into the decoded body, or to the caller's data.
 	 */
 	const uint8_t *digests;

@@ -29,7 +29,8 @@ enum werr {
 	E_CC_LEN, E_FRAG, E_FRAG_LEN, E_CAND, E_CANDS, E_NCANDS, E_CID,
 	E_CID_LEN, E_HELLO_N, E_HELLO_T, E_BSIZE, E_NBLOCKS, E_SINDEX,
 	E_WANT, E_FRAG_NOCC, E_NUM, E_NUM0, E_SPAN, E_SPAN0, E_RANGES,
-	E_LCCOUNT, E_DIGESTS, E_DIGESTS_LEN, E_ENTRIES, E_ENTRIES_LEN,
+	E_LCCOUNT, E_DIGESTS, E_DIGESTS_LEN, E_ENTRIES, E_ENTRIES_LEN, E_VOLS,
+	E_VOLS_LEN,
 	E_INFO, E_INFO_FIELD, E_COUNT
 };
 
@@ -75,6 +76,9 @@ enum werr {
 	[E_ENTRIES] = T ": entries is not a bin",			\
 	[E_ENTRIES_LEN] = T ": entries not 24-byte records, at most "	\
 	    "BFT_LCLIST_MAX",						\
+	[E_VOLS] = T ": entries is not a bin",				\
+	[E_VOLS_LEN] = T ": entries not 16-byte records, at most "	\
+	    "BFT_VOLLIST_MAX",						\
 	[E_INFO] = T ": info is not an array of BFT_STATUS_NFIELDS",	\
 	[E_INFO_FIELD] = T ": info field is not a uint",		\
 }
@@ -84,10 +88,11 @@ static const char *const whys[BFT_MSG_NTYPES][E_COUNT] = {
 	WHYS("HELLO"), WHYS("CLOCK"), WHYS("STORE"), WHYS("COMPLETE"),
 	WHYS("COLLECT"), WHYS("FILTER"), WHYS("REPAIR"), WHYS("FLUSH"),
 	WHYS("SUMMARY"), WHYS("LCLIST"), WHYS("STATUS"), WHYS("SCRUB"),
-	WHYS("HELLO_ACK"), WHYS("CLOCK_ACK"), WHYS("STORE_ACK"),
+	WHYS("VOLUMES"), WHYS("HELLO_ACK"), WHYS("CLOCK_ACK"), WHYS("STORE_ACK"),
 	WHYS("COMPLETE_ACK"), WHYS("COLLECT_ACK"), WHYS("FILTER_ACK"),
 	WHYS("REPAIR_ACK"), WHYS("FLUSH_ACK"), WHYS("SUMMARY_ACK"),
 	WHYS("LCLIST_ACK"), WHYS("STATUS_ACK"), WHYS("SCRUB_ACK"),
+	WHYS("VOLUMES_ACK"),
 };
 
 static int
@@ -328,6 +333,9 @@ get_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 	case BFT_LCLIST | BFT_ACK:
 		return get_records(&a[4], body, len, BFT_LCENTRY_LEN,
 		    BFT_LCLIST_MAX, &m->entries, &m->nentries, E_ENTRIES);
+	case BFT_VOLUMES | BFT_ACK:
+		return get_records(&a[4], body, len, BFT_VOLENTRY_LEN,
+		    BFT_VOLLIST_MAX, &m->entries, &m->nentries, E_VOLS);
 	case BFT_STATUS | BFT_ACK:
 		return get_info(&a[4], &m->info);
 	default:

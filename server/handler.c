@@ -478,7 +478,8 @@ bft_handle(struct bft_handler *h, const char *peer,
 			rep->status = store_status(h, peer, "FLUSH", 0, err);
 		return 0;
 	}
-	if (req->block >= h->cfg->nblocks) {
+	/* Volume 0 is the cluster's disk; others, any volume's range. */
+	if (!bft_addr_ok(req->block, h->cfg->nblocks)) {
 		rep->status = BFT_ERANGE;
 		return 0;
 	}
@@ -486,6 +487,7 @@ bft_handle(struct bft_handler *h, const char *peer,
 	case BFT_SUMMARY:
 	case BFT_LCLIST:
 	case BFT_STATUS:
+	case BFT_VOLUMES:
 		bft_handle_info(h, req, rep);
 		break;
 	case BFT_SCRUB:

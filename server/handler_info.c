@@ -1,5 +1,5 @@
 /*
- * SUMMARY, LCLIST and STATUS (wire.h): what a server tells a peer that
+ * SUMMARY, LCLIST, VOLUMES and STATUS (wire.h): what a server tells a peer that
  * compares its state, and an operator who asks how it is.  None of them
  * changes anything, so they are answered from memory: lc of every block
  * is there, and the log's figures are the store's counters.
@@ -14,6 +14,15 @@
 #define INFO_BUF_LEN	(BFT_LCLIST_MAX * BFT_LCENTRY_LEN)
 _Static_assert(INFO_BUF_LEN >= BFT_SUMMARY_MAX * BFT_SUMMARY_DIGEST_LEN,
     "infobuf holds the longest SUMMARY_ACK too");
+_Static_assert(INFO_BUF_LEN >= BFT_VOLLIST_MAX * BFT_VOLENTRY_LEN,
+    "infobuf holds the longest VOLUMES_ACK too");
+
+static void
+put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
 
 static uint64_t
 now_ms(void)
@@ -45,13 +54,14 @@ shape_ok(const struct bft_msg *req)
 }
 
 /*
- * [block, block + count) within the disk; bft_handle checked block.
- * Written so that block + count cannot overflow.
+ * [block, block + count) within block's volume; bft_handle checked
+ * block.  Written so that block + count cannot overflow.
  */
 static bool
 in_disk(const struct bft_handler *h, const struct bft_msg *req)
 {
-	return req->count <= h->cfg->nblocks - req->block;
+	return req->count <= bft_vol_limit(bft_addr_vol(req->block),
+	    h->cfg->nblocks) - bft_addr_block(req->block);
 }
 
 /*
@@ -84,6 +94,14 @@ handle_summary(struct bft_handler *h, const struct bft_msg *req,
 
 		bft_summary_init(&s);
 		for (; b < stop; b++) {
+			/* Blocks outside every index page were never written. */
+			uint64_t next = bft_store_next_page(h->st, b);
+
+			if (next >= stop) {
+				b = stop;
+				break;
+			}
+			b = next;
 			ts = held_ts(h, b);
 			bft_summary_add(&s, b, &ts);
 		}
@@ -102,12 +120,41 @@ handle_lclist(struct bft_handler *h, const struct bft_msg *req,
 	uint32_t ne = 0;
 
 	for (uint64_t b = req->block; b < req->block + req->count; b++) {
+		if ((b = bft_store_next_page(h->st, b)) >= req->block +
+		    req->count)
+			break;
 		ts = held_ts(h, b);
 		if (bft_ts_is_zero(&ts))
 			continue;
 		bft_lcentry_put(h->infobuf + (size_t)ne * BFT_LCENTRY_LEN, b,
 		    &ts);
 		ne++;
+	}
+	rep->entries = h->infobuf;
+	rep->nentries = ne;
+}
+
+/* The volumes held, from the request's on; a full reply is continued. */
+static void
+handle_volumes(struct bft_handler *h, const struct bft_msg *req,
+    struct bft_msg *rep)
+{
+	struct bft_store_vol v[64];
+	uint32_t ne = 0, first = bft_addr_vol(req->block);
+	size_t k;
+
+	while (ne < BFT_VOLLIST_MAX &&
+	    (k = bft_store_volumes(h->st, first, v, sizeof v / sizeof v[0]))
+	    > 0) {
+		for (size_t i = 0; i < k && ne < BFT_VOLLIST_MAX; i++, ne++) {
+			uint8_t *p = h->infobuf + (size_t)ne * BFT_VOLENTRY_LEN;
+
+			put_be64(p, v[i].vol);
+			put_be64(p + 8, v[i].end);
+		}
+		if (v[k - 1].vol == BFT_ADDR_MAX_VOL)
+			break;
+		first = v[k - 1].vol + 1;
 	}
 	rep->entries = h->infobuf;
 	rep->nentries = ne;
@@ -147,6 +194,9 @@ bft_handle_info(struct bft_handler *h, const struct bft_msg *req,
     struct bft_msg *rep)
 {
 	switch (req->type) {
+	case BFT_VOLUMES:
+		handle_volumes(h, req, rep);
+		return;
 	case BFT_SUMMARY:
 	case BFT_LCLIST:
 		/*

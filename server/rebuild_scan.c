@@ -19,6 +19,8 @@
 #define SESSION_TIMEOUT_MS	5000
 #define DIGEST_LEN		BFT_SUMMARY_DIGEST_LEN
 #define ENTRY_LEN		BFT_LCENTRY_LEN
+/* Volumes taken from one peer per pass: more is a liar's flood. */
+#define VOLS_PER_PEER		65536
 
 unsigned
 rb_peers_connect(struct bft_rebuild *rb)
@@ -223,6 +225,121 @@ out_free:
 	return r;
 }
 
+/* One peer's report of one volume. */
+struct vol_seen {
+	uint32_t vol;
+	unsigned peer;
+	uint64_t end;
+};
+
+static int
+cmp_seen(const void *a, const void *b)
+{
+	const struct vol_seen *x = a, *y = b;
+
+	if (x->vol != y->vol)
+		return x->vol < y->vol ? -1 : 1;
+	return x->end > y->end ? -1 : x->end < y->end;	/* largest first */
+}
+
+static uint64_t
+get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Peer j's volumes other than 0, appended to *seen. */
+static int
+peer_volumes(struct bft_rebuild *rb, unsigned j, struct vol_seen **seen,
+    size_t *nseen, size_t *cap)
+{
+	struct bft_msg *req = &rb->req, *rep = &rb->lrep;
+	uint64_t from = 1, taken = 0;
+
+	while (from <= BFT_ADDR_MAX_VOL && taken < VOLS_PER_PEER) {
+		uint32_t last = 0;
+
+		memset(req, 0, sizeof *req);
+		req->type = BFT_VOLUMES;
+		req->block = bft_addr((uint32_t)from, 0);
+		if (peer_call(rb, j, req, rep) != BFT_OK)
+			return 0;
+		for (uint32_t e = 0; e < rep->nentries; e++) {
+			const uint8_t *p = rep->entries +
+			    (size_t)e * BFT_VOLENTRY_LEN;
+			uint64_t vol = get_be64(p), end = get_be64(p + 8);
+
+			/* Out of order, repeated or out of range: a lie. */
+			if (vol < from || vol > BFT_ADDR_MAX_VOL ||
+			    (e > 0 && vol <= last) || end == 0)
+				return 0;
+			if (*nseen == *cap) {
+				size_t nc = *cap ? 2 * *cap : 256;
+				struct vol_seen *ns = realloc(*seen,
+				    nc * sizeof *ns);
+
+				if (ns == NULL)
+					return -1;
+				*seen = ns;
+				*cap = nc;
+			}
+			(*seen)[(*nseen)++] = (struct vol_seen){
+			    .vol = (uint32_t)vol, .peer = j,
+			    .end = end < BFT_VOL_MAX_BLOCKS ? end :
+			    BFT_VOL_MAX_BLOCKS };
+			last = (uint32_t)vol;
+			taken++;
+		}
+		if (rep->nentries < BFT_VOLLIST_MAX)
+			break;
+		from = (uint64_t)last + 1;
+	}
+	return 0;
+}
+
+/*
+ * Volumes other than 0, which is always compared whole.  A volume is
+ * compared when t+1 peers hold blocks of it, over [0, the (t+1)-th
+ * largest end they report): t liars can neither make us compare a
+ * volume nobody wrote nor stretch one past what a correct server
+ * holds.  Within the fault model nothing is missed: a completed write
+ * is at n-t servers, and with this one (wiped) and at most t-1 others
+ * faulty, at least t+1 correct peers hold its page.
+ */
+static int
+scan_volumes(struct bft_rebuild *rb)
+{
+	struct vol_seen *seen = NULL;
+	size_t nseen = 0, cap = 0, i = 0;
+	int r = -1;
+
+	for (unsigned j = 0; j < rb->cfg->n; j++)
+		if (j != rb->key->index &&
+		    peer_volumes(rb, j, &seen, &nseen, &cap) != 0)
+			goto out_free;
+	if (nseen > 1)
+		qsort(seen, nseen, sizeof *seen, cmp_seen);
+	r = 0;
+	while (i < nseen && r == 0 && !rb->stopping) {
+		size_t k = i;
+
+		while (k < nseen && seen[k].vol == seen[i].vol)
+			k++;
+		/* A peer lists a volume once (checked above). */
+		if (k - i > rb->cfg->t)
+			r = descend(rb, bft_addr(seen[i].vol, 0),
+			    seen[i + rb->cfg->t].end);
+		i = k;
+	}
+out_free:
+	free(seen);
+	return r;
+}
+
 int
 rb_scan(struct bft_rebuild *rb)
 {
@@ -230,7 +347,7 @@ rb_scan(struct bft_rebuild *rb)
 
 	rb->answered = 0;
 	rb_claims_begin(rb);
-	if (descend(rb, 0, rb->cfg->nblocks) != 0)
+	if (descend(rb, 0, rb->cfg->nblocks) != 0 || scan_volumes(rb) != 0)
 		return -1;
 	if (rb->ntodo > 1)
 		qsort(rb->todo, rb->ntodo, sizeof *rb->todo, cmp_u64);
