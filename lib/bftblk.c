@@ -186,6 +186,11 @@ bftblk_set_option(struct bftblk *h, const char *k, const char *value)
 			return failf(h, EINVAL, "size must be a positive "
 			    "multiple of %u", BFT_BLOCK_SIZE);
 		h->export_size = v;
+	} else if (strcmp(k, "volume-id") == 0) {
+		if (parse_num(value, BFT_ADDR_MAX_VOL, &v) != 0)
+			return failf(h, EINVAL, "volume-id must be 0..%u",
+			    BFT_ADDR_MAX_VOL);
+		h->volume_id = (uint32_t)v;
 	} else if (strcmp(k, "timeout") == 0) {
 		if (parse_num(value, 3600, &v) != 0 || v == 0)
 			return failf(h, EINVAL, "timeout must be 1..3600 "
@@ -337,6 +342,10 @@ bftblk_load(struct bftblk *h)
 	if (h->want_t && h->want_t != h->cfg.t)
 		return failf(h, EINVAL, "t=%u given, but the cluster has t=%u",
 		    h->want_t, h->cfg.t);
+	if (h->export_size == 0 && h->volume_id != 0)
+		return failf(h, EINVAL, "volume-id=%" PRIu32 " needs size=: "
+		    "only volume 0's size is in the cluster's configuration",
+		    h->volume_id);
 	if (h->export_size == 0)
 		h->export_size = h->cfg.size;
 	if ((r = setup_encryption(h)) != 0)
@@ -344,9 +353,12 @@ bftblk_load(struct bftblk *h)
 	if (h->sealed && (h->server_key_path == NULL || h->encrypt))
 		return failf(h, EINVAL, "sealed=on is for a server reading "
 		    "from its peers (server-key=), without encrypt=on");
-	if (h->export_size > h->cfg.size)
+	if (h->export_size > bft_vol_limit(h->volume_id, h->cfg.nblocks) *
+	    BFT_BLOCK_SIZE)
 		return failf(h, EINVAL, "size=%" PRIu64 " exceeds the "
-		    "cluster's %" PRIu64, h->export_size, h->cfg.size);
+		    "%" PRIu64 " bytes volume %" PRIu32 " may hold",
+		    h->export_size, bft_vol_limit(h->volume_id,
+		    h->cfg.nblocks) * BFT_BLOCK_SIZE, h->volume_id);
 	h->ec = bft_ec_new_len(h->cfg.t, h->ec_backend,
 	    h->encrypt || h->sealed ? BFT_SEALED_LEN : BFT_BLOCK_SIZE, err,
 	    sizeof err);
@@ -384,7 +396,7 @@ bftblk_connect(struct bftblk *h)
 		/* A whole op never has less time than one of its rounds. */
 		.io_timeout_ms = (h->io_timeout_s > h->timeout_s ?
 		    h->io_timeout_s : h->timeout_s) * 1000,
-		.writer_id = h->writer_id,
+		.writer_id = h->writer_id, .volume_id = h->volume_id,
 		.skip = h->skip, .stats_path = h->stats_path,
 		.metrics_addr = h->metrics_addr, .log = h->log, .log_opaque = h->log_opaque,
 	};

@@ -56,6 +56,8 @@ const char *bftblk_options_help(void);
     "server-key=FILE instead of keys=: a server's key file; connects as\n" \
     "                that server, a read-only peer of the others\n" \
     "size=SIZE       export only the first SIZE bytes\n" \
+    "volume-id=N     serve volume N of the cluster (default 0, the disk\n" \
+    "                bftblk.conf sizes); another volume needs size=\n" \
     "timeout=SECS    per-round timeout (default 10)\n" \
     "io-timeout=SECS an I/O that cannot finish fails with EIO after this\n" \
     "                many seconds, naming silent servers (default 30)\n" \

@@ -33,7 +33,7 @@ chunk_init(struct chunk *c, struct bft_engine *cl, uint64_t b, unsigned nb,
 		if (op == NULL)
 			goto out_nomem;
 		c->ops[c->nops++] = op;
-		op->block = b + i;
+		op->block = bft_engine_addr(cl, b + i);
 		if (whole && src != NULL) {
 			op->data = (uint8_t *)(src + (bstart - off));
 		} else if (whole && kind == OP_WRITE) {

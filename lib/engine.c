@@ -460,6 +460,12 @@ engine_free(struct bft_engine *cl)
 	free(cl);
 }
 
+uint64_t
+bft_engine_addr(const struct bft_engine *cl, uint64_t b)
+{
+	return bft_addr(cl->p.volume_id, b);
+}
+
 struct bft_engine *
 bft_engine_start(const struct bft_engine_params *p)
 {

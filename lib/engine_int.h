@@ -177,12 +177,16 @@ struct bft_engine_params {
 	unsigned timeout_ms;		/* per round */
 	unsigned io_timeout_ms;		/* per op, restarts included */
 	uint64_t writer_id;
+	uint32_t volume_id;		/* ops' blocks are its addresses */
 	const char *stats_path;		/* stats-file=; NULL: none */
 	const char *metrics_addr;	/* metrics=; NULL: none */
 	uint32_t skip;			/* servers never to connect to */
 	bftblk_log_fn *log;		/* never NULL */
 	void *log_opaque;
 };
+
+/* The address of block b of the engine's volume (proto.h). */
+uint64_t bft_engine_addr(const struct bft_engine *cl, uint64_t b);
 
 /* Starts the loop thread and begins connecting; NULL on failure. */
 struct bft_engine *bft_engine_start(const struct bft_engine_params *p);

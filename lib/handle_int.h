@@ -31,6 +31,7 @@ struct bftblk {
 	uint64_t export_size;		/* 0: the whole cluster disk */
 	unsigned timeout_s, io_timeout_s;
 	uint64_t writer_id;
+	uint32_t volume_id;		/* volume-id=: 0, the cluster's disk */
 	unsigned want_t;
 	uint64_t cache_bytes;
 	bftblk_log_fn *log;

@@ -25,7 +25,7 @@ bftblk_peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
 		return lib_handle_fail(h, EINVAL, "at most %u blocks at once",
 		    BFTBLK_PEER_BATCH);
 	for (; made < n; made++) {
-		if (blocks[made] >= cl->p.cfg->nblocks) {
+		if (!bft_addr_ok(blocks[made], cl->p.cfg->nblocks)) {
 			r = lib_handle_fail(h, EINVAL, "block %llu is beyond "
 			    "the disk", (unsigned long long)blocks[made]);
 			goto out_free;

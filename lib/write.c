@@ -114,7 +114,7 @@ rmw(struct bft_engine *cl, struct bft_blockcache *bc, struct chunk *c,
 	if (chunk_read(cl, bc, ops, n, true) != 0)
 		return -1;
 	for (unsigned j = 0; j < n; j++)
-		patch(c->tmp[idx[j]], ops[j]->block, list);
+		patch(c->tmp[idx[j]], bft_addr_block(ops[j]->block), list);
 	return write_ops(cl, bc, ops, n);
 }
 
@@ -214,7 +214,8 @@ write_chunk(struct bft_engine *cl, struct bft_blockcache *bc,
 		return -1;
 	for (unsigned i = 0; i < c->nops; i++)
 		if (c->tmp[i] != NULL)
-			patch(c->tmp[i], c->ops[i]->block, list);
+			patch(c->tmp[i], bft_addr_block(c->ops[i]->block),
+			    list);
 	if (write_ops(cl, bc, c->ops, c->nops) != 0)
 		return -1;
 	for (unsigned i = 0; i < c->nops; i++)
