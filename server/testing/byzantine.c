@@ -312,11 +312,12 @@ bft_byz_reply(struct bft_byz_conn *bc, const struct bft_msg *req,
 		byz_snapshot(b, req->block);
 	/* equivocate: a liar persona per connection, two lies in turn. */
 	if ((modes & BFT_BYZ_EQUIVOCATE) && bc->liar &&
-	    req->block < b->h->cfg->nblocks) {
+	    bft_addr_ok(req->block, b->h->cfg->nblocks)) {
 		modes |= bc->nreq++ % 2 ? BFT_BYZ_FORGE : BFT_BYZ_STALE;
 		byz_hit(b, BFT_BYZ_EQUIVOCATE);
 	}
-	if (rep->status == BFT_OK && req->block < b->h->cfg->nblocks)
+	if (rep->status == BFT_OK && bft_addr_ok(req->block,
+	    b->h->cfg->nblocks))
 		byz_rewrite(b, modes, req, rep);
 	if (modes & BFT_BYZ_REFUSE) {
 		static const int lies[] = { BFT_EBUSY, BFT_ESTALE, BFT_EIO,

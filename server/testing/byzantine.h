@@ -103,8 +103,9 @@ enum bft_byz_mode {
 	 * every SUMMARY_ACK digest random bytes, so every range looks
 	 * different, and every LCLIST_ACK listing each block of the range,
 	 * written or not, under a forged timestamp far newer than any
-	 * writer's.  STATUS and the protocol's own requests are answered
-	 * honestly.  The comparison must only ever read more blocks: each
+	 * writer's, and every VOLUMES_ACK naming, instead of its own, 64
+	 * volumes nobody wrote, each of the largest size.  STATUS and the
+	 * protocol's own requests are answered honestly.  The comparison must only ever read more blocks: each
 	 * is still read through the protocol and adopted only when t+1
 	 * servers agree on it, so the forged timestamps never reach lc, and
 	 * a rebuild that has to read the whole disk must still finish.

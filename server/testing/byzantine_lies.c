@@ -51,8 +51,9 @@ answer_stale(struct bft_byz *b, const struct bft_msg *req,
     struct bft_msg *rep)
 {
 	static const struct snap c0;
-	const struct snap *s = b->snaps[req->block] ? b->snaps[req->block] :
-	    &c0;
+	/* Snapshots are of volume 0; the old copy held no other volume. */
+	const struct snap *s = req->block < b->h->cfg->nblocks &&
+	    b->snaps[req->block] ? b->snaps[req->block] : &c0;
 	struct bft_ts lcts;
 
 	switch (rep->type & ~BFT_ACK) {
@@ -100,7 +101,9 @@ forge_ts(struct bft_byz *b, struct bft_ts *ts)
  * lie-heal: a SUMMARY_ACK of random digests, as many as the honest one
  * had, and an LCLIST_ACK naming every block asked about under a forged
  * timestamp, so that a rebuilding peer takes every range for different
- * and every block for newer here.
+ * and every block for newer here; and a VOLUMES_ACK naming, instead of
+ * its own, 64 volumes nobody wrote, each as large as a volume may be,
+ * which a rebuild that believed one server would spend days comparing.
  */
 static void
 lie_heal(struct bft_byz *b, const struct bft_msg *req, struct bft_msg *rep)
@@ -111,6 +114,21 @@ lie_heal(struct bft_byz *b, const struct bft_msg *req, struct bft_msg *rep)
 		byz_fill(&b->rng, b->infobuf,
 		    (size_t)rep->ndigests * BFT_SUMMARY_DIGEST_LEN);
 		rep->digests = b->infobuf;
+	} else if (rep->type == (BFT_VOLUMES | BFT_ACK)) {
+		uint32_t first = bft_addr_vol(req->block), k;
+
+		/* Ascending ids, as a correct list is; first is >= 1. */
+		for (k = 0; k < 64 && first + k <= BFT_ADDR_MAX_VOL; k++) {
+			uint8_t *p = b->infobuf + (size_t)k * BFT_VOLENTRY_LEN;
+			uint64_t vol = first + k, end = BFT_VOL_MAX_BLOCKS;
+
+			for (int i = 0; i < 8; i++) {
+				p[i] = (uint8_t)(vol >> (56 - 8 * i));
+				p[8 + i] = (uint8_t)(end >> (56 - 8 * i));
+			}
+		}
+		rep->entries = b->infobuf;
+		rep->nentries = k;
 	} else {
 		/* The handler answered OK: count is within BFT_LCLIST_MAX. */
 		for (uint32_t k = 0; k < req->count; k++) {
@@ -288,7 +306,8 @@ byz_rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
 
 	if ((modes & BFT_BYZ_LIE_HEAL) &&
 	    (rep->type == (BFT_SUMMARY | BFT_ACK) ||
-	    rep->type == (BFT_LCLIST | BFT_ACK))) {
+	    rep->type == (BFT_LCLIST | BFT_ACK) ||
+	    rep->type == (BFT_VOLUMES | BFT_ACK))) {
 		lie_heal(b, req, rep);
 		return;
 	}

@@ -439,6 +439,52 @@ test_other_block_replay(void **state)
 	assert_int_equal(h.stats.writebacks + h.stats.repairs, 0);
 }
 
+/*
+ * The same replay across volumes: a genuine write of volume 1's block 3
+ * offered as volume 2's block 3, or as block 3 of the cluster's disk
+ * (volume 0), fails every check there.  Each volume's blocks are kept
+ * apart in the store, and a block beyond volume 0's end exists in
+ * another volume only.
+ */
+static void
+test_other_volume_replay(void **state)
+{
+	uint64_t a1 = bft_addr(1, 3), a2 = bft_addr(2, 3);
+	struct bft_cand v1 = mkcand(a1, 5, 1), v2 = mkcand(a2, 2, 1);
+	struct bft_cand far = mkcand(bft_addr(1, NBLOCKS + 100), 1, 1);
+
+	(void)state;
+	assert_int_equal(store(a2, &v2, 6), BFT_OK);
+	assert_int_equal(complete(a2, &v2), BFT_OK);
+	assert_int_equal(store(a1, &v1, 7), BFT_OK);
+	assert_int_equal(complete(a1, &v1), BFT_OK);
+	assert_int_equal(store(a2, &v1, 7), BFT_EAUTH);
+	assert_int_equal(complete(a2, &v1), BFT_EAUTH);
+	assert_int_equal(store(3, &v1, 7), BFT_EAUTH);
+	assert_int_equal(filter(a2, &v1, 1), BFT_OK);
+	assert_int_equal(repair(a2, &v1), BFT_OK);
+	assert_ts(&lc(a2)->ts, &v2.ts);
+	assert_true(bft_ts_is_zero(&lc(3)->ts));
+	assert_int_equal(filter(a1, &v1, 1), BFT_OK);
+	assert_filter_hist(&v1, 7);
+	assert_int_equal(filter(a2, &v2, 1), BFT_OK);
+	assert_filter_hist(&v2, 6);
+	/* Beyond volume 0's end: in volume 1, not in volume 0. */
+	assert_int_equal(store(bft_addr(1, NBLOCKS + 100), &far, 8), BFT_OK);
+	assert_int_equal(store(NBLOCKS + 100, &far, 8), BFT_ERANGE);
+	set_req(BFT_CLOCK, bft_addr(1, BFT_VOL_MAX_BLOCKS));
+	assert_int_equal(handle(), BFT_ERANGE);
+	/* And it all comes back from the log and from the checkpoint. */
+	bft_store_close(st);
+	open_store();
+	assert_ts(&lc(a1)->ts, &v1.ts);
+	assert_ts(&lc(a2)->ts, &v2.ts);
+	assert_int_equal(bft_store_nhist(st, bft_addr(1, NBLOCKS + 100)), 1);
+	set_req(BFT_VOLUMES, bft_addr(1, 0));
+	assert_int_equal(handle(), BFT_OK);
+	assert_int_equal(rep.nentries, 2);
+}
+
 static void
 test_filter_gc(void **state)
 {
@@ -723,6 +769,7 @@ main(void)
 		T_(test_filter_writeback),
 		T_(test_filter_forged),
 		T_(test_other_block_replay),
+		T_(test_other_volume_replay),
 		T_(test_filter_gc),
 		T_(test_pending_cap),
 		T_(test_store_superseded),

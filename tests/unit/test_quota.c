@@ -194,7 +194,7 @@ test_roles(void **state)
 			switch (type) {
 			case BFT_HELLO: case BFT_COLLECT: case BFT_FILTER:
 			case BFT_REPAIR: case BFT_FLUSH: case BFT_SUMMARY:
-			case BFT_LCLIST: case BFT_STATUS:
+			case BFT_LCLIST: case BFT_STATUS: case BFT_VOLUMES:
 				want = any;
 				break;
 			case BFT_CLOCK: case BFT_STORE: case BFT_COMPLETE:

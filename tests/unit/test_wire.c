@@ -40,7 +40,7 @@ test_round_trip(void **state)
 static void
 test_encode(void **state)
 {
-	static const uint8_t bad_types[] = { 0, 13, 0x7f, 0x80, 0x8d, 0xff };
+	static const uint8_t bad_types[] = { 0, 14, 0x7f, 0x80, 0x8e, 0xff };
 	static struct bft_msg m1, m2, d;
 	struct bft_buf b = { 0 };
 	uint32_t l1, l2;
@@ -108,7 +108,9 @@ test_encode(void **state)
 	assert_string_equal(bft_msg_type_str(BFT_SCRUB | BFT_ACK),
 	    "SCRUB_ACK");
 	assert_string_equal(bft_msg_type_str(0), "UNKNOWN");
-	assert_string_equal(bft_msg_type_str(0x8d), "UNKNOWN");
+	assert_string_equal(bft_msg_type_str(0x8e), "UNKNOWN");
+	assert_string_equal(bft_msg_type_str(BFT_VOLUMES | BFT_ACK),
+	    "VOLUMES_ACK");
 }
 
 /*

@@ -152,7 +152,8 @@ mutate(struct tree *t, msgpack_object *o, enum role role, unsigned *tries)
 			role = R_OPTCC;
 		else if (o == &t->u.data && i == 4 &&
 		    (type == (BFT_SUMMARY | BFT_ACK) ||
-		    type == (BFT_LCLIST | BFT_ACK)))
+		    type == (BFT_LCLIST | BFT_ACK) ||
+		    type == (BFT_VOLUMES | BFT_ACK)))
 			role = R_RECORDS;
 		mutate(t, &save.via.array.ptr[i], role, tries);
 	}
@@ -184,7 +185,7 @@ test_reject_every_field(void **state)
 static void
 test_reject_values(void **state)
 {
-	static const uint64_t bad_types[] = { 0, 13, 0x7f, 0x80, 0x8d, 0xff,
+	static const uint64_t bad_types[] = { 0, 14, 0x7f, 0x80, 0x8e, 0xff,
 	    0x100, 0x183, 0x100000003 };
 	msgpack_object big[BFT_MAX_N + 1];
 	struct tree t;

@@ -21,8 +21,9 @@
 
 #define NTYPES	BFT_MSG_NTYPES
 static const uint8_t all_types[NTYPES] = {
-	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
 	0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c,
+	0x8d,
 };
 
 /*
@@ -151,6 +152,13 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 		    (uint32_t)(rnd() % (i + 1)) }[rnd() % 3];
 		m->entries = fragbuf + rnd() % 2;
 		break;
+	case BFT_VOLUMES | BFT_ACK:
+		i = max_frag >= BFT_MAX_FRAG ? BFT_VOLLIST_MAX :
+		    max_frag / BFT_VOLENTRY_LEN;
+		m->nentries = (uint32_t[]){ 0, i,
+		    (uint32_t)(rnd() % (i + 1)) }[rnd() % 3];
+		m->entries = fragbuf + rnd() % 2;
+		break;
 	case BFT_STATUS | BFT_ACK:
 		rnd_bytes(&m->info, sizeof(m->info));
 		break;
@@ -190,7 +198,8 @@ assert_msg_equal(const struct bft_msg *a, const struct bft_msg *b)
 	assert_int_equal(a->nentries, b->nentries);
 	if (a->nentries)
 		assert_memory_equal(a->entries, b->entries,
-		    (size_t)a->nentries * BFT_LCENTRY_LEN);
+		    (size_t)a->nentries * (a->type == (BFT_VOLUMES | BFT_ACK) ?
+		    BFT_VOLENTRY_LEN : BFT_LCENTRY_LEN));
 	assert_memory_equal(&a->info, &b->info, sizeof(a->info));
 }
 
