@@ -1,4 +1,4 @@
-/* Range digests and lc entries of SUMMARY and LCLIST; see summary.h. */
+/* Range digests and entries of SUMMARY, LCLIST and VOLUMES; see summary.h. */
 #include <string.h>
 
 #include "summary.h"
@@ -20,6 +20,21 @@ get_be64(const uint8_t *p)
 	for (int i = 0; i < 8; i++)
 		v = v << 8 | p[i];
 	return v;
+}
+
+void
+bft_volentry_put(uint8_t out[BFT_VOLENTRY_LEN], uint64_t vol, uint64_t end)
+{
+	put_be64(out, vol);
+	put_be64(out + 8, end);
+}
+
+void
+bft_volentry_get(const uint8_t in[BFT_VOLENTRY_LEN], uint64_t *vol,
+    uint64_t *end)
+{
+	*vol = get_be64(in);
+	*end = get_be64(in + 8);
 }
 
 void

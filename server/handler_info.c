@@ -17,12 +17,6 @@ _Static_assert(INFO_BUF_LEN >= BFT_SUMMARY_MAX * BFT_SUMMARY_DIGEST_LEN,
 _Static_assert(INFO_BUF_LEN >= BFT_VOLLIST_MAX * BFT_VOLENTRY_LEN,
     "infobuf holds the longest VOLUMES_ACK too");
 
-static void
-put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
 
 static uint64_t
 now_ms(void)
@@ -147,10 +141,8 @@ handle_volumes(struct bft_handler *h, const struct bft_msg *req,
 	    (k = bft_store_volumes(h->st, first, v, sizeof v / sizeof v[0]))
 	    > 0) {
 		for (size_t i = 0; i < k && ne < BFT_VOLLIST_MAX; i++, ne++) {
-			uint8_t *p = h->infobuf + (size_t)ne * BFT_VOLENTRY_LEN;
-
-			put_be64(p, v[i].vol);
-			put_be64(p + 8, v[i].end);
+			bft_volentry_put(h->infobuf + (size_t)ne *
+			    BFT_VOLENTRY_LEN, v[i].vol, v[i].end);
 		}
 		if (v[k - 1].vol == BFT_ADDR_MAX_VOL)
 			break;

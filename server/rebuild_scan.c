@@ -242,16 +242,6 @@ cmp_seen(const void *a, const void *b)
 	return x->end > y->end ? -1 : x->end < y->end;	/* largest first */
 }
 
-static uint64_t
-get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* Peer j's volumes other than 0, appended to *seen. */
 static int
 peer_volumes(struct bft_rebuild *rb, unsigned j, struct vol_seen **seen,
@@ -269,10 +259,10 @@ peer_volumes(struct bft_rebuild *rb, unsigned j, struct vol_seen **seen,
 		if (peer_call(rb, j, req, rep) != BFT_OK)
 			return 0;
 		for (uint32_t e = 0; e < rep->nentries; e++) {
-			const uint8_t *p = rep->entries +
-			    (size_t)e * BFT_VOLENTRY_LEN;
-			uint64_t vol = get_be64(p), end = get_be64(p + 8);
+			uint64_t vol, end;
 
+			bft_volentry_get(rep->entries + (size_t)e *
+			    BFT_VOLENTRY_LEN, &vol, &end);
 			/* Out of order, repeated or out of range: a lie. */
 			if (vol < from || vol > BFT_ADDR_MAX_VOL ||
 			    (e > 0 && vol <= last) || end == 0)

@@ -118,15 +118,9 @@ lie_heal(struct bft_byz *b, const struct bft_msg *req, struct bft_msg *rep)
 		uint32_t first = bft_addr_vol(req->block), k;
 
 		/* Ascending ids, as a correct list is; first is >= 1. */
-		for (k = 0; k < 64 && first + k <= BFT_ADDR_MAX_VOL; k++) {
-			uint8_t *p = b->infobuf + (size_t)k * BFT_VOLENTRY_LEN;
-			uint64_t vol = first + k, end = BFT_VOL_MAX_BLOCKS;
-
-			for (int i = 0; i < 8; i++) {
-				p[i] = (uint8_t)(vol >> (56 - 8 * i));
-				p[8 + i] = (uint8_t)(end >> (56 - 8 * i));
-			}
-		}
+		for (k = 0; k < 64 && first + k <= BFT_ADDR_MAX_VOL; k++)
+			bft_volentry_put(b->infobuf + (size_t)k *
+			    BFT_VOLENTRY_LEN, first + k, BFT_VOL_MAX_BLOCKS);
 		rep->entries = b->infobuf;
 		rep->nentries = k;
 	} else {
