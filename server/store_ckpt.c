@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "store_ckstream.h"
 #include "store_int.h"
 #include "store_log.h"
 
@@ -39,7 +40,6 @@
 #define CKPT_MAGIC	"BFTIDX1"
 /* 2: pages.  A version 1 file is refused: the whole log is replayed. */
 #define CKPT_VERSION	2u
-#define CHUNK		(1u << 20)
 
 struct ck_hdr {
 	char magic[8];
@@ -81,133 +81,6 @@ struct ckpt_job {
 	uint8_t *buf;
 	int done;			/* the thread is finished (atomic) */
 };
-
-/*
- * Big, short-lived buffers (the index's copy, the chunk buffer) come
- * straight from mmap, so that freeing them gives the memory back: from
- * malloc, glibc's rising mmap threshold put the second copy in the heap,
- * where it stayed resident (10 MiB at 8 GiB of disk, 2026-11-25).
- */
-static void *
-big_alloc(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
-}
-
-static void
-big_free(void *p, size_t len)
-{
-	if (p != NULL)
-		munmap(p, len);
-}
-
-/* The chunked stream, written or read through one buffer. */
-struct ck_stream {
-	int fd;
-	uint8_t *buf;
-	size_t fill, pos;		/* bytes in buf; read position */
-	uint64_t chunk;			/* chunks so far */
-	uint64_t off;			/* in the file */
-};
-
-static uint32_t
-chunk_crc(uint64_t no, const uint8_t *p, size_t len)
-{
-	return bft_crc32c(bft_crc32c(0, &no, sizeof no), p, len);
-}
-
-static int
-ck_flush(struct ck_stream *w)
-{
-	uint32_t crc;
-	int err;
-
-	if (w->fill == 0)
-		return 0;
-	crc = chunk_crc(w->chunk++, w->buf, w->fill);
-	memcpy(w->buf + w->fill, &crc, sizeof crc);
-	if ((err = bft_pwrite_all(w->fd, w->buf, w->fill + sizeof crc,
-	    w->off)) < 0)
-		return err;
-	w->off += w->fill + sizeof crc;
-	w->fill = 0;
-	return 0;
-}
-
-static int
-ck_write(struct ck_stream *w, const void *src, size_t len)
-{
-	const uint8_t *p = src;
-	int err;
-
-	while (len > 0) {
-		size_t k = CHUNK - w->fill < len ? CHUNK - w->fill : len;
-
-		memcpy(w->buf + w->fill, p, k);
-		w->fill += k;
-		p += k;
-		len -= k;
-		if (w->fill == CHUNK && (err = ck_flush(w)) < 0)
-			return err;
-	}
-	return 0;
-}
-
-/* Reads the next chunk: -EBADMSG when it is short or fails its CRC. */
-static int
-ck_fill(struct ck_stream *r)
-{
-	uint8_t *p = r->buf;
-	uint32_t crc;
-	ssize_t got;
-	size_t have = 0;
-
-	/* A chunk is CHUNK bytes and its CRC, or less at the end. */
-	while (have < CHUNK + sizeof crc) {
-		got = pread(r->fd, p + have, CHUNK + sizeof crc - have,
-		    (off_t)(r->off + have));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return -errno;
-		if (got == 0)
-			break;
-		have += (size_t)got;
-	}
-	if (have <= sizeof crc)
-		return -EBADMSG;
-	memcpy(&crc, p + have - sizeof crc, sizeof crc);
-	if (crc != chunk_crc(r->chunk, p, have - sizeof crc))
-		return -EBADMSG;
-	r->chunk++;
-	r->off += have;
-	r->fill = have - sizeof crc;
-	r->pos = 0;
-	return 0;
-}
-
-static int
-ck_read(struct ck_stream *r, void *dst, size_t len)
-{
-	uint8_t *p = dst;
-	int err;
-
-	while (len > 0) {
-		size_t k;
-
-		if (r->pos == r->fill && (err = ck_fill(r)) < 0)
-			return err;
-		k = r->fill - r->pos < len ? r->fill - r->pos : len;
-		memcpy(p, r->buf + r->pos, k);
-		r->pos += k;
-		p += k;
-		len -= k;
-	}
-	return 0;
-}
 
 /* The stream's content, from the job. */
 static int
@@ -282,12 +155,12 @@ job_free(struct ckpt_job *job)
 		close(job->fds[i]);
 	if (job->dirfd >= 0)
 		close(job->dirfd);
-	big_free(job->copy, copy_len(job));
+	ck_big_free(job->copy, copy_len(job));
 	free(job->page_no);
 	free(job->pages);
 	free(job->side);
 	free(job->segs);
-	big_free(job->buf, CHUNK + sizeof(uint32_t));
+	ck_big_free(job->buf, CK_BUF_LEN);
 	free(job->fds);
 	free(job);
 }
@@ -312,7 +185,7 @@ job_make(struct bft_store *st, bool copy)
 	job->side = calloc(st->side.used + 1, sizeof *job->side);
 	job->page_no = calloc(st->pages_made + 1, sizeof *job->page_no);
 	job->pages = calloc(st->pages_made + 1, sizeof *job->pages);
-	job->buf = big_alloc(CHUNK + sizeof(uint32_t));
+	job->buf = ck_big_alloc(CK_BUF_LEN);
 	if (job->dirfd < 0 || job->segs == NULL || job->fds == NULL ||
 	    job->side == NULL || job->page_no == NULL || job->pages == NULL ||
 	    job->buf == NULL)
@@ -357,7 +230,7 @@ job_make(struct bft_store *st, bool copy)
 	if (!copy || h->npages == 0)
 		return job;
 	/* Only the pages written: a sparse disk's copy is small. */
-	if ((job->copy = big_alloc(copy_len(job))) == NULL)
+	if ((job->copy = ck_big_alloc(copy_len(job))) == NULL)
 		goto out_free;
 	for (uint64_t i = 0; i < h->npages; i++) {
 		struct blk_idx *to = job->copy + i * IDX_PAGE;
@@ -395,8 +268,8 @@ ckpt_main(void *arg)
 	 * The event loop reaps the job only at its next append, which an
 	 * idle server may not make for hours: give the copy back now.
 	 */
-	big_free(job->copy, copy_len(job));
-	big_free(job->buf, CHUNK + sizeof(uint32_t));
+	ck_big_free(job->copy, copy_len(job));
+	ck_big_free(job->buf, CK_BUF_LEN);
 	job->copy = NULL;
 	job->buf = NULL;
 	__atomic_store_n(&job->done, 1, __ATOMIC_RELEASE);
@@ -630,7 +503,7 @@ st_ckpt_load(struct bft_store *st, uint32_t *seg_no, uint64_t *off,
 	if (r.fd < 0)
 		return fail(why, whylen, -ENOENT, "%s", errno == ENOENT ?
 		    "no checkpoint" : strerror(errno));
-	if ((r.buf = big_alloc(CHUNK + sizeof(uint32_t))) == NULL) {
+	if ((r.buf = ck_big_alloc(CK_BUF_LEN)) == NULL) {
 		err = fail(why, whylen, -ENOMEM, "%s", "out of memory");
 		goto out;
 	}
@@ -680,7 +553,7 @@ out:
 	else if (err < 0 && err != -ENOMEM)
 		err = -ENOENT;
 	free(cs);
-	big_free(r.buf, CHUNK + sizeof(uint32_t));
+	ck_big_free(r.buf, CK_BUF_LEN);
 	close(r.fd);
 	return err;
 }
