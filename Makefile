@@ -192,7 +192,7 @@ $(BUILD)/tests/test_peer_key: $(call obj,$(LIB_SRC))
 $(BUILD)/tests/unit/test_peer_key.o: override CFLAGS += -Ilib
 # bftblk status's judging and printing, without sockets.
 $(BUILD)/tests/test_status_format: $(BUILD)/admin/status_format.o \
-    $(BUILD)/admin/status_clients.o
+    $(BUILD)/admin/status_clients.o $(BUILD)/admin/status_volumes.o
 # Pieces of the engine that stand alone.
 $(BUILD)/tests/test_blockcache: $(BUILD)/lib/blockcache.o
 $(BUILD)/tests/test_coalesce: $(BUILD)/lib/coalesce.o

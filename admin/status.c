@@ -20,6 +20,7 @@
 #include "log.h"
 #include "session_int.h"
 #include "status_format.h"
+#include "summary.h"
 
 /* Exit status when the status cannot be known: usage, files. */
 #define EXIT_UNKNOWN	3
@@ -49,6 +50,31 @@ session_failed(struct status_server *out, const struct bft_session_fail *f)
 		    f->status ? ": " : "", f->status ?
 		    bft_status_str(f->status) : "");
 		break;
+	}
+}
+
+/* The server's first volumes; a server too old to know VOLUMES has none. */
+static void
+ask_volumes(struct bft_session *s, struct bft_msg *req, struct bft_msg *rep,
+    struct status_server *out)
+{
+	const char *why;
+
+	memset(req, 0, sizeof *req);
+	req->type = BFT_VOLUMES;
+	if (bft_session_call(s, req, rep, &why) != BFT_OK)
+		return;
+	for (uint32_t e = 0; e < rep->nentries; e++) {
+		uint64_t id, end, live;
+
+		if (out->nvols == STATUS_MAX_VOLS) {
+			out->more_vols = true;
+			break;
+		}
+		bft_volentry_get(rep->entries + (size_t)e * BFT_VOLENTRY_LEN,
+		    &id, &end, &live);
+		out->vols[out->nvols++] = (struct status_vol){
+		    .id = (uint32_t)id, .end = end, .live = live };
 	}
 }
 
@@ -84,6 +110,7 @@ ask(void *arg)
 	} else {
 		out->info = rep->info;
 		out->reachable = true;
+		ask_volumes(&s, req, rep, out);
 	}
 	bft_session_close(&s);
 out_free:

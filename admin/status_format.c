@@ -277,8 +277,8 @@ status_assess(struct status_report *r)
 }
 
 /* 1536 -> "1.5 KiB": one decimal, binary units. */
-static void
-human_bytes(uint64_t v, char *out, size_t len)
+void
+status_human_bytes(uint64_t v, char *out, size_t len)
 {
 	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB",
 	    "PiB", "EiB" };
@@ -393,8 +393,8 @@ status_print_text(const struct status_report *r, FILE *fp)
 			fprintf(fp, "unreachable (%s)\n", s->why);
 			continue;
 		}
-		human_bytes(in->bytes_total, total, sizeof total);
-		human_bytes(in->bytes_live, live, sizeof live);
+		status_human_bytes(in->bytes_total, total, sizeof total);
+		status_human_bytes(in->bytes_live, live, sizeof live);
 		human_secs(in->uptime_s, up, sizeof up);
 		fprintf(fp, "reachable, version %" PRIu64 ", up %s, %" PRIu64
 		    " blocks, %s on disk (%s live), %" PRIu64 " damaged, %"
@@ -403,6 +403,7 @@ status_print_text(const struct status_report *r, FILE *fp)
 		print_progress(in, fp);
 		fputc('\n', fp);
 	}
+	status_print_volumes(r, fp);
 	for (unsigned c = 0; c < r->nclients; c++)
 		print_client(&r->clients[c], r->n, fp);
 	return ferror(fp) ? -1 : 0;
@@ -509,6 +510,7 @@ json_server(const struct status_server *s, FILE *fp)
 	fputc(',', fp);
 	json_key(fp, "rebuild_state_name");
 	status_json_string(fp, status_rebuild_str(s->info.rebuild_state));
+	status_json_volumes(s, fp);
 	fputc('}', fp);
 }
 

@@ -40,12 +40,23 @@ enum status_health {
 	STATUS_OK, STATUS_DEGRADED, STATUS_AT_RISK, STATUS_UNAVAILABLE,
 };
 
+/* A volume a server holds blocks of, from its VOLUMES. */
+struct status_vol {
+	uint32_t id;
+	uint64_t end;			/* one past its highest index page */
+	uint64_t live;			/* bytes of the records it points to */
+};
+#define STATUS_MAX_VOLS	64
+
 struct status_server {
 	unsigned index;
 	char addr[BFT_ADDR_STRLEN];	/* HOST:PORT from bftblk.conf */
 	bool reachable;			/* answered STATUS */
 	char why[160];			/* when not: what went wrong */
 	struct bft_status_info info;	/* when it did */
+	unsigned nvols;			/* its volumes, the first of them */
+	bool more_vols;			/* more than STATUS_MAX_VOLS */
+	struct status_vol vols[STATUS_MAX_VOLS];
 };
 
 /* The misdeeds a client counts per server, as its stats file names them. */
@@ -112,5 +123,15 @@ int status_print_json(const struct status_report *r, FILE *fp);
 
 /* Writes s as a JSON string (quotes, escapes, valid UTF-8 only). */
 void status_json_string(FILE *fp, const char *s);
+
+/* 1023 B, 1.5 KiB, 12.0 MiB, ... */
+void status_human_bytes(uint64_t v, char *out, size_t len);
+
+/*
+ * status_volumes.c: each volume's live bytes on the servers, a line
+ * each after the servers', and a server's "volumes" array in JSON.
+ */
+void status_print_volumes(const struct status_report *r, FILE *fp);
+void status_json_volumes(const struct status_server *s, FILE *fp);
 
 #endif

@@ -23,18 +23,21 @@ get_be64(const uint8_t *p)
 }
 
 void
-bft_volentry_put(uint8_t out[BFT_VOLENTRY_LEN], uint64_t vol, uint64_t end)
+bft_volentry_put(uint8_t out[BFT_VOLENTRY_LEN], uint64_t vol, uint64_t end,
+    uint64_t live)
 {
 	put_be64(out, vol);
 	put_be64(out + 8, end);
+	put_be64(out + 16, live);
 }
 
 void
 bft_volentry_get(const uint8_t in[BFT_VOLENTRY_LEN], uint64_t *vol,
-    uint64_t *end)
+    uint64_t *end, uint64_t *live)
 {
 	*vol = get_be64(in);
 	*end = get_be64(in + 8);
+	*live = get_be64(in + 16);
 }
 
 void

@@ -49,11 +49,11 @@ bft_summary_nranges(uint32_t count, uint32_t span)
 	return span ? (uint32_t)(((uint64_t)count + span - 1) / span) : 0;
 }
 
-/* One VOLUMES_ACK entry to and from its 16 bytes (wire.h). */
+/* One VOLUMES_ACK entry to and from its 24 bytes (wire.h). */
 void bft_volentry_put(uint8_t out[BFT_VOLENTRY_LEN], uint64_t vol,
-    uint64_t end);
+    uint64_t end, uint64_t live);
 void bft_volentry_get(const uint8_t in[BFT_VOLENTRY_LEN], uint64_t *vol,
-    uint64_t *end);
+    uint64_t *end, uint64_t *live);
 
 /* One lc entry to and from its 24 bytes; get leaves ts->mac zero. */
 void bft_lcentry_put(uint8_t out[BFT_LCENTRY_LEN], uint64_t block,

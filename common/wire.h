@@ -67,11 +67,13 @@
  *   LCLIST_ACK   [..., status, entries (bin)]  (24 bytes per written
  *                 block, in increasing block order: be64(block) ||
  *                 be64(lc.ts.num) || be64(lc.ts.wid))
- *   VOLUMES_ACK  [..., status, entries (bin)]  (16 bytes per volume, in
+ *   VOLUMES_ACK  [..., status, entries (bin)]  (24 bytes per volume, in
  *                 increasing id order, at most BFT_VOLLIST_MAX:
- *                 be64(volume id) || be64(end), end being one past the
- *                 last block of the highest index page it holds; a full
- *                 reply is continued by asking from the last id + 1)
+ *                 be64(volume id) || be64(end) || be64(live), end being
+ *                 one past the last block of the highest index page it
+ *                 holds, live the bytes of the records its blocks' lc
+ *                 and Hist entries are; a full reply is continued by
+ *                 asking from the last id + 1)
  *   STATUS_ACK   [..., status, [u0, ..., u(K-1)]]  (exactly
  *                 BFT_STATUS_NFIELDS uints: the fields of struct
  *                 bft_status_info in bft_status_fields[] order)
@@ -124,7 +126,7 @@ enum bft_msg_type {
 #define BFT_LCENTRY_LEN		24u
 /* Volumes of one VOLUMES_ACK, and their record size. */
 #define BFT_VOLLIST_MAX		4096u
-#define BFT_VOLENTRY_LEN	16u
+#define BFT_VOLENTRY_LEN	24u
 
 /* What a STATUS_ACK's rebuild_state says. */
 enum bft_rebuild_state {

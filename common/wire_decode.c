@@ -77,7 +77,7 @@ enum werr {
 	[E_ENTRIES_LEN] = T ": entries not 24-byte records, at most "	\
 	    "BFT_LCLIST_MAX",						\
 	[E_VOLS] = T ": entries is not a bin",				\
-	[E_VOLS_LEN] = T ": entries not 16-byte records, at most "	\
+	[E_VOLS_LEN] = T ": entries not 24-byte records, at most "	\
 	    "BFT_VOLLIST_MAX",						\
 	[E_INFO] = T ": info is not an array of BFT_STATUS_NFIELDS",	\
 	[E_INFO_FIELD] = T ": info field is not a uint",		\

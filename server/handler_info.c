@@ -142,7 +142,7 @@ handle_volumes(struct bft_handler *h, const struct bft_msg *req,
 	    > 0) {
 		for (size_t i = 0; i < k && ne < BFT_VOLLIST_MAX; i++, ne++) {
 			bft_volentry_put(h->infobuf + (size_t)ne *
-			    BFT_VOLENTRY_LEN, v[i].vol, v[i].end);
+			    BFT_VOLENTRY_LEN, v[i].vol, v[i].end, v[i].live);
 		}
 		if (v[k - 1].vol == BFT_ADDR_MAX_VOL)
 			break;

@@ -259,10 +259,10 @@ peer_volumes(struct bft_rebuild *rb, unsigned j, struct vol_seen **seen,
 		if (peer_call(rb, j, req, rep) != BFT_OK)
 			return 0;
 		for (uint32_t e = 0; e < rep->nentries; e++) {
-			uint64_t vol, end;
+			uint64_t vol, end, live;
 
 			bft_volentry_get(rep->entries + (size_t)e *
-			    BFT_VOLENTRY_LEN, &vol, &end);
+			    BFT_VOLENTRY_LEN, &vol, &end, &live);
 			/* Out of order, repeated or out of range: a lie. */
 			if (vol < from || vol > BFT_ADDR_MAX_VOL ||
 			    (e > 0 && vol <= last) || end == 0)

@@ -114,10 +114,15 @@ bool bft_store_lc_held(struct bft_store *st, uint64_t block);
 uint64_t bft_store_next_page(const struct bft_store *st, uint64_t addr);
 /* The blocks the pages cover: what a walk over them visits. */
 uint64_t bft_store_indexed(const struct bft_store *st);
-/* A volume the store holds blocks of: one past its highest page. */
+/*
+ * A volume the store holds blocks of: one past its highest page, and
+ * the bytes of the records its blocks' entries point to (what deleting
+ * or trimming it would free once compacted).
+ */
 struct bft_store_vol {
 	uint32_t vol;
 	uint64_t end;
+	uint64_t live;
 };
 /* The volumes from first on, in id order, at most max of them. */
 size_t bft_store_volumes(const struct bft_store *st, uint32_t first,

@@ -182,6 +182,7 @@ bft_store_volumes(const struct bft_store *st, uint32_t first,
 		if (p == 0)
 			continue;
 		out[k].vol = v->vol;
+		out[k].live = v->live;
 		out[k++].end = p << IDX_PAGE_SHIFT;
 	}
 	return k;
@@ -312,19 +313,62 @@ hist_len(const struct bft_store *st, uint32_t frag_len)
 	return bft_rec_hist_len(st->n, frag_len);
 }
 
+/*
+ * A volume's live bytes follow the index: each record it points to at
+ * the length its entry implies, so that st_idx_recount() finds the same
+ * sum from the index alone.
+ */
+static void
+vol_live(struct bft_store *st, uint64_t addr, int64_t delta)
+{
+	size_t i = vol_pos(st, bft_addr_vol(addr));
+
+	if (i < st->nvols && st->vols[i].vol == bft_addr_vol(addr))
+		st->vols[i].live += (uint64_t)delta;
+}
+
+void
+st_idx_recount(struct bft_store *st)
+{
+	size_t lc = bft_rec_lc_len(st->n);
+
+	for (size_t i = 0; i < st->nvols; i++) {
+		struct idx_vol *v = &st->vols[i];
+
+		v->live = 0;
+		for (uint64_t p = 0; p < v->npages; p++) {
+			const struct blk_idx *x = v->pages[p];
+
+			for (unsigned k = 0; x != NULL && k < IDX_PAGE; k++) {
+				if (x[k].lc_loc != 0)
+					v->live += lc;
+				if (x[k].flags & IDX_HENT)
+					v->live += hist_len(st,
+					    x[k].h_frag_len);
+			}
+		}
+	}
+	for (size_t i = 0; i < st->side.cap; i++)
+		if (st->side.e[i].block != SIDE_EMPTY)
+			vol_live(st, st->side.e[i].block, (int64_t)hist_len(st,
+			    st->side.e[i].frag_len));
+}
+
 void
 st_side_drop(struct bft_store *st, long i)
 {
 	struct side_ent *e = &st->side.e[i];
 
 	st_live_dec(st, e->loc, hist_len(st, e->frag_len));
+	vol_live(st, e->block, -(int64_t)hist_len(st, e->frag_len));
 	side_delete(st, (size_t)i);
 }
 
 static void
-h_drop(struct bft_store *st, struct blk_idx *x)
+h_drop(struct bft_store *st, uint64_t block, struct blk_idx *x)
 {
 	st_live_dec(st, x->h_loc, hist_len(st, x->h_frag_len));
+	vol_live(st, block, -(int64_t)hist_len(st, x->h_frag_len));
 	x->h_loc = 0;
 	x->h_frag_len = 0;
 	x->flags &= ~(IDX_HENT | IDX_HELD | IDX_HELD_UNKNOWN);
@@ -355,11 +399,12 @@ st_hist_apply(struct bft_store *st, uint64_t block,
 	if (cmp == 0) {
 		/* The entry backing lc: HELD needs lc's nonce (store_int.h). */
 		if (x->flags & IDX_HENT)
-			h_drop(st, x);
+			h_drop(st, block, x);
 		x->h_loc = loc;
 		x->h_frag_len = m->frag_len;
 		x->flags |= IDX_HENT | IDX_HELD_UNKNOWN;
 		st_live_inc(st, loc, len);
+		vol_live(st, block, (int64_t)hist_len(st, m->frag_len));
 		return;
 	}
 	if ((i = st_side_find(st, block, &m->ts)) >= 0)
@@ -373,6 +418,7 @@ st_hist_apply(struct bft_store *st, uint64_t block,
 	side_put(&st->side, &ne);
 	x->flags += 1u << IDX_SIDE_SHIFT;
 	st_live_inc(st, loc, len);
+	vol_live(st, block, (int64_t)hist_len(st, m->frag_len));
 }
 
 bool
@@ -388,16 +434,19 @@ st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
 		return false;
 	if (bft_ts_is_zero(&x->lc_ts) && !bft_ts_is_zero(&c->ts))
 		st->held++;
-	if (x->lc_loc != 0)
+	if (x->lc_loc != 0) {
 		st_live_dec(st, x->lc_loc, len);
+		vol_live(st, block, -(int64_t)len);
+	}
 	x->lc_ts = c->ts;
 	x->lc_loc = loc;
 	st_live_inc(st, loc, len);
+	vol_live(st, block, (int64_t)len);
 	if (cmp == 0)
 		return true;
 	/* The GC rule: every entry below the new lc goes. */
 	if (x->flags & IDX_HENT)
-		h_drop(st, x);
+		h_drop(st, block, x);
 	for (pos = -1; IDX_NSIDE(x) > 0 && st_side_next(st, block, &pos);) {
 		struct side_ent *e = &st->side.e[pos];
 		int ec = bft_ts_cmp(&e->ts, &c->ts);
@@ -429,7 +478,7 @@ st_hist_forget(struct bft_store *st, uint64_t block, const struct bft_ts *ts)
 
 	/* An entry means a page: changing it is fine. */
 	if ((x->flags & IDX_HENT) && bft_ts_cmp(ts, &x->lc_ts) == 0) {
-		h_drop(st, st_idx_mut(st, block));
+		h_drop(st, block, st_idx_mut(st, block));
 		return 0;
 	}
 	if ((i = st_side_find(st, block, ts)) < 0)

@@ -79,6 +79,7 @@ struct idx_vol {
 	uint32_t vol;
 	uint64_t npages;
 	struct blk_idx **pages;		/* NULL until written */
+	uint64_t live;			/* bytes of the records it points to */
 };
 
 struct blk_idx {
@@ -336,6 +337,8 @@ st_idx_mut(struct bft_store *st, uint64_t addr)
 }
 
 int st_idx_init(struct bft_store *st);
+/* Sets every volume's live bytes from the index (after open). */
+void st_idx_recount(struct bft_store *st);
 int st_idx_make(struct bft_store *st, uint64_t addr);
 void st_idx_free(struct bft_store *st);
 /*

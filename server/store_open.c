@@ -573,6 +573,8 @@ bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
 		goto out_nomem;
 	if (replay(st, err, errlen) < 0)
 		goto out_close;
+	/* A checkpoint holds no per-volume sums: they come from its index. */
+	st_idx_recount(st);
 	if (st->nseg == 0 && (e = st_seg_create(st)) < 0) {
 		errno = -e;
 		goto out_errno;

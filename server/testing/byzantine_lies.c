@@ -120,7 +120,7 @@ lie_heal(struct bft_byz *b, const struct bft_msg *req, struct bft_msg *rep)
 		/* Ascending ids, as a correct list is; first is >= 1. */
 		for (k = 0; k < 64 && first + k <= BFT_ADDR_MAX_VOL; k++)
 			bft_volentry_put(b->infobuf + (size_t)k *
-			    BFT_VOLENTRY_LEN, first + k, BFT_VOL_MAX_BLOCKS);
+			    BFT_VOLENTRY_LEN, first + k, BFT_VOL_MAX_BLOCKS, 0);
 		rep->entries = b->infobuf;
 		rep->nentries = k;
 	} else {

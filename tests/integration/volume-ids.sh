@@ -8,7 +8,8 @@
 # 2. Two fio crc32c verify jobs run at once on volumes 1 and 2 (random
 #    4-64 KiB reads and writes), with a third volume written and
 #    trimmed beside them: both verify.
-# 3. bftblk status still counts every server healthy; a server whose
+# 3. bftblk status lists each volume's live bytes on every server (the
+#    trimmed volume 3 holds records, not fragments).  A server whose
 #    data directory is wiped rebuilds volumes 1 and 2 as well as 0 (it
 #    learns them from its peers' VOLUMES), and with a second server
 #    stopped and a third wiped every volume reads back exactly.
@@ -98,6 +99,24 @@ for v in v1 v2; do
 done
 [ "$r1" -eq 0 ] && [ "$r2" -eq 0 ] || fail "fio exit statuses $r1 $r2"
 log "fio verify on volumes 1 and 2 at once, volume 3 written and trimmed: ok"
+# bftblk status shows each volume's live bytes on every server: volumes
+# 1 and 2 hold fragments, volume 3 (trimmed) only its records.
+"$ADMIN" status --dir "$CLUSTER_DIR" --json >"$TESTDIR/status.json" ||
+    fail "bftblk status failed"
+python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+for s in r['servers']:
+    v = {x['id']: x['bytes_live'] for x in s['volumes']}
+    assert v.get(1, 0) > 1 << 20 and v.get(2, 0) > 1 << 20, v
+    assert 0 < v.get(3, 0) < 256 << 10, v
+print(' '.join('%d:%d' % (k, v) for k, v in sorted(
+    (x['id'], x['bytes_live']) for x in r['servers'][0]['volumes'])))
+" "$TESTDIR/status.json" >"$TESTDIR/vols.txt" ||
+    fail "bftblk status --json does not show the volumes' bytes"
+log "server 0's volumes, id:live bytes: $(cat "$TESTDIR/vols.txt")"
+"$ADMIN" status --dir "$CLUSTER_DIR" | grep -q '^volume 3: .* live on' ||
+    fail "bftblk status does not list volume 3"
 check nbd v0
 check v1 v1
 check v2 v2

@@ -195,6 +195,12 @@ test_text(void **state)
 	in->bytes_total = 5ull << 40;
 	in->bytes_live = (3ull << 30) + (1ull << 29);
 	down(3, "channel: unknown client key");
+	/* Volume 7 is on servers 0 and 2 only: server 1 lacks it. */
+	for (unsigned i = 0; i < 3; i++) {
+		r.servers[i].nvols = i == 1 ? 1 : 2;
+		r.servers[i].vols[0] = (struct status_vol){ 0, 1024, 3 << 20 };
+		r.servers[i].vols[1] = (struct status_vol){ 7, 1024, 1536 };
+	}
 	status_assess(&r);
 	print(status_print_text);
 	assert_string_equal(text,
@@ -212,7 +218,11 @@ test_text(void **state)
 	    "blocks, 5.0 TiB on disk (3.5 GiB live), 0 damaged, 0 repaired, "
 	    "idle, scrub 7/100\n"
 	    "server 3 10.0.0.4:7700: unreachable (channel: unknown client "
-	    "key)\n");
+	    "key)\n"
+	    "volume 0: 3.0 MiB live on each of 3 servers\n"
+	    "volume 7: 0 B to 1.5 KiB live on 3 servers\n");
+	for (unsigned i = 0; i < 3; i++)
+		r.servers[i].nvols = 0;
 
 	/* Without a rate or anything rebuilt yet, no ETA to give. */
 	healthy(1, 0);
@@ -242,6 +252,9 @@ test_json(void **state)
 	r.servers[0].info.rebuild_state = BFT_REBUILD_WAITING;
 	r.servers[0].info.scrub_total = UINT64_MAX;
 	down(1, "say \"no\"\\\n");
+	r.servers[0].nvols = 2;
+	r.servers[0].vols[0] = (struct status_vol){ 0, 1024, 1572864 };
+	r.servers[0].vols[1] = (struct status_vol){ 5, 2048, 100 };
 	r.n = 2;	/* a short document: n = 2 is for formatting only */
 	status_assess(&r);
 	print(status_print_json);
@@ -256,7 +269,10 @@ test_json(void **state)
 	    "\"repaired_records\":0,\"rebuild_state\":3,\"rebuild_done\":0,"
 	    "\"rebuild_total\":0,\"rebuild_bytes\":0,\"rebuild_rate\":0,"
 	    "\"scrub_done\":0,\"scrub_total\":18446744073709551615,"
-	    "\"rebuild_state_name\":\"waiting for peers\"},"
+	    "\"rebuild_state_name\":\"waiting for peers\","
+	    "\"volumes\":[{\"id\":0,\"end\":1024,\"bytes_live\":1572864},"
+	    "{\"id\":5,\"end\":2048,\"bytes_live\":100}],"
+	    "\"volumes_truncated\":false},"
 	    "{\"index\":1,\"address\":\"10.0.0.2:7700\",\"reachable\":false,"
 	    "\"error\":\"say \\\"no\\\"\\\\\\n\"}],\"clients\":[]}\n");
 }

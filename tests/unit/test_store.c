@@ -598,6 +598,66 @@ test_sparse_pages(void **state)
 	assert_true(sb.st_size < 4 * 1024 * 56 + 65536);
 }
 
+/* The live bytes the store reports for vol, or 0 when it lists none. */
+static uint64_t
+vol_live(struct bft_store *st, uint32_t vol)
+{
+	struct bft_store_vol v[8];
+	size_t k = bft_store_volumes(st, vol, v, 8);
+
+	return k > 0 && v[0].vol == vol ? v[0].live : 0;
+}
+
+/*
+ * Each volume's live bytes follow its index entries: a completed write
+ * is one lc and one Hist record, an overwrite replaces both, a pending
+ * STORE adds one, and the zero value's record is smaller.  Volumes do
+ * not share bytes, and both reopen paths (checkpoint, whole log) give
+ * the same sums.
+ */
+static void
+test_volume_live(void **state)
+{
+	uint64_t a = bft_addr(5, 3), b = bft_addr(5, 70000), w, p;
+	struct bft_hist_meta m;
+	struct bft_store *st;
+
+	(void)state;
+	st = sopen(0);
+	assert_int_equal(vol_live(st, 5), 0);
+	assert_int_equal(put(st, a, 1, 1, 0), 0);
+	assert_int_equal(set_lc(st, a, 1, 1), 0);
+	w = vol_live(st, 5);
+	assert_true(w > FRAGLEN);
+	assert_int_equal(vol_live(st, 0), 0);
+	assert_int_equal(put(st, b, 1, 1, 0), 0);
+	assert_int_equal(set_lc(st, b, 1, 1), 0);
+	assert_int_equal(vol_live(st, 5), 2 * w);
+	assert_int_equal(put(st, a, 2, 1, 1), 0);
+	p = vol_live(st, 5) - 2 * w;
+	assert_true(p > FRAGLEN && p < w);
+	assert_int_equal(set_lc(st, a, 2, 1), 0);
+	assert_int_equal(vol_live(st, 5), 2 * w);
+	assert_int_equal(put(st, 7, 1, 1, 0), 0);
+	assert_int_equal(set_lc(st, 7, 1, 1), 0);
+	assert_int_equal(vol_live(st, 0), w);
+	/* b trimmed: the zero value's record holds no fragment. */
+	make_meta(&m, b, 2, 1, 0);
+	m.frag_len = 0;
+	assert_int_equal(bft_store_put_hist(st, b, &m, NULL), 0);
+	assert_int_equal(set_lc(st, b, 2, 1), 0);
+	assert_int_equal(vol_live(st, 5), 2 * w - FRAGLEN);
+	/* From the whole log (reopen_same's last open), then a checkpoint. */
+	st = reopen_same(st, 0);
+	assert_int_equal(vol_live(st, 5), 2 * w - FRAGLEN);
+	assert_int_equal(vol_live(st, 0), w);
+	bft_store_close(st);
+	st = sopen(0);
+	assert_int_equal(vol_live(st, 5), 2 * w - FRAGLEN);
+	assert_int_equal(vol_live(st, 0), w);
+	bft_store_close(st);
+}
+
 int
 main(void)
 {
@@ -616,6 +676,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_torn_tail, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_volume_live, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_sparse_pages, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_crafted_log, setup,

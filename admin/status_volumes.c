@@ -1,0 +1,85 @@
+/*
+ * The volumes part of `bftblk status`: what each server said to
+ * VOLUMES.  A volume's line gives its live bytes on every server that
+ * answered (the same on all of them when none is behind); trim and
+ * write-zeroes lower it as soon as they complete, and compaction then
+ * gives the space back.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "status_format.h"
+
+/* The live bytes server s holds of volume id (0 when it lists none). */
+static uint64_t
+live_of(const struct status_server *s, uint32_t id)
+{
+	for (unsigned k = 0; k < s->nvols; k++)
+		if (s->vols[k].id == id)
+			return s->vols[k].live;
+	return 0;
+}
+
+/* The smallest volume id above after that some server lists, or -1. */
+static int64_t
+next_id(const struct status_report *r, int64_t after)
+{
+	int64_t best = -1;
+
+	for (unsigned i = 0; i < r->n; i++)
+		for (unsigned k = 0; k < r->servers[i].nvols; k++) {
+			int64_t id = r->servers[i].vols[k].id;
+
+			if (id > after && (best < 0 || id < best))
+				best = id;
+		}
+	return best;
+}
+
+void
+status_print_volumes(const struct status_report *r, FILE *fp)
+{
+	bool more = false;
+
+	for (int64_t id = next_id(r, -1); id >= 0; id = next_id(r, id)) {
+		uint64_t lo = UINT64_MAX, hi = 0;
+		unsigned answered = 0;
+		char a[32], b[32];
+
+		for (unsigned i = 0; i < r->n; i++) {
+			uint64_t v;
+
+			if (!r->servers[i].reachable)
+				continue;
+			v = live_of(&r->servers[i], (uint32_t)id);
+			lo = v < lo ? v : lo;
+			hi = v > hi ? v : hi;
+			answered++;
+		}
+		status_human_bytes(lo, a, sizeof a);
+		status_human_bytes(hi, b, sizeof b);
+		if (lo == hi)
+			fprintf(fp, "volume %" PRId64 ": %s live on each of %u "
+			    "servers\n", id, a, answered);
+		else
+			fprintf(fp, "volume %" PRId64 ": %s to %s live on %u "
+			    "servers\n", id, a, b, answered);
+	}
+	for (unsigned i = 0; i < r->n; i++)
+		more |= r->servers[i].more_vols;
+	if (more)
+		fprintf(fp, "(more than %u volumes on a server: only the "
+		    "first are shown)\n", STATUS_MAX_VOLS);
+}
+
+void
+status_json_volumes(const struct status_server *s, FILE *fp)
+{
+	fputs(",\"volumes\":[", fp);
+	for (unsigned k = 0; k < s->nvols; k++)
+		fprintf(fp, "%s{\"id\":%" PRIu32 ",\"end\":%" PRIu64
+		    ",\"bytes_live\":%" PRIu64 "}", k ? "," : "",
+		    s->vols[k].id, s->vols[k].end, s->vols[k].live);
+	fprintf(fp, "],\"volumes_truncated\":%s", s->more_vols ? "true" :
+	    "false");
+}
