@@ -186,7 +186,8 @@ $(EXAMPLE): docs/example.c lib/bftblk.h $(LIBBFTBLK_LINK)
 $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 	$(BUILD)/tests/test_store_crash $(BUILD)/tests/test_store_identity \
 	$(BUILD)/tests/test_handler_info \
-	$(BUILD)/tests/test_handler $(BUILD)/tests/test_quota: $(SERVER_LIB_OBJ)
+	$(BUILD)/tests/test_handler $(BUILD)/tests/test_handler_vol \
+	$(BUILD)/tests/test_quota: $(SERVER_LIB_OBJ)
 # The library's handle, options and identities, without servers.
 $(BUILD)/tests/test_peer_key: $(call obj,$(LIB_SRC))
 $(BUILD)/tests/unit/test_peer_key.o: override CFLAGS += -Ilib

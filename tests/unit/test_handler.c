@@ -4,257 +4,7 @@
  * client would hold.  Every reply is also run through the wire encoder,
  * so a reply the handler builds but the wire cannot carry fails here.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <ftw.h>
-#include <stdio.h>
-#include <unistd.h>
-#include <cmocka.h>
-
-#include "config.h"
-#include "crypto.h"
-#include "keys.h"
-#include "predicates.h"
-#include "wire.h"
-#include "../../server/handler.h"
-#include "../../server/store.h"
-#include "store_view.h"
-
-#define T	1
-#define N	4
-#define NBLOCKS	16
-#define ME	1		/* this server's index; not 0, to catch mixups */
-#define FRAGLEN	1000
-
-static struct bft_config cfg;
-static struct bft_client_key ck;
-static struct bft_server_key sk;
-static struct bft_store_identity ident;
-static char dir[64];
-static struct bft_store *st;
-static struct bft_handler h;
-static struct bft_msg req, rep;
-
-static void
-open_store(void)
-{
-	char err[256] = "";
-
-	st = bft_store_open(dir, &ident, err, sizeof err);
-	if (st == NULL)
-		fail_msg("bft_store_open: %s", err);
-	h.st = st;
-}
-
-static int
-setup(void **state)
-{
-	(void)state;
-	assert_int_equal(bft_crypto_init(), 0);
-	memset(&cfg, 0, sizeof cfg);
-	bft_random(cfg.cluster_id, BFT_CLUSTER_ID_LEN);
-	cfg.t = T;
-	cfg.n = N;
-	cfg.block_size = BFT_BLOCK_SIZE;
-	cfg.nblocks = NBLOCKS;
-	cfg.size = (uint64_t)NBLOCKS * BFT_BLOCK_SIZE;
-	memset(&ck, 0, sizeof ck);
-	memcpy(ck.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
-	ck.n = N;
-	bft_random(ck.k, sizeof ck.k);
-	bft_random(ck.kw, sizeof ck.kw);
-	memcpy(sk.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
-	sk.index = ME;
-	memcpy(sk.k, ck.k[ME], BFT_KEY_LEN);
-	memset(&ident, 0, sizeof ident);
-	memcpy(ident.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
-	ident.server_index = ME;
-	ident.n = N;
-	ident.t = T;
-	ident.block_size = BFT_BLOCK_SIZE;
-	ident.nblocks = NBLOCKS;
-	snprintf(dir, sizeof dir, "/tmp/test_handler.XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	assert_int_equal(bft_handler_init(&h, &cfg, &sk, NULL, 0), 0);
-	open_store();
-	return 0;
-}
-
-static int
-rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb;
-	(void)flag;
-	(void)f;
-	return remove(path);
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	if (st)
-		bft_store_close(st);
-	st = NULL;
-	bft_handler_fini(&h);
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	return 0;
-}
-
-/* Runs req through the handler; returns the reply status. */
-static int
-handle(void)
-{
-	struct bft_buf out = { 0 };
-	int rc;
-
-	req.id++;
-	rc = bft_handle(&h, "test", &req, &rep);
-	assert_int_equal(rep.type, req.type | BFT_ACK);
-	assert_int_equal(rep.id, req.id);
-	assert_int_equal(rc, rep.status == BFT_ECLUSTER);
-	assert_int_equal(bft_wire_encode(&rep, N, &out), 0);
-	bft_buf_free(&out);
-	return rep.status;
-}
-
-static struct bft_ts
-mkts(uint64_t block, uint64_t num, uint64_t wid)
-{
-	struct bft_ts ts = { .num = num, .wid = wid };
-
-	bft_ts_sign(&ts, block, ck.kw);
-	return ts;
-}
-
-/* A candidate as a writer's COMPLETE makes it: a MAC for every server. */
-static struct bft_cand
-mkcand(uint64_t block, uint64_t num, uint64_t wid)
-{
-	struct bft_cand c;
-	uint8_t nh[BFT_HASH_LEN];
-
-	memset(&c, 0, sizeof c);
-	c.ts = mkts(block, num, wid);
-	bft_random(c.nonce, BFT_NONCE_LEN);
-	bft_hash(c.nonce, BFT_NONCE_LEN, nh);
-	for (unsigned j = 0; j < N; j++)
-		bft_vec_mac(&c.ts, block, nh, ck.k[j], c.vec[j]);
-	return c;
-}
-
-static uint8_t frag[FRAGLEN];
-
-static void
-set_req(uint8_t type, uint64_t block)
-{
-	uint64_t id = req.id;
-
-	memset(&req, 0, sizeof req);
-	req.type = type;
-	req.id = id;
-	req.block = block;
-}
-
-/* STORE of c's write to this server, with frag filled from seed. */
-static int
-store(uint64_t block, const struct bft_cand *c, uint8_t seed)
-{
-	set_req(BFT_STORE, block);
-	req.ts = c->ts;
-	bft_hash(c->nonce, BFT_NONCE_LEN, req.nh);
-	memcpy(req.vec, c->vec, sizeof req.vec);
-	memset(frag, seed, sizeof frag);
-	for (unsigned j = 0; j < N; j++)
-		memset(req.cc[j], seed + j, BFT_HASH_LEN);
-	req.frag = frag;
-	req.frag_len = FRAGLEN;
-	return handle();
-}
-
-static int
-complete(uint64_t block, const struct bft_cand *c)
-{
-	set_req(BFT_COMPLETE, block);
-	req.ts = c->ts;
-	memcpy(req.nonce, c->nonce, BFT_NONCE_LEN);
-	memcpy(req.vec, c->vec, sizeof req.vec);
-	return handle();
-}
-
-static int
-filter(uint64_t block, const struct bft_cand *C, unsigned nc)
-{
-	set_req(BFT_FILTER, block);
-	memcpy(req.cands, C, nc * sizeof *C);
-	req.ncands = nc;
-	return handle();
-}
-
-static int
-repair(uint64_t block, const struct bft_cand *c)
-{
-	set_req(BFT_REPAIR, block);
-	req.cands[0] = *c;
-	req.ncands = 1;
-	return handle();
-}
-
-static const struct bft_cand *
-lc(uint64_t block)
-{
-	return store_lc(st, block);
-}
-
-static void
-assert_ts(const struct bft_ts *a, const struct bft_ts *b)
-{
-	assert_int_equal(bft_ts_cmp(a, b), 0);
-}
-
-/* The FILTER_ACK in rep is Hist[c.ts] with the fragment of seed. */
-static void
-assert_filter_hist(const struct bft_cand *c, uint8_t seed)
-{
-	uint8_t want[FRAGLEN];
-
-	assert_int_equal(rep.status, BFT_OK);
-	assert_ts(&rep.ts, &c->ts);
-	assert_memory_equal(rep.vec, c->vec, N * BFT_MAC_LEN);
-	for (unsigned j = 0; j < N; j++)
-		assert_int_equal(rep.cc[j][0], (uint8_t)(seed + j));
-	assert_int_equal(rep.frag_len, FRAGLEN);
-	memset(want, seed, sizeof want);
-	assert_memory_equal(rep.frag, want, FRAGLEN);
-}
-
-static void
-assert_filter_empty(const struct bft_ts *ts)
-{
-	static const uint8_t zero[BFT_MAX_N * BFT_HASH_LEN];
-
-	assert_int_equal(rep.status, BFT_OK);
-	assert_ts(&rep.ts, ts);
-	assert_memory_equal(rep.vec, zero, N * BFT_MAC_LEN);
-	assert_memory_equal(rep.cc, zero, N * BFT_HASH_LEN);
-	assert_int_equal(rep.frag_len, 0);
-}
-
-static void
-hello(void)
-{
-	set_req(BFT_HELLO, 0);
-	memcpy(req.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
-	req.hello_n = N;
-	req.hello_t = T;
-	req.block_size = BFT_BLOCK_SIZE;
-	req.nblocks = NBLOCKS;
-	req.server_index = ME;
-}
+#include "handler_fixture.h"
 
 static void
 test_hello(void **state)
@@ -413,77 +163,7 @@ test_filter_forged(void **state)
 	assert_int_equal(h.stats.repairs, 0);
 }
 
-/*
- * A Byzantine server replays a genuine write of block 0 as block 1's:
- * its MACs name block 0, so on block 1 a STORE or COMPLETE of it is
- * refused, and neither FILTER's write-back nor REPAIR takes it into lc,
- * though it is newer than block 1's own lc.  Before the MACs named the
- * block, all four took it.
- */
-static void
-test_other_block_replay(void **state)
-{
-	struct bft_cand mine = mkcand(1, 2, 1), theirs = mkcand(0, 9, 1);
 
-	(void)state;
-	assert_int_equal(store(1, &mine, 3), BFT_OK);
-	assert_int_equal(complete(1, &mine), BFT_OK);
-	assert_int_equal(store(0, &theirs, 4), BFT_OK);
-	assert_int_equal(complete(0, &theirs), BFT_OK);
-	assert_int_equal(store(1, &theirs, 4), BFT_EAUTH);
-	assert_int_equal(complete(1, &theirs), BFT_EAUTH);
-	assert_int_equal(filter(1, &theirs, 1), BFT_OK);
-	assert_ts(&lc(1)->ts, &mine.ts);
-	assert_int_equal(repair(1, &theirs), BFT_OK);
-	assert_ts(&lc(1)->ts, &mine.ts);
-	assert_int_equal(h.stats.writebacks + h.stats.repairs, 0);
-}
-
-/*
- * The same replay across volumes: a genuine write of volume 1's block 3
- * offered as volume 2's block 3, or as block 3 of the cluster's disk
- * (volume 0), fails every check there.  Each volume's blocks are kept
- * apart in the store, and a block beyond volume 0's end exists in
- * another volume only.
- */
-static void
-test_other_volume_replay(void **state)
-{
-	uint64_t a1 = bft_addr(1, 3), a2 = bft_addr(2, 3);
-	struct bft_cand v1 = mkcand(a1, 5, 1), v2 = mkcand(a2, 2, 1);
-	struct bft_cand far = mkcand(bft_addr(1, NBLOCKS + 100), 1, 1);
-
-	(void)state;
-	assert_int_equal(store(a2, &v2, 6), BFT_OK);
-	assert_int_equal(complete(a2, &v2), BFT_OK);
-	assert_int_equal(store(a1, &v1, 7), BFT_OK);
-	assert_int_equal(complete(a1, &v1), BFT_OK);
-	assert_int_equal(store(a2, &v1, 7), BFT_EAUTH);
-	assert_int_equal(complete(a2, &v1), BFT_EAUTH);
-	assert_int_equal(store(3, &v1, 7), BFT_EAUTH);
-	assert_int_equal(filter(a2, &v1, 1), BFT_OK);
-	assert_int_equal(repair(a2, &v1), BFT_OK);
-	assert_ts(&lc(a2)->ts, &v2.ts);
-	assert_true(bft_ts_is_zero(&lc(3)->ts));
-	assert_int_equal(filter(a1, &v1, 1), BFT_OK);
-	assert_filter_hist(&v1, 7);
-	assert_int_equal(filter(a2, &v2, 1), BFT_OK);
-	assert_filter_hist(&v2, 6);
-	/* Beyond volume 0's end: in volume 1, not in volume 0. */
-	assert_int_equal(store(bft_addr(1, NBLOCKS + 100), &far, 8), BFT_OK);
-	assert_int_equal(store(NBLOCKS + 100, &far, 8), BFT_ERANGE);
-	set_req(BFT_CLOCK, bft_addr(1, BFT_VOL_MAX_BLOCKS));
-	assert_int_equal(handle(), BFT_ERANGE);
-	/* And it all comes back from the log and from the checkpoint. */
-	bft_store_close(st);
-	open_store();
-	assert_ts(&lc(a1)->ts, &v1.ts);
-	assert_ts(&lc(a2)->ts, &v2.ts);
-	assert_int_equal(bft_store_nhist(st, bft_addr(1, NBLOCKS + 100)), 1);
-	set_req(BFT_VOLUMES, bft_addr(1, 0));
-	assert_int_equal(handle(), BFT_OK);
-	assert_int_equal(rep.nentries, 2);
-}
 
 static void
 test_filter_gc(void **state)
@@ -648,14 +328,6 @@ test_reopen(void **state)
 	assert_filter_hist(&d, 78);
 }
 
-static int
-collect(uint64_t block, bool want)
-{
-	set_req(BFT_COLLECT, block);
-	req.want_frag = want;
-	return handle();
-}
-
 /*
  * COLLECT for the 1-round read: lc with Hist[lc.ts]'s cc, and its
  * fragment only when asked; nothing of either when no Hist entry backs
@@ -716,45 +388,6 @@ test_collect_fragment(void **state)
 	assert_int_equal(rep.frag_len, 0);
 }
 
-/*
- * The zero value (trim): an empty fragment under the zero cc is stored
- * and served as it is, after a reopen too; an empty fragment under any
- * other cc, or a fragment under the zero cc, is refused.
- */
-static void
-test_zero_value(void **state)
-{
-	enum { B = 9 };
-	struct bft_cand c = mkcand(B, 1, 3), d = mkcand(B, 2, 3);
-	uint8_t zcc[BFT_MAX_N][BFT_HASH_LEN];
-
-	(void)state;
-	bft_cc_set_zero(zcc, N);
-	assert_int_equal(store(B, &c, 20), BFT_OK);
-	assert_int_equal(complete(B, &c), BFT_OK);
-	/* d: the zero value over c's data. */
-	assert_int_equal(store(B, &d, 1), BFT_OK);
-	memcpy(req.cc, zcc, sizeof zcc);
-	assert_int_equal(handle(), BFT_EPROTO);
-	req.frag_len = 0;
-	assert_int_equal(handle(), BFT_OK);
-	assert_int_equal(complete(B, &d), BFT_OK);
-	for (int pass = 0; pass < 2; pass++) {
-		assert_int_equal(filter(B, &d, 1), BFT_OK);
-		assert_ts(&rep.ts, &d.ts);
-		assert_memory_equal(rep.cc, zcc, N * BFT_HASH_LEN);
-		assert_int_equal(rep.frag_len, 0);
-		assert_int_equal(collect(B, true), BFT_OK);
-		assert_ts(&rep.cands[0].ts, &d.ts);
-		assert_true(rep.has_cc);
-		assert_memory_equal(rep.cc, zcc, N * BFT_HASH_LEN);
-		assert_int_equal(rep.frag_len, 0);
-		bft_store_close(st);
-		open_store();
-	}
-	/* c's fragment went with c's entry: only d's remains, empty. */
-	assert_int_equal(bft_store_nhist(st, B), 1);
-}
 
 int
 main(void)
@@ -768,8 +401,6 @@ main(void)
 		T_(test_happy_path),
 		T_(test_filter_writeback),
 		T_(test_filter_forged),
-		T_(test_other_block_replay),
-		T_(test_other_volume_replay),
 		T_(test_filter_gc),
 		T_(test_pending_cap),
 		T_(test_store_superseded),
@@ -778,7 +409,6 @@ main(void)
 		T_(test_complete_bad_mac),
 		T_(test_reopen),
 		T_(test_collect_fragment),
-		T_(test_zero_value),
 #undef T_
 	};
 
