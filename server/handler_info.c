@@ -1,6 +1,6 @@
 /*
- * SUMMARY, LCLIST, VOLUMES and STATUS (wire.h): what a server tells a peer that
- * compares its state, and an operator who asks how it is.  None of them
+ * SUMMARY, LCLIST, VOLUMES and STATUS (wire.h): what a server tells a
+ * peer that compares its state, and an operator who asks how it is.  None of them
  * changes anything, so they are answered from memory: lc of every block
  * is there, and the log's figures are the store's counters.
  */
@@ -16,7 +16,6 @@ _Static_assert(INFO_BUF_LEN >= BFT_SUMMARY_MAX * BFT_SUMMARY_DIGEST_LEN,
     "infobuf holds the longest SUMMARY_ACK too");
 _Static_assert(INFO_BUF_LEN >= BFT_VOLLIST_MAX * BFT_VOLENTRY_LEN,
     "infobuf holds the longest VOLUMES_ACK too");
-
 
 static uint64_t
 now_ms(void)
@@ -59,6 +58,18 @@ in_disk(const struct bft_handler *h, const struct bft_msg *req)
 }
 
 /*
+ * The next block at or after b that an index page holds, looked up at
+ * page edges only: within a page, every block is one.
+ */
+static uint64_t
+next_indexed(const struct bft_handler *h, uint64_t b, bool first)
+{
+	if (!first && b % BFT_STORE_PAGE != 0)
+		return b;
+	return bft_store_next_page(h->st, b);
+}
+
+/*
  * The timestamp a block counts under in SUMMARY and LCLIST: lc's, when
  * this server holds the fragment that backs it, else zero (not
  * counted).  A write-back sets lc without a fragment; comparing lc
@@ -87,9 +98,9 @@ handle_summary(struct bft_handler *h, const struct bft_msg *req,
 		uint64_t stop = end - b > req->span ? b + req->span : end;
 
 		bft_summary_init(&s);
-		for (; b < stop; b++) {
+		for (bool first = true; b < stop; b++, first = false) {
 			/* Blocks outside every index page were never written. */
-			uint64_t next = bft_store_next_page(h->st, b);
+			uint64_t next = next_indexed(h, b, first);
 
 			if (next >= stop) {
 				b = stop;
@@ -114,7 +125,7 @@ handle_lclist(struct bft_handler *h, const struct bft_msg *req,
 	uint32_t ne = 0;
 
 	for (uint64_t b = req->block; b < req->block + req->count; b++) {
-		if ((b = bft_store_next_page(h->st, b)) >= req->block +
+		if ((b = next_indexed(h, b, b == req->block)) >= req->block +
 		    req->count)
 			break;
 		ts = held_ts(h, b);

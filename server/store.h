@@ -110,6 +110,7 @@ bool bft_store_lc_held(struct bft_store *st, uint64_t block);
  * in pages of blocks (1024); a block outside every page was never
  * written here.
  */
+#define BFT_STORE_PAGE	1024u	/* blocks per index page */
 /* The first address at or after addr in a page, or UINT64_MAX. */
 uint64_t bft_store_next_page(const struct bft_store *st, uint64_t addr);
 /* The blocks the pages cover: what a walk over them visits. */

@@ -100,6 +100,7 @@ struct blk_idx {
  */
 #define IDX_PAGE_SHIFT	10
 #define IDX_PAGE	(1u << IDX_PAGE_SHIFT)
+_Static_assert(IDX_PAGE == BFT_STORE_PAGE, "store.h says the page size");
 
 #define IDX_HENT	1u		/* h_loc is Hist[lc.ts] */
 #define IDX_HELD	2u		/* and validByHist(lc, it) holds */
