@@ -111,6 +111,9 @@ bftblk_create(void)
 	h->timeout_s = TIMEOUT_DEFAULT;
 	h->io_timeout_s = IO_TIMEOUT_DEFAULT;
 	h->cache_bytes = CACHE_DEFAULT;
+	h->lease_s = BFT_LEASE_DEFAULT_S;
+	/* Until the tests that run several writers on one volume say so. */
+	h->shared = true;
 	h->log = log_stderr;
 	return h;
 }
@@ -210,8 +213,14 @@ bftblk_set_option(struct bftblk *h, const char *k, const char *value)
 		if (parse_num(value, BFT_MAX_T, &v) != 0)
 			return failf(h, EINVAL, "t must be 0..%u", BFT_MAX_T);
 		h->want_t = (unsigned)v;
-	} else if (strcmp(k, "encrypt") == 0 || strcmp(k, "sealed") == 0) {
-		bool *dst = k[0] == 'e' ? &h->encrypt : &h->sealed;
+	} else if (strcmp(k, "lease") == 0) {
+		if (parse_num(value, 3600, &v) != 0 || v < 1)
+			return failf(h, EINVAL, "lease must be 1..3600 seconds");
+		h->lease_s = (unsigned)v;
+	} else if (strcmp(k, "encrypt") == 0 || strcmp(k, "sealed") == 0 ||
+	    strcmp(k, "shared") == 0) {
+		bool *dst = k[0] == 'e' ? &h->encrypt : k[1] == 'e' ?
+		    &h->sealed : &h->shared;
 
 		if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0 ||
 		    strcmp(value, "true") == 0 || strcmp(value, "yes") == 0)
@@ -406,6 +415,16 @@ bftblk_connect(struct bftblk *h)
 	if ((h->eng = bft_engine_start(&p)) == NULL)
 		return failf(h, EIO, "cannot start the event loop (or resolve "
 		    "a server's address)");
+	/* One writer per volume, unless told the writers coordinate. */
+	if (h->key.role == BFT_ROLE_RW && !h->shared &&
+	    bft_lease_acquire(&h->lease, h->eng, h->volume_id, h->lease_s,
+	    h->key.name) != 0) {
+		r = fail(h);
+		bft_lease_release(&h->lease);
+		bft_engine_stop(h->eng);
+		h->eng = NULL;
+		return r;
+	}
 	return 0;
 }
 
@@ -464,6 +483,7 @@ bftblk_close(struct bftblk *h)
 {
 	if (h == NULL)
 		return;
+	bft_lease_release(&h->lease);
 	bft_engine_stop(h->eng);
 	bft_bc_free(h->cache);
 	bft_ec_free(h->ec);
@@ -520,6 +540,11 @@ write_common(struct bftblk *h, const void *buf, size_t count,
 
 	if ((r = check_io(h, count, offset, true, flags)) != 0)
 		return r;
+	if (!bft_lease_may_write(&h->lease))
+		return failf(h, EIO, "volume %" PRIu32 "'s lease was not "
+		    "renewed within %u s, or another opener took it: writes "
+		    "stop so that two writers never share the volume",
+		    h->volume_id, h->lease_s);
 	if (count == 0)
 		return (flags & BFTBLK_FUA) ? bftblk_flush(h) : 0;
 	if (io_write(h->eng, h->cache, buf, count, offset,
@@ -537,7 +562,7 @@ bftblk_pwrite(struct bftblk *h, const void *buf, size_t count,
 	return write_common(h, buf, count, offset, flags);
 }
 
-/* A register has no cheaper "absent" state: zeros are written. */
+/* Whole blocks become the zero value: no fragment on the servers. */
 int
 bftblk_zero(struct bftblk *h, size_t count, uint64_t offset, unsigned flags)
 {

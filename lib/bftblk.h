@@ -58,6 +58,10 @@ const char *bftblk_options_help(void);
     "size=SIZE       export only the first SIZE bytes\n" \
     "volume-id=N     serve volume N of the cluster (default 0, the disk\n" \
     "                bftblk.conf sizes); another volume needs size=\n" \
+    "shared=on|off   off: take the volume's lease, one writer at a time\n" \
+    "                (default on: no lease, writers coordinate)\n" \
+    "lease=SECS      with shared=off, the lease lapses SECS after its\n" \
+    "                holder's last renewal (default 15)\n" \
     "timeout=SECS    per-round timeout (default 10)\n" \
     "io-timeout=SECS an I/O that cannot finish fails with EIO after this\n" \
     "                many seconds, naming silent servers (default 30)\n" \

@@ -14,6 +14,7 @@
 #include "ec.h"
 #include "engine_int.h"
 #include "keys.h"
+#include "lease_int.h"
 #include "volcrypt.h"
 
 struct bftblk {
@@ -32,6 +33,8 @@ struct bftblk {
 	unsigned timeout_s, io_timeout_s;
 	uint64_t writer_id;
 	uint32_t volume_id;		/* volume-id=: 0, the cluster's disk */
+	bool shared;			/* shared=on: no lease (lease.c) */
+	unsigned lease_s;		/* lease=: its period */
 	unsigned want_t;
 	uint64_t cache_bytes;
 	bftblk_log_fn *log;
@@ -47,6 +50,7 @@ struct bftblk {
 
 	/* From bftblk_connect. */
 	struct bft_engine *eng;
+	struct bft_lease lease;		/* a read-write handle's volume */
 	struct bft_blockcache *cache;	/* NULL with cache=0 */
 };
 
