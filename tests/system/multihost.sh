@@ -349,7 +349,16 @@ _status_run()
 	    2>"$TESTDIR/log/$name.err" || RC=$?
 	sed "s/^/  $name: /" "$TESTDIR/log/$name.out" >&2
 }
+# Servers started on new data directories compare with their peers
+# first, and say "waiting for peers" until enough of them answered:
+# the cluster is healthy once they have, within a rebuild retry or two.
+deadline=$((SECONDS + 60))
 _status_run healthy
+while [ "$RC" -ne 0 ] && [ "$SECONDS" -lt "$deadline" ] &&
+    grep -q 'waiting for peers' "$TESTDIR/log/healthy.out"; do
+	sleep 1
+	_status_run healthy
+done
 [ "$RC" -eq 0 ] || fail "status on app1 exited $RC with every server up"
 
 # --- 4. fio, and node2 cut off mid-run ----------------------------------
