@@ -222,6 +222,40 @@ flips(enum bft_aead aead)
 	fixture_free(&f);
 }
 
+/*
+ * The same swap across volumes: block 10 of volume 1 served as block 10
+ * of volume 2 (or of volume 0), under the same key and timestamp.  The
+ * associated data is the block's address, which names the volume, so a
+ * key shared by two volumes still keeps their blocks apart; and each
+ * volume's own key opens only its own.
+ */
+static void
+volume_swap(enum bft_aead aead)
+{
+	struct fixture f, g;
+	const struct bft_ts ts = { .num = 3, .wid = 9 };
+	uint64_t a1 = bft_addr(1, 10), a2 = bft_addr(2, 10);
+
+	fixture_init(&f, aead);
+	bft_volcrypt_seal(&f.vc, a1, &ts, f.plain, f.sealed);
+	assert_int_equal(try_open(&f, a1, &ts), 0);
+	assert_int_equal(try_open(&f, a2, &ts), -1);
+	assert_int_equal(try_open(&f, 10, &ts), -1);
+	/* Volume 2's key, another fixture's, does not open volume 1's. */
+	fixture_init(&g, aead);
+	memcpy(g.sealed, f.sealed, BFT_SEALED_LEN);
+	assert_int_equal(try_open(&g, a1, &ts), -1);
+	fixture_free(&g);
+	fixture_free(&f);
+}
+
+static void
+test_volume_swap(void **state)
+{
+	(void)state;
+	each_aead(volume_swap);
+}
+
 static void
 test_flipped_bytes(void **state)
 {
@@ -394,6 +428,7 @@ main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_wrong_block_or_ts),
 		cmocka_unit_test(test_block_swap),
+		cmocka_unit_test(test_volume_swap),
 		cmocka_unit_test(test_flipped_bytes),
 		cmocka_unit_test(test_wrong_key),
 		cmocka_unit_test(test_wrong_aead),
