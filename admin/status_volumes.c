@@ -58,12 +58,14 @@ status_print_volumes(const struct status_report *r, FILE *fp)
 		}
 		status_human_bytes(lo, a, sizeof a);
 		status_human_bytes(hi, b, sizeof b);
+		fprintf(fp, "volume %" PRId64 "%s: ", id, id == BFT_VOL_LEASES ?
+		    " (the writers' leases)" : "");
 		if (lo == hi)
-			fprintf(fp, "volume %" PRId64 ": %s live on each of %u "
-			    "servers\n", id, a, answered);
+			fprintf(fp, "%s live on each of %u servers\n", a,
+			    answered);
 		else
-			fprintf(fp, "volume %" PRId64 ": %s to %s live on %u "
-			    "servers\n", id, a, b, answered);
+			fprintf(fp, "%s to %s live on %u servers\n", a, b,
+			    answered);
 	}
 	for (unsigned i = 0; i < r->n; i++)
 		more |= r->servers[i].more_vols;

@@ -82,6 +82,9 @@ bft_addr_block(uint64_t addr)
 	return addr & BFT_ADDR_MAX_BLOCK;
 }
 
+/* Reserved: block N of it is volume N's writer lease (lib/lease.c). */
+#define BFT_VOL_LEASES		BFT_ADDR_MAX_VOL
+
 /*
  * Volume 0's size is the cluster's (bftblk.conf, HELLO); another
  * volume's is in the volume table, which servers do not read.  They

@@ -13,7 +13,7 @@
 #include "engine_int.h"
 
 /* The reserved volume whose block N is volume N's lease register. */
-#define BFT_LEASE_VOL		BFT_ADDR_MAX_VOL
+#define BFT_LEASE_VOL		BFT_VOL_LEASES
 #define LEASE_HOLDER_LEN	160
 #define BFT_LEASE_DEFAULT_S	15
 
