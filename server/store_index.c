@@ -31,12 +31,19 @@ vol_pos(const struct bft_store *st, uint32_t vol)
 	return lo;
 }
 
-const struct idx_vol *
-st_idx_vol(const struct bft_store *st, uint32_t vol)
+/* vol's page table, or NULL. */
+static struct idx_vol *
+vol_find(const struct bft_store *st, uint32_t vol)
 {
 	size_t i = vol_pos(st, vol);
 
 	return i < st->nvols && st->vols[i].vol == vol ? &st->vols[i] : NULL;
+}
+
+const struct idx_vol *
+st_idx_vol(const struct bft_store *st, uint32_t vol)
+{
+	return vol_find(st, vol);
 }
 
 /* Volume 0, the cluster's disk, has its whole page table from the start. */
@@ -63,7 +70,7 @@ vol_make(struct bft_store *st, uint32_t vol)
 	size_t i = vol_pos(st, vol);
 
 	if (i < st->nvols && st->vols[i].vol == vol)
-		return &st->vols[i];
+		return &st->vols[i];	/* vol_find's test, at the same i */
 	if (st->nvols == st->volcap) {
 		struct idx_vol *nv = realloc(st->vols, 2 * st->volcap *
 		    sizeof *nv);
@@ -321,10 +328,10 @@ hist_len(const struct bft_store *st, uint32_t frag_len)
 static void
 vol_live(struct bft_store *st, uint64_t addr, int64_t delta)
 {
-	size_t i = vol_pos(st, bft_addr_vol(addr));
+	struct idx_vol *v = vol_find(st, bft_addr_vol(addr));
 
-	if (i < st->nvols && st->vols[i].vol == bft_addr_vol(addr))
-		st->vols[i].live += (uint64_t)delta;
+	if (v != NULL)
+		v->live += (uint64_t)delta;
 }
 
 void
