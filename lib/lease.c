@@ -168,17 +168,16 @@ renewer(void *arg)
 	pthread_mutex_lock(&l->mu);
 	while (!l->stopping) {
 		struct timespec until;
-		uint64_t wake = now_ms() + l->period_ms / 3;
+		uint64_t ns = l->period_ms / 3 * 1000000;
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (time_t)(l->period_ms / 3 / 1000);
-		until.tv_nsec += (long)(l->period_ms / 3 % 1000) * 1000000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		while (!l->stopping && now_ms() < wake)
-			pthread_cond_timedwait(&l->cv, &l->mu, &until);
+		/* cv waits on the monotonic clock (bft_lease_acquire). */
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		ns += (uint64_t)until.tv_nsec;
+		until.tv_sec += (time_t)(ns / 1000000000);
+		until.tv_nsec = (long)(ns % 1000000000);
+		while (!l->stopping && pthread_cond_timedwait(&l->cv, &l->mu,
+		    &until) != ETIMEDOUT)
+			;
 		if (l->stopping)
 			break;
 		pthread_mutex_unlock(&l->mu);
@@ -206,6 +205,7 @@ bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng, uint32_t vol,
 {
 	struct bft_lease_claim c, again;
 	struct bft_ts ts, ts2;
+	pthread_condattr_t ca;
 	char host[64] = "?";
 	bool valid;
 
@@ -256,7 +256,10 @@ bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng, uint32_t vol,
 		    "%s", vol, valid ? again.holder : "another opener");
 	l->renewed_ms = now_ms();
 	pthread_mutex_init(&l->mu, NULL);
-	pthread_cond_init(&l->cv, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	if (pthread_create(&l->thread, NULL, renewer, l) != 0) {
 		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->mu);
