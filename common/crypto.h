@@ -73,4 +73,15 @@ bool bft_vec_verify(const struct bft_ts *ts, uint64_t block,
     const uint8_t nh[BFT_HASH_LEN], const uint8_t ki[BFT_KEY_LEN],
     const uint8_t mac[BFT_MAC_LEN]);
 
+/*
+ * MAC_ki("D" || "drop" || vol): server i's proof that a writer asks it
+ * to forget volume vol (DROP, wire.h).  Only writers hold k_i, as for a
+ * STORE.  Its own domain byte and a length no other MAC here has keep
+ * it from passing as a timestamp's or a MAC vector's, and them as it.
+ */
+void bft_drop_mac(uint32_t vol, const uint8_t ki[BFT_KEY_LEN],
+    uint8_t out[BFT_MAC_LEN]);
+bool bft_drop_verify(uint32_t vol, const uint8_t ki[BFT_KEY_LEN],
+    const uint8_t mac[BFT_MAC_LEN]);
+
 #endif

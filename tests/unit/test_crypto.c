@@ -5,7 +5,7 @@
  * hashlib, the timestamp MAC against every single-bit change, and the
  * separation of the timestamp MAC from the vector MAC, which is what
  * stops a timestamp authenticator from being replayed as a proof of
- * writing.  The known answers pin the wire: H and the MAC layout are
+ * writing, and of DROP's MAC from both.  The known answers pin the wire: H and the MAC layout are
  * cluster-wide constants, so a change must fail here first.
  */
 #include <setjmp.h>
@@ -326,6 +326,97 @@ test_domain_separation(void **state)
 	}
 }
 
+/*
+ * DROP's MAC = BLAKE2b-128(key k_i, 'D' || "drop" || vol_le64), from
+ * hashlib as above.  It is for one volume and one server's key.
+ */
+static void
+test_drop_mac(void **state)
+{
+	uint8_t key[BFT_KEY_LEN], other[BFT_KEY_LEN], m[BFT_MAC_LEN];
+	char hex[2 * BFT_MAC_LEN + 1];
+
+	(void)state;
+	for (unsigned i = 0; i < BFT_KEY_LEN; i++)
+		key[i] = (uint8_t)i;
+	bft_drop_mac(5, key, m);
+	bft_format_hex(m, BFT_MAC_LEN, hex);
+	assert_string_equal(hex, "97e6218f835c8b9a52459c245f0e1da3");
+	assert_true(bft_drop_verify(5, key, m));
+	for (uint32_t vol = 0; vol < 64; vol++)
+		if (vol != 5)
+			assert_false(bft_drop_verify(vol, key, m));
+	assert_false(bft_drop_verify(5 | 1u << 23, key, m));
+	assert_false(bft_drop_verify(BFT_ADDR_MAX_VOL, key, m));
+	memcpy(other, key, sizeof other);
+	other[31] ^= 1;
+	assert_false(bft_drop_verify(5, other, m));
+	bft_random(other, sizeof other);
+	assert_false(bft_drop_verify(5, other, m));
+	m[0] ^= 1;
+	assert_false(bft_drop_verify(5, key, m));
+}
+
+/*
+ * A DROP's MAC never passes as a timestamp's or a vector entry's, nor
+ * they as a DROP's: whoever saw a writer's DROP cannot make a write of
+ * it, and whoever saw a write cannot drop a volume with it.  Tried over
+ * blocks of the volume and others, the timestamps an attacker could
+ * pick (zero, and ones made of the MAC's own bytes) and the H(N) of
+ * test_domain_separation.
+ */
+static void
+test_drop_separation(void **state)
+{
+	static const uint32_t vols[] = { 0, 1, 5, BFT_ADDR_MAX_VOL - 1,
+	    BFT_ADDR_MAX_VOL };
+	uint8_t k[BFT_KEY_LEN], nh[BFT_HASH_LEN], m[BFT_MAC_LEN];
+	uint8_t zero[BFT_HASH_LEN] = { 0 }, ones[BFT_HASH_LEN];
+	struct bft_ts ts;
+
+	(void)state;
+	bft_random(k, sizeof k);
+	memset(ones, 0xff, sizeof ones);
+	for (size_t v = 0; v < sizeof vols / sizeof vols[0]; v++) {
+		uint8_t dm[BFT_MAC_LEN];
+
+		bft_drop_mac(vols[v], k, dm);
+		for (uint64_t b = 0; b < 8; b++) {
+			uint64_t blocks[2] = { bft_addr(vols[v], b), b };
+
+			for (int j = 0; j < 2; j++) {
+				const uint8_t *nhs[2] = { zero, ones };
+
+				/* The DROP MAC as a timestamp's. */
+				memset(&ts, 0, sizeof ts);
+				memcpy(ts.mac, dm, BFT_MAC_LEN);
+				assert_false(bft_ts_verify(&ts, blocks[j], k));
+				ts.num = vols[v];
+				assert_false(bft_ts_verify(&ts, blocks[j], k));
+				/* ... and as a vector entry, for any ts. */
+				for (int x = 0; x < 2; x++) {
+					memset(&ts, 0, sizeof ts);
+					assert_false(bft_vec_verify(&ts,
+					    blocks[j], nhs[x], k, dm));
+					memcpy(ts.mac, dm, BFT_MAC_LEN);
+					assert_false(bft_vec_verify(&ts,
+					    blocks[j], nhs[x], k, dm));
+				}
+				/* A write's MACs as a DROP's. */
+				ts = (struct bft_ts){ .num = b + 1, .wid = 1 };
+				bft_ts_sign(&ts, blocks[j], k);
+				assert_false(bft_drop_verify(vols[v], k,
+				    ts.mac));
+				bft_random(nh, sizeof nh);
+				bft_vec_mac(&ts, blocks[j], nh, k, m);
+				assert_false(bft_drop_verify(vols[v], k, m));
+				bft_vec_mac(&ts, blocks[j], zero, k, m);
+				assert_false(bft_drop_verify(vols[v], k, m));
+			}
+		}
+	}
+}
+
 static void
 test_equal(void **state)
 {
@@ -381,6 +472,8 @@ main(void)
 		cmocka_unit_test(test_ts_bit_flips),
 		cmocka_unit_test(test_vec_mac),
 		cmocka_unit_test(test_domain_separation),
+		cmocka_unit_test(test_drop_mac),
+		cmocka_unit_test(test_drop_separation),
 		cmocka_unit_test(test_equal),
 		cmocka_unit_test(test_random),
 	};
