@@ -70,7 +70,10 @@
 /*
  * 4: a STORE may carry the zero value (predicates.h): an empty fragment
  * under the zero cross-checksum.  A version-3 reader would never find
- * such a block safe, and a version-3 server refuses the STORE.
+ * such a block safe, and a version-3 server refuses the STORE.  DROP
+ * (wire.h) came within version 4, before its release: every version-4
+ * server knows it, so a writer may send it to any server that lets it
+ * in.
  */
 #define BFT_CHAN_VERSION	4
 

@@ -399,6 +399,8 @@ bft_role_permits(enum bft_role role, uint8_t type)
 	case BFT_COMPLETE:
 	/* Scrubbing costs the server disk reads: writers may ask for it. */
 	case BFT_SCRUB:
+	/* Forgetting a volume destroys data, as overwriting it does. */
+	case BFT_DROP:
 		return role == BFT_ROLE_RW;
 	default:
 		return false;

@@ -14,18 +14,18 @@
 
 /* Array lengths by type & 0x7f; replies with status != 0 have 4. */
 const uint8_t bft_wire_req_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3,
+	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3, 4,
 };
 const uint8_t bft_wire_rep_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5,
+	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5, 4,
 };
 
 static const char *const type_names[BFT_MSG_NTYPES] = {
 	"HELLO", "CLOCK", "STORE", "COMPLETE", "COLLECT", "FILTER", "REPAIR",
-	"FLUSH", "SUMMARY", "LCLIST", "STATUS", "SCRUB", "VOLUMES",
+	"FLUSH", "SUMMARY", "LCLIST", "STATUS", "SCRUB", "VOLUMES", "DROP",
 	"HELLO_ACK", "CLOCK_ACK", "STORE_ACK", "COMPLETE_ACK", "COLLECT_ACK",
 	"FILTER_ACK", "REPAIR_ACK", "FLUSH_ACK", "SUMMARY_ACK", "LCLIST_ACK",
-	"STATUS_ACK", "SCRUB_ACK", "VOLUMES_ACK",
+	"STATUS_ACK", "SCRUB_ACK", "VOLUMES_ACK", "DROP_ACK",
 };
 
 #define STATUS_FIELD(f) { #f, offsetof(struct bft_status_info, f) }
@@ -217,6 +217,8 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n,
 		    put_frag(pk, m->frag, m->has_cc ? m->frag_len : 0, defer);
 	case BFT_REPAIR:
 		return put_cand(pk, &m->cands[0], n);
+	case BFT_DROP:
+		return put_bin(pk, m->vec, vl);
 	case BFT_CLOCK | BFT_ACK:
 	case BFT_STORE | BFT_ACK:
 		return put_ts(pk, &m->ts);
@@ -259,6 +261,8 @@ encode_check(const struct bft_msg *m, unsigned n)
 		return -1;
 	if (m->type == BFT_LCLIST && (m->count < 1 ||
 	    m->count > BFT_LCLIST_MAX))
+		return -1;
+	if (m->type == BFT_DROP && bft_addr_block(m->block) != 0)
 		return -1;
 	if (m->type == (BFT_SUMMARY | BFT_ACK) && m->status == 0 &&
 	    (m->ndigests > BFT_SUMMARY_MAX ||

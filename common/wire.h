@@ -41,6 +41,10 @@
  *   VOLUMES  [type, id, block]
  *            (the volumes of which the server holds blocks, from
  *             block's volume on: what a rebuilding peer must compare)
+ *   DROP     [type, id, block, vec]
+ *            (forget volume V, block = bft_addr(V, 0): its blocks and
+ *             their records; vec[i] = bft_drop_mac(V, k_i) (crypto.h),
+ *             checked as a STORE's is, so only a writer can send it)
  *
  * SUMMARY, LCLIST and STATUS let one server compare its state with its
  * peers' and report progress; any authenticated identity may send them.
@@ -48,8 +52,8 @@
  * Replies (server -> client), type | BFT_ACK:
  *   every reply: [type|ACK, id, block, status, ...]; when status != 0
  *   nothing follows status.
- *   HELLO_ACK, COMPLETE_ACK, REPAIR_ACK, FLUSH_ACK, SCRUB_ACK: nothing
- *   more
+ *   HELLO_ACK, COMPLETE_ACK, REPAIR_ACK, FLUSH_ACK, SCRUB_ACK,
+ *   DROP_ACK: nothing more
  *   CLOCK_ACK    [..., status, ts]           (the server's lc.ts)
  *   STORE_ACK    [..., status, ts]           (lc.ts after the STORE: a
  *                 writer that skipped CLOCK checks it was not overtaken)
@@ -81,7 +85,8 @@
  * The decoder checks every field: types, array lengths, bin lengths
  * (vec exactly n*16, cc exactly n*32 (COLLECT_ACK: 0 or n*32), nonce
  * and nh exactly 32, mac 16, cluster id 16, frag at most BFT_MAX_FRAG,
- * and empty in a COLLECT_ACK without cc), want 0 or 1, candidate counts
+ * and empty in a COLLECT_ACK without cc), want 0 or 1, DROP's block a
+ * volume's block 0, candidate counts
  * (1..BFT_MAX_N), SUMMARY's count and span and LCLIST's count (as
  * above), digests a multiple of 32 bytes and at most BFT_SUMMARY_MAX of
  * them, entries a multiple of 24 and at most BFT_LCLIST_MAX, STATUS_ACK's
@@ -113,9 +118,10 @@ enum bft_msg_type {
 	BFT_STATUS = 11,
 	BFT_SCRUB = 12,
 	BFT_VOLUMES = 13,
+	BFT_DROP = 14,
 };
 /* The highest request type; replies are these | BFT_ACK. */
-#define BFT_MSG_TYPE_MAX	BFT_VOLUMES
+#define BFT_MSG_TYPE_MAX	BFT_DROP
 /* Request and reply types together (type_names in wire.c). */
 #define BFT_MSG_NTYPES		(2 * BFT_MSG_TYPE_MAX)
 
@@ -183,7 +189,7 @@ struct bft_msg {
 	struct bft_ts ts;		/* CLOCK_ACK, STORE(_ACK), COMPLETE, FILTER_ACK */
 	uint8_t nonce[BFT_NONCE_LEN];	/* COMPLETE */
 	uint8_t nh[BFT_HASH_LEN];	/* STORE */
-	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];	/* STORE, COMPLETE, FILTER_ACK */
+	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];	/* STORE, COMPLETE, FILTER_ACK, DROP */
 	uint8_t cc[BFT_MAX_N][BFT_HASH_LEN];	/* STORE, FILTER_ACK, COLLECT_ACK */
 	const uint8_t *frag;		/* STORE, FILTER_ACK, COLLECT_ACK */
 	uint32_t frag_len;

@@ -30,7 +30,7 @@ enum werr {
 	E_CID_LEN, E_HELLO_N, E_HELLO_T, E_BSIZE, E_NBLOCKS, E_SINDEX,
 	E_WANT, E_FRAG_NOCC, E_NUM, E_NUM0, E_SPAN, E_SPAN0, E_RANGES,
 	E_LCCOUNT, E_DIGESTS, E_DIGESTS_LEN, E_ENTRIES, E_ENTRIES_LEN, E_VOLS,
-	E_VOLS_LEN,
+	E_VOLS_LEN, E_DROPBLK,
 	E_INFO, E_INFO_FIELD, E_COUNT
 };
 
@@ -79,6 +79,7 @@ enum werr {
 	[E_VOLS] = T ": entries is not a bin",				\
 	[E_VOLS_LEN] = T ": entries not 24-byte records, at most "	\
 	    "BFT_VOLLIST_MAX",						\
+	[E_DROPBLK] = T ": block is not a volume's block 0",		\
 	[E_INFO] = T ": info is not an array of BFT_STATUS_NFIELDS",	\
 	[E_INFO_FIELD] = T ": info field is not a uint",		\
 }
@@ -88,11 +89,11 @@ static const char *const whys[BFT_MSG_NTYPES][E_COUNT] = {
 	WHYS("HELLO"), WHYS("CLOCK"), WHYS("STORE"), WHYS("COMPLETE"),
 	WHYS("COLLECT"), WHYS("FILTER"), WHYS("REPAIR"), WHYS("FLUSH"),
 	WHYS("SUMMARY"), WHYS("LCLIST"), WHYS("STATUS"), WHYS("SCRUB"),
-	WHYS("VOLUMES"), WHYS("HELLO_ACK"), WHYS("CLOCK_ACK"), WHYS("STORE_ACK"),
-	WHYS("COMPLETE_ACK"), WHYS("COLLECT_ACK"), WHYS("FILTER_ACK"),
-	WHYS("REPAIR_ACK"), WHYS("FLUSH_ACK"), WHYS("SUMMARY_ACK"),
-	WHYS("LCLIST_ACK"), WHYS("STATUS_ACK"), WHYS("SCRUB_ACK"),
-	WHYS("VOLUMES_ACK"),
+	WHYS("VOLUMES"), WHYS("DROP"), WHYS("HELLO_ACK"), WHYS("CLOCK_ACK"),
+	WHYS("STORE_ACK"), WHYS("COMPLETE_ACK"), WHYS("COLLECT_ACK"),
+	WHYS("FILTER_ACK"), WHYS("REPAIR_ACK"), WHYS("FLUSH_ACK"),
+	WHYS("SUMMARY_ACK"), WHYS("LCLIST_ACK"), WHYS("STATUS_ACK"),
+	WHYS("SCRUB_ACK"), WHYS("VOLUMES_ACK"), WHYS("DROP_ACK"),
 };
 
 static int
@@ -289,6 +290,11 @@ get_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 	case BFT_REPAIR:
 		m->ncands = 1;
 		return get_cand(&a[3], &m->cands[0], n);
+	case BFT_DROP:
+		/* A volume is named by its first address, nothing else. */
+		if (bft_addr_block(m->block) != 0)
+			return E_DROPBLK;
+		return get_bin(&a[3], m->vec, vl, E_VEC);
 	case BFT_CLOCK | BFT_ACK:
 	case BFT_STORE | BFT_ACK:
 		return get_ts(&a[4], &m->ts);

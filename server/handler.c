@@ -514,6 +514,10 @@ bft_handle(struct bft_handler *h, const char *peer,
 	case BFT_REPAIR:
 		handle_repair(h, peer, req, rep);
 		break;
+	default:
+		/* DROP: refused until the store can forget a volume. */
+		rep->status = BFT_EPROTO;
+		break;
 	}
 	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * Fuzzes every message decoder in common/wire_decode.c.  The first
- * input byte picks n and one of the 26 message types (13 requests, 13
+ * input byte picks n and one of the 28 message types (14 requests, 14
  * replies), and the body is made to claim that type, so each type's
  * field decoder gets inputs of its own rather than waiting for the
  * fuzzer to guess a type byte.  Decoded messages must survive an
@@ -9,13 +9,14 @@
  * Input: [sel] [array header byte] [rest of the body after the type];
  * the type element (fixint for requests, uint8 for replies, as the
  * encoder writes it) goes between the header and the rest.
- *   sel % 32:      type index ti (taken modulo 26):
+ *   sel % 32:      type index ti (taken modulo 28):
  *                    0..7   HELLO..FLUSH       8..15  their ACKs
  *                    16..18 SUMMARY..STATUS    19..21 their ACKs
  *                    22     SCRUB              23     its ACK
  *                    24     VOLUMES            25     its ACK
+ *                    26     DROP               27     its ACK
  *                  (each type keeps its index as types are added, so
- *                  older seeds below 24 keep their types)
+ *                  older seeds below 26 keep their types)
  *   sel / 32 % 5:  t - 1, i.e. n = 4, 7, 10, 13 or 16
  */
 #include <string.h>
@@ -38,7 +39,9 @@ sel_type(unsigned ti)
 		return (uint8_t)((ti - 19 + BFT_SUMMARY) | BFT_ACK);
 	if (ti < 24)
 		return ti == 22 ? BFT_SCRUB : BFT_SCRUB | BFT_ACK;
-	return ti == 24 ? BFT_VOLUMES : BFT_VOLUMES | BFT_ACK;
+	if (ti < 26)
+		return ti == 24 ? BFT_VOLUMES : BFT_VOLUMES | BFT_ACK;
+	return ti == 26 ? BFT_DROP : BFT_DROP | BFT_ACK;
 }
 
 int

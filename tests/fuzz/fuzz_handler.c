@@ -10,8 +10,8 @@
  * Input: [flags] [stream of length-prefixed frames...].  Real clients
  * hold keys the fuzzer cannot guess, so flags let it past the checks:
  *   0x01  HELLO is made to match this server (cluster id, geometry)
- *   0x02  the MACs this server checks (vec[1] of STORE and COMPLETE,
- *         and of every FILTER and REPAIR candidate) are made valid
+ *   0x02  the MACs this server checks (vec[1] of STORE, COMPLETE and
+ *         DROP, and of every FILTER and REPAIR candidate) are made valid
  *   0x04  block numbers are taken modulo the disk's 64 blocks
  *   0x08  at the end, the store is reopened and the state its log
  *         replays must equal the state the handler left in memory
@@ -171,6 +171,9 @@ fixup(uint8_t flags)
 	case BFT_COMPLETE:
 		bft_hash(req.nonce, BFT_NONCE_LEN, nh);
 		bft_vec_mac(&req.ts, req.block, nh, ck.k[ME], req.vec[ME]);
+		break;
+	case BFT_DROP:
+		bft_drop_mac(bft_addr_vol(req.block), ck.k[ME], req.vec[ME]);
 		break;
 	case BFT_FILTER:
 	case BFT_REPAIR:

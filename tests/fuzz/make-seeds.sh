@@ -187,12 +187,15 @@ for t, bodies in sorted(by_type.items()):
     bodies = sorted(bodies, key=len)
     pick = bodies[:6] + ([bodies[-1]] if len(bodies) > 6 else [])
     # fuzz_decode's selector: HELLO..FLUSH 0..7, their ACKs 8..15,
-    # SUMMARY..STATUS 16..18, their ACKs 19..21.
+    # SUMMARY..STATUS 16..18, their ACKs 19..21; from SCRUB (12) on,
+    # each request and its ACK side by side from 22.
     base = t & 0x7f
     if base <= 8:
         ti = base - 1 + (8 if t & 0x80 else 0)
-    else:
+    elif base <= 11:
         ti = base - 9 + (19 if t & 0x80 else 16)
+    else:
+        ti = 22 + 2 * (base - 12) + (1 if t & 0x80 else 0)
     hl = 2 if t & 0x80 else 1
     for b in pick:
         save('fuzz_decode', bytes([ti]) + b[:1] + b[1 + hl:])

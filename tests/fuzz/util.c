@@ -106,6 +106,8 @@ fields_equal(const struct bft_msg *m, const struct bft_msg *d, unsigned n)
 		return ts_equal(&d->ts, &m->ts) &&
 		    memcmp(d->nonce, m->nonce, BFT_NONCE_LEN) == 0 &&
 		    memcmp(d->vec, m->vec, vl) == 0;
+	case BFT_DROP:
+		return memcmp(d->vec, m->vec, vl) == 0;
 	case BFT_FILTER:
 		if (d->ncands != m->ncands)
 			return false;

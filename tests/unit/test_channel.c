@@ -444,7 +444,8 @@ test_ciphers_both(void **state)
 static void
 test_roles(void **state)
 {
-	static const uint8_t writes[] = { BFT_CLOCK, BFT_STORE, BFT_COMPLETE };
+	static const uint8_t writes[] = { BFT_CLOCK, BFT_STORE, BFT_COMPLETE,
+	    BFT_DROP };
 	static const uint8_t reads[] = { BFT_HELLO, BFT_COLLECT, BFT_FILTER,
 	    BFT_REPAIR, BFT_FLUSH };
 

@@ -198,7 +198,7 @@ test_roles(void **state)
 				want = any;
 				break;
 			case BFT_CLOCK: case BFT_STORE: case BFT_COMPLETE:
-			case BFT_SCRUB:
+			case BFT_SCRUB: case BFT_DROP:
 				want = role == BFT_ROLE_RW;
 				break;
 			default:

@@ -40,7 +40,7 @@ test_round_trip(void **state)
 static void
 test_encode(void **state)
 {
-	static const uint8_t bad_types[] = { 0, 14, 0x7f, 0x80, 0x8e, 0xff };
+	static const uint8_t bad_types[] = { 0, 15, 0x7f, 0x80, 0x8f, 0xff };
 	static struct bft_msg m1, m2, d;
 	struct bft_buf b = { 0 };
 	uint32_t l1, l2;
@@ -108,9 +108,22 @@ test_encode(void **state)
 	assert_string_equal(bft_msg_type_str(BFT_SCRUB | BFT_ACK),
 	    "SCRUB_ACK");
 	assert_string_equal(bft_msg_type_str(0), "UNKNOWN");
-	assert_string_equal(bft_msg_type_str(0x8e), "UNKNOWN");
+	assert_string_equal(bft_msg_type_str(0x8f), "UNKNOWN");
 	assert_string_equal(bft_msg_type_str(BFT_VOLUMES | BFT_ACK),
 	    "VOLUMES_ACK");
+	assert_string_equal(bft_msg_type_str(BFT_DROP), "DROP");
+	assert_string_equal(bft_msg_type_str(BFT_DROP | BFT_ACK), "DROP_ACK");
+
+	/* A DROP names a volume by its block 0, and nothing else. */
+	make_msg(&m1, BFT_DROP, 0, 4, 0);
+	m1.block = bft_addr(5, 0);
+	l1 = encode_one(&m1, 4, &b);
+	expect(b.data + 4, l1, 4, NULL);
+	assert_true(dec.type == BFT_DROP && dec.block == bft_addr(5, 0));
+	assert_memory_equal(dec.vec, m1.vec, 4 * BFT_MAC_LEN);
+	m1.block = bft_addr(5, 1);
+	assert_int_equal(bft_wire_encode(&m1, 4, &b), -1);
+	bft_buf_free(&b);
 }
 
 /*

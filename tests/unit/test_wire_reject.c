@@ -185,7 +185,7 @@ test_reject_every_field(void **state)
 static void
 test_reject_values(void **state)
 {
-	static const uint64_t bad_types[] = { 0, 14, 0x7f, 0x80, 0x8e, 0xff,
+	static const uint64_t bad_types[] = { 0, 15, 0x7f, 0x80, 0x8f, 0xff,
 	    0x100, 0x183, 0x100000003 };
 	msgpack_object big[BFT_MAX_N + 1];
 	struct tree t;
@@ -278,6 +278,33 @@ test_reject_values(void **state)
 	t.a[7].via.bin.size = 0;
 	t.a[5].via.bin.size = 4 * 16 - 1;
 	texpect(&t, "STORE: vec length != n*16");
+	tree_free(&t);
+
+	/* DROP: a volume's block 0 and a whole vector, nothing more. */
+	tree_make(&t, BFT_DROP, 0, 4, 0);
+	t.a[2].via.u64 = bft_addr(BFT_ADDR_MAX_VOL, 0);
+	texpect(&t, NULL);
+	assert_true(dec.block == bft_addr(BFT_ADDR_MAX_VOL, 0));
+	t.a[2].via.u64 = bft_addr(7, 1);
+	texpect(&t, "DROP: block is not a volume's block 0");
+	t.a[2].via.u64 = bft_addr(7, BFT_ADDR_MAX_BLOCK);
+	texpect(&t, "DROP: block is not a volume's block 0");
+	t.a[2].via.u64 = 0;
+	texpect(&t, NULL);
+	t.a[3].via.bin.size = 4 * 16 + 1;
+	t.a[3].via.bin.ptr = (const char *)zeros;
+	texpect(&t, "DROP: vec length != n*16");
+	t.a[3].via.bin.size = 0;
+	texpect(&t, "DROP: vec length != n*16");
+	t.a[3].type = MSGPACK_OBJECT_STR;
+	texpect(&t, "DROP: vec is not a bin");
+	t.u.data.via.array.size = 3;
+	texpect(&t, "DROP: wrong number of elements");
+	tree_free(&t);
+	/* Its reply carries a status and nothing else. */
+	tree_make(&t, BFT_DROP | BFT_ACK, 0, 4, 0);
+	assert_int_equal(t.u.data.via.array.size, 4);
+	texpect(&t, NULL);
 	tree_free(&t);
 }
 

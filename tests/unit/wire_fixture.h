@@ -21,9 +21,9 @@
 
 #define NTYPES	BFT_MSG_NTYPES
 static const uint8_t all_types[NTYPES] = {
-	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
 	0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c,
-	0x8d,
+	0x8d, 0x8e,
 };
 
 /*
@@ -70,6 +70,9 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 	m->id = rnd();
 	m->block = (type == BFT_HELLO || type == BFT_FLUSH ||
 	    type == BFT_STATUS || type == BFT_SCRUB) ? 0 : rnd();
+	/* DROP names a volume by its first block. */
+	if (type == BFT_DROP)
+		m->block &= ~BFT_ADDR_MAX_BLOCK;
 	m->status = (type & BFT_ACK) ? status : 0;
 	if (m->status != 0)
 		return;
@@ -97,6 +100,9 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 	case BFT_COMPLETE:
 		rnd_bytes(&m->ts, sizeof(m->ts));
 		rnd_bytes(m->nonce, sizeof(m->nonce));
+		rnd_bytes(m->vec, n * BFT_MAC_LEN);
+		break;
+	case BFT_DROP:
 		rnd_bytes(m->vec, n * BFT_MAC_LEN);
 		break;
 	case BFT_FILTER:
