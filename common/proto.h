@@ -84,6 +84,8 @@ bft_addr_block(uint64_t addr)
 
 /* Reserved: block N of it is volume N's writer lease (lib/lease.c). */
 #define BFT_VOL_LEASES		BFT_ADDR_MAX_VOL
+/* Reserved: the volume table's registers (lib/voltab.c). */
+#define BFT_VOL_TABLE (BFT_ADDR_MAX_VOL - 1)
 
 /*
  * Volume 0's size is the cluster's (bftblk.conf, HELLO); another

@@ -1,0 +1,155 @@
+/*
+ * DROP of a volume (drop_int.h): every server at once, each over a
+ * session of its own on a thread, so that servers that hang cost one
+ * timeout in all rather than one each.  Each request carries the whole
+ * MAC vector, as a STORE does; a server checks only its own entry.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto.h"
+#include "drop_int.h"
+#include "session_int.h"
+#include "wire.h"
+
+struct dropper {
+	pthread_t thread;
+	bool started;
+	const struct bft_config *cfg;
+	const struct bft_client_key *key;
+	uint32_t vol;
+	unsigned idx, timeout_ms;
+	bool acked;
+	char why[160];
+};
+
+/* Why a session could not be opened, as bftblk status says it. */
+static void
+session_failed(struct dropper *d, const struct bft_session_fail *f)
+{
+	switch (f->step) {
+	case BFT_SESS_CONNECT:
+		snprintf(d->why, sizeof d->why, "%s", f->why);
+		break;
+	case BFT_SESS_CHANNEL:
+		snprintf(d->why, sizeof d->why, "channel: %s", f->why);
+		break;
+	case BFT_SESS_HELLO:
+		snprintf(d->why, sizeof d->why, "HELLO: %s%s%s", f->why,
+		    f->status ? ": " : "", f->status ?
+		    bft_status_str(f->status) : "");
+		break;
+	}
+}
+
+static void *
+drop_one(void *arg)
+{
+	struct dropper *d = arg;
+	struct bft_session_fail f;
+	struct bft_session s;
+	struct bft_msg *req, *rep;
+	const char *why = "";
+	int st;
+
+	req = calloc(1, sizeof *req);
+	rep = calloc(1, sizeof *rep);
+	if (req == NULL || rep == NULL) {
+		snprintf(d->why, sizeof d->why, "out of memory");
+		goto out_free;
+	}
+	if (bft_session_open(&s, d->cfg, d->key, d->idx, d->timeout_ms, true,
+	    &f) != 0) {
+		session_failed(d, &f);
+		goto out_free;
+	}
+	req->type = BFT_DROP;
+	req->block = bft_addr(d->vol, 0);
+	for (unsigned i = 0; i < d->cfg->n; i++)
+		bft_drop_mac(d->vol, d->key->k[i], req->vec[i]);
+	st = bft_session_call(&s, req, rep, &why);
+	if (st == BFT_OK)
+		d->acked = true;
+	else if (st < 0)
+		snprintf(d->why, sizeof d->why, "DROP: %s", why);
+	else
+		snprintf(d->why, sizeof d->why, "DROP refused: %s",
+		    bft_status_str(st));
+	bft_session_close(&s);
+out_free:
+	free(req);
+	free(rep);
+	return NULL;
+}
+
+/* Refuses what no server would take; 0 or a negative errno with why. */
+static int
+drop_check(const struct bft_config *cfg, const struct bft_client_key *key,
+    uint32_t vol, char *why, size_t whylen)
+{
+	if (vol == 0 || vol == BFT_VOL_TABLE || vol == BFT_VOL_LEASES ||
+	    vol > BFT_ADDR_MAX_VOL) {
+		snprintf(why, whylen, "volume %u cannot be dropped: %s", vol,
+		    vol == 0 ? "it is the cluster's disk" : "it is reserved");
+		return -EINVAL;
+	}
+	if (key->role != BFT_ROLE_RW) {
+		snprintf(why, whylen, "a DROP needs a writer's key, which "
+		    "holds the servers' MAC keys");
+		return -EPERM;
+	}
+	if (key->n != cfg->n || memcmp(key->cluster_id, cfg->cluster_id,
+	    BFT_CLUSTER_ID_LEN) != 0) {
+		snprintf(why, whylen, "the key is another cluster's");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+bft_drop_volume(const struct bft_config *cfg,
+    const struct bft_client_key *key, uint32_t vol, unsigned timeout_ms,
+    bool acked[BFT_MAX_N], char *why, size_t whylen)
+{
+	struct dropper d[BFT_MAX_N];
+	size_t off = 0;
+	int n = 0, err;
+
+	memset(acked, 0, BFT_MAX_N * sizeof *acked);
+	if (whylen > 0)
+		why[0] = '\0';
+	if ((err = drop_check(cfg, key, vol, why, whylen)) < 0)
+		return err;
+	memset(d, 0, sizeof d);
+	for (unsigned i = 0; i < cfg->n; i++) {
+		d[i] = (struct dropper){ .cfg = cfg, .key = key, .vol = vol,
+		    .idx = i, .timeout_ms = timeout_ms };
+		d[i].started = pthread_create(&d[i].thread, NULL, drop_one,
+		    &d[i]) == 0;
+		if (!d[i].started)
+			drop_one(&d[i]);
+	}
+	for (unsigned i = 0; i < cfg->n; i++) {
+		int r;
+
+		if (d[i].started)
+			pthread_join(d[i].thread, NULL);
+		acked[i] = d[i].acked;
+		if (d[i].acked) {
+			n++;
+			continue;
+		}
+		/* Every server that did not ack, as far as why holds them. */
+		if (off + 1 >= whylen)
+			continue;
+		r = snprintf(why + off, whylen - off, "%sserver %u: %s",
+		    off ? "; " : "", i, d[i].why);
+		if (r > 0)
+			off = off + (size_t)r < whylen ? off + (size_t)r :
+			    whylen - 1;
+	}
+	return n;
+}
