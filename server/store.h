@@ -24,7 +24,11 @@
 #include "proto.h"
 
 /*
- * The data directory's format.  5: records may hold the zero value, an
+ * The data directory's format.  6: the log may hold DROP records
+ * (store_log.h), which a format 5 server would take for damage: it
+ * would stop reading the segment there, and cut the last one off; so
+ * formats 3 to 5 are upgraded in place on open, and older versions
+ * refuse 6.  5: records may hold the zero value, an
  * empty fragment under the zero cross-checksum (predicates.h), which
  * an older server would serve to readers that cannot read it; formats 3
  * and 4 are upgraded in place on open, and older versions refuse 5.  4: records carry a CRC of their
@@ -38,7 +42,7 @@
  * records name the block, and a format-2 directory's would all fail.
  * STATUS reports it as the version a server speaks.
  */
-#define BFT_STORE_FORMAT	5
+#define BFT_STORE_FORMAT	6
 
 /* What a data directory belongs to; open refuses a mismatch. */
 struct bft_store_identity {
@@ -195,6 +199,20 @@ int bft_store_read_frag(struct bft_store *st, const struct bft_hist_entry *e,
 int bft_store_read_hist(struct bft_store *st, uint64_t block,
 			const struct bft_ts *ts, struct bft_hist_entry *out,
 			uint8_t *buf);
+
+/*
+ * Forgets volume vol (DROP, wire.h): every block of it, lc and Hist,
+ * is gone from the index and its records become garbage for compaction.
+ * A DROP record is appended first, so that replay forgets the volume
+ * at the same point of the log; it stays in the log for good (44
+ * bytes), copied forward by compaction.  *blocks_dropped (may be NULL):
+ * the blocks that held anything.  0, nothing appended, for a volume
+ * the store holds nothing of; -EINVAL for volume 0 and the reserved
+ * volumes (BFT_VOL_TABLE, BFT_VOL_LEASES); or a negative errno with
+ * the state unchanged.  Not synced: bft_store_sync() makes it durable.
+ */
+int bft_store_drop_volume(struct bft_store *st, uint32_t vol,
+    uint64_t *blocks_dropped);
 
 /* fdatasync of everything written so far.  0 or a negative errno. */
 int bft_store_sync(struct bft_store *st);

@@ -61,9 +61,14 @@ compact_pick(struct bft_store *st)
 	return best != NULL && below(st, live, size) ? best : NULL;
 }
 
+/* rec_owner's *side for a DROP record, and for lc's. */
+#define OWNER_DROP	(-3)
+#define OWNER_LC	(-2)
+
 /*
- * Whether the record at loc is one the index points to: lc's (*side
- * -2), Hist[lc.ts]'s (-1) or a side entry's (its slot).
+ * Whether the record at loc is live: lc's (*side OWNER_LC),
+ * Hist[lc.ts]'s (-1), a side entry's (its slot), or a DROP record
+ * (OWNER_DROP), which always is (store_drop.c).
  */
 static bool
 rec_owner(const struct bft_store *st, uint64_t loc,
@@ -72,11 +77,15 @@ rec_owner(const struct bft_store *st, uint64_t loc,
 	const struct blk_idx *x;
 	long pos = -1;
 
+	if (h->type == BFT_REC_DROP) {
+		*side = OWNER_DROP;
+		return true;
+	}
 	if (!st_addr_ok(st, h->block))
 		return false;
 	x = st_idx(st, h->block);
 	if (h->type == BFT_REC_LC) {
-		*side = -2;
+		*side = OWNER_LC;
 		return x->lc_loc == loc;
 	}
 	if ((x->flags & IDX_HENT) && x->h_loc == loc) {
@@ -98,7 +107,7 @@ owner_loc(struct bft_store *st, uint64_t block, long side)
 {
 	struct blk_idx *x = st_idx_mut(st, block);
 
-	return side == -2 ? &x->lc_loc : side == -1 ? &x->h_loc :
+	return side == OWNER_LC ? &x->lc_loc : side == -1 ? &x->h_loc :
 	    &st->side.e[side].loc;
 }
 
@@ -117,11 +126,14 @@ compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
 	struct bft_hist_meta m;
 	struct bft_rec_hdr h;
 	const struct bft_ts *want;
-	struct blk_idx *x = st_idx_mut(st, block);	/* it owns a record */
+	struct blk_idx *x;
 	uint64_t loc;
 	bool ok;
 	int err;
 
+	if (side == OWNER_DROP)
+		return st_drop_copy(st, oldloc, len);
+	x = st_idx_mut(st, block);	/* it owns a record */
 	if ((err = bft_pread_all(src->fd, st->rbuf, len, LOC_OFF(oldloc))) < 0)
 		return err;
 	ok = bft_rec_check(st->rbuf, len, st->n, &h) == BFT_REC_OK;
@@ -217,6 +229,29 @@ compact_finish(struct bft_store *st)
 }
 
 /*
+ * Keeps the segment being compacted, whose record at off cannot be
+ * copied: damaged since open (an lc's or a DROP's, which cannot just be
+ * forgotten as a HIST record is), or a DROP whose volume was written
+ * again (store_drop.c).
+ */
+static void
+keep_stuck(struct bft_store *st, struct seg *src, uint64_t off,
+    const struct bft_rec_hdr *h, int err)
+{
+	if (err == -EBUSY)
+		bft_warn("%s: seg %" PRIu32 " offset %" PRIu64 ": volume %"
+		    PRIu32 " was written again after it was dropped; keeping "
+		    "the segment, which holds its DROP", st->dir, src->no,
+		    off, bft_addr_vol(h->block));
+	else
+		bft_warn("%s: seg %" PRIu32 " offset %" PRIu64 ": %s record "
+		    "was damaged since open; keeping the segment", st->dir,
+		    src->no, off, h->type == BFT_REC_DROP ? "a DROP" : "lc's");
+	src->stuck = true;
+	st->cmp_no = 0;
+}
+
+/*
  * One bounded step of compaction, after an append of appended bytes.
  * Scanning four times what was appended frees space faster than a
  * workload can make garbage while the victim is at most half live.
@@ -265,13 +300,9 @@ st_compact_step(struct bft_store *st, size_t appended)
 		if (rec_owner(st, LOC(src->no, off), &h, &side) &&
 		    (err = compact_copy(st, LOC(src->no, off), len, h.block,
 		    side)) < 0) {
-			if (err != -EUCLEAN)
+			if (err != -EUCLEAN && err != -EBUSY)
 				break;
-			bft_warn("%s: seg %" PRIu32 " offset %" PRIu64 ": lc's "
-			    "record was damaged since open; keeping the "
-			    "segment", st->dir, src->no, off);
-			src->stuck = true;
-			st->cmp_no = 0;
+			keep_stuck(st, src, off, &h, err);
 			return;
 		}
 		st->cmp_off = off + len;

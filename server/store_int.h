@@ -1,9 +1,10 @@
 /*
  * What the store's files share about its insides: store.c (the public
  * calls), store_index.c (the per-block index and the side table),
- * store_meta.c (metadata read back from the log, and its cache),
- * store_open.c (identity, replay), store_compact.c, store_sync.c and
- * store_ckpt.c (the index checkpoint).  Nothing else includes it.
+ * store_drop.c (volumes forgotten), store_meta.c (metadata read back
+ * from the log, and its cache), store_open.c (identity, replay),
+ * store_compact.c, store_sync.c and store_ckpt.c (the index
+ * checkpoint).  Nothing else includes it.
  *
  * Memory holds, per block, only what the hot paths compare: lc.ts with
  * its MAC and where lc's record and Hist[lc.ts]'s record are.  The rest
@@ -244,6 +245,16 @@ int st_hist_forget(struct bft_store *st, uint64_t block,
 void st_side_drop(struct bft_store *st, long i);
 
 /*
+ * store_drop.c: the transition of a DROP record at loc (len bytes),
+ * which appends and replay share: vol leaves the index, every record
+ * its entries pointed to stops being live, and the DROP record itself
+ * counts as live, so that compaction copies it forward.  Returns the
+ * blocks that held anything.
+ */
+uint64_t st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc,
+		       size_t len);
+
+/*
  * store_meta.c: the cache, and reading a record's metadata back.
  * meta_read returns the record's first bft_rec_meta_len(type, n) bytes
  * (valid until the next cache call) after checking them and that the
@@ -266,6 +277,13 @@ int st_lc_read(struct bft_store *st, uint64_t block, struct bft_cand *out);
  * sync made their copies durable (0 or a negative errno).
  */
 void st_compact_step(struct bft_store *st, size_t appended);
+/*
+ * The copy of the DROP record at oldloc (len bytes, read into rbuf) to
+ * the log's end: 0, -EUCLEAN when it was damaged since open, -EBUSY
+ * while its volume holds blocks again (store_drop.c says why both keep
+ * the segment), or another negative errno to retry.
+ */
+int st_drop_copy(struct bft_store *st, uint64_t oldloc, size_t len);
 int st_unlink_retired(struct bft_store *st);
 
 /*

@@ -73,6 +73,20 @@ bft_rec_lc_len(unsigned n)
 	return BFT_REC_HDR_LEN + lc_payload_len(n) + BFT_REC_SUM_LEN;
 }
 
+#define DROP_PAYLOAD	8u
+
+size_t
+bft_rec_drop_len(void)
+{
+	return BFT_REC_HDR_LEN + DROP_PAYLOAD + BFT_REC_SUM_LEN;
+}
+
+bool
+bft_rec_drop_ok(uint32_t vol)
+{
+	return vol != 0 && vol < BFT_VOL_TABLE;
+}
+
 size_t
 bft_rec_max_len(unsigned n)
 {
@@ -121,6 +135,8 @@ put_hdr(uint8_t *p, unsigned type, uint32_t payload_len, uint64_t seq,
 size_t
 bft_rec_meta_len(unsigned type, unsigned n)
 {
+	if (type == BFT_REC_DROP)
+		return BFT_REC_HDR_LEN + DROP_PAYLOAD;
 	return type == BFT_REC_HIST ? bft_rec_frag_off(n) :
 	    BFT_REC_HDR_LEN + lc_payload_len(n);
 }
@@ -187,6 +203,17 @@ bft_rec_encode_lc(uint8_t *buf, unsigned n, uint64_t seq, uint64_t block,
 	return len;
 }
 
+size_t
+bft_rec_encode_drop(uint8_t *buf, unsigned n, uint64_t seq, uint32_t vol)
+{
+	size_t len = bft_rec_drop_len();
+
+	put_hdr(buf, BFT_REC_DROP, DROP_PAYLOAD, seq, bft_addr(vol, 0));
+	put64(buf + BFT_REC_HDR_LEN, vol);
+	put_sum(buf, len, n);
+	return len;
+}
+
 void
 bft_rec_restamp(uint8_t *rec, size_t len, unsigned n, uint64_t seq)
 {
@@ -228,6 +255,10 @@ bft_rec_check_hdr(const uint8_t *buf, size_t avail, unsigned n,
 		if (h->payload_len != lc_payload_len(n))
 			return BFT_REC_BADHDR;
 		break;
+	case BFT_REC_DROP:
+		if (h->payload_len != DROP_PAYLOAD)
+			return BFT_REC_BADHDR;
+		break;
 	default:
 		return BFT_REC_BADHDR;
 	}
@@ -256,6 +287,11 @@ bft_rec_check(const uint8_t *buf, size_t len, unsigned n,
 	/* A HIST record's frag_len must agree with its length. */
 	if (h->type == BFT_REC_HIST &&
 	    get32(buf + BFT_REC_HDR_LEN + meta - 4) != h->payload_len - meta)
+		return BFT_REC_BADSUM;
+	/* A DROP names its volume twice; it must be one that may go. */
+	if (h->type == BFT_REC_DROP && (get64(buf + BFT_REC_HDR_LEN) >
+	    BFT_ADDR_MAX_VOL || h->block != bft_addr(bft_rec_decode_drop(buf),
+	    0) || !bft_rec_drop_ok(bft_rec_decode_drop(buf))))
 		return BFT_REC_BADSUM;
 	return BFT_REC_OK;
 }
@@ -332,6 +368,12 @@ bft_rec_decode_hist(const uint8_t *rec, unsigned n, struct bft_hist_meta *m)
 	memcpy(m->cc, p, (size_t)n * BFT_HASH_LEN);
 	p += (size_t)n * BFT_HASH_LEN;
 	m->frag_len = get32(p);
+}
+
+uint32_t
+bft_rec_decode_drop(const uint8_t *rec)
+{
+	return (uint32_t)get64(rec + BFT_REC_HDR_LEN);
 }
 
 void

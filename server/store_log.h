@@ -17,6 +17,12 @@
  * the n entries a cluster uses are stored, so a record's length follows
  * from its type, n and frag_len, which is what makes a torn or damaged
  * header recognisable.
+ *
+ * A DROP record (format 6) says that the volume in its payload, 8 bytes,
+ * was forgotten at that point of the log: replay removes it from the
+ * index as bft_store_drop_volume() did.  Its block is the volume's
+ * block 0; a record whose two disagree, or that names volume 0 or a
+ * reserved one, is damaged.  Its meta CRC covers the whole payload.
  */
 #ifndef BFTBLK_STORE_LOG_H
 #define BFTBLK_STORE_LOG_H
@@ -36,6 +42,7 @@
 enum bft_rec_type {
 	BFT_REC_HIST = 1,
 	BFT_REC_LC = 2,
+	BFT_REC_DROP = 3,
 };
 
 /* What bft_rec_check() and bft_rec_read() found at an offset. */
@@ -68,6 +75,7 @@ uint32_t bft_crc32c_hw(uint32_t crc, const void *buf, size_t len);
 size_t bft_rec_hist_meta_len(unsigned n);
 size_t bft_rec_hist_len(unsigned n, uint32_t frag_len);
 size_t bft_rec_lc_len(unsigned n);
+size_t bft_rec_drop_len(void);
 size_t bft_rec_max_len(unsigned n);
 /* Where a HIST record's fragment starts, from the record's start. */
 size_t bft_rec_frag_off(unsigned n);
@@ -78,6 +86,8 @@ size_t bft_rec_encode_hist(uint8_t *buf, unsigned n, uint64_t seq,
 			   const uint8_t *frag);
 size_t bft_rec_encode_lc(uint8_t *buf, unsigned n, uint64_t seq,
 			 uint64_t block, const struct bft_cand *c);
+size_t bft_rec_encode_drop(uint8_t *buf, unsigned n, uint64_t seq,
+			   uint32_t vol);
 /* Give an encoded record a new sequence number and checksums. */
 void bft_rec_restamp(uint8_t *rec, size_t len, unsigned n, uint64_t seq);
 
@@ -113,6 +123,9 @@ enum bft_rec_status bft_rec_read(int fd, uint64_t off, uint64_t end,
 void bft_rec_decode_hist(const uint8_t *rec, unsigned n,
 			 struct bft_hist_meta *m);
 void bft_rec_decode_lc(const uint8_t *rec, unsigned n, struct bft_cand *c);
+uint32_t bft_rec_decode_drop(const uint8_t *rec);
+/* Whether a DROP of vol may be: not the cluster's disk, not reserved. */
+bool bft_rec_drop_ok(uint32_t vol);
 
 /* Whole-buffer I/O: 0 or a negative errno (-EIO for a short read). */
 int bft_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);

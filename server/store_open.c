@@ -72,7 +72,7 @@ out_unlink:
 struct id_parse {
 	struct bft_store_identity *id;
 	unsigned seen;
-	unsigned upgrade;		/* 3 or 4: to be rewritten, else 0 */
+	unsigned upgrade;		/* 3 to 5: to be rewritten, else 0 */
 };
 
 static const char *const id_keys[] = {
@@ -138,7 +138,7 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 			    BFT_STORE_FORMAT);
 			return -1;
 		}
-		if (v == 3 || v == 4) {
+		if (v >= 3 && v < BFT_STORE_FORMAT) {
 			/* Format 3's records are read whole; see store.h. */
 			ip->upgrade = (unsigned)v;
 			break;
@@ -204,6 +204,11 @@ replay_rec(struct bft_store *st, const struct bft_rec_hdr *h, uint64_t loc,
 	struct bft_hist_meta m;
 	struct bft_cand c;
 
+	/* In log order, as bft_store_drop_volume() did it. */
+	if (h->type == BFT_REC_DROP) {
+		st_drop_apply(st, bft_rec_decode_drop(st->rbuf), loc, len);
+		return 0;
+	}
 	if (st_idx_make(st, h->block) < 0)
 		return -ENOMEM;
 	if (h->type == BFT_REC_LC) {

@@ -1,0 +1,145 @@
+/*
+ * Forgetting a volume (DROP, wire.h): its index entries go, and the
+ * records they pointed to become garbage for compaction.
+ *
+ * Nothing in a volume's own records says it was dropped, so a DROP
+ * record in the log says it, and replay forgets the volume where it
+ * meets one, as the live store did.  The volume's older records stay
+ * in older segments until compaction removes them (as garbage, never
+ * copied), and replay must always meet a DROP after them: so a DROP
+ * record counts as live for good, and compaction copies it forward
+ * like any live record.
+ *
+ * A copy moves the DROP past whatever was appended since it was first
+ * written.  That is harmless while the volume holds nothing: replay
+ * then forgets at the copy what the live store no longer had.  But a
+ * volume written again after its DROP (a stale writer, or an id used
+ * twice by hand) has live records that a copy would land after, and
+ * replay would forget them.  Such a DROP is not copied: its segment is
+ * kept until the volume is dropped again or the server restarts (the
+ * "volume written again" warning).  Ids of deleted volumes are never
+ * reused (docs/volumes.md), so this is rare, and it costs a segment of
+ * disk rather than data.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+#include "store_int.h"
+#include "store_log.h"
+
+/* Forgets the entries x of block addr; true if it had any. */
+static bool
+blk_drop(struct bft_store *st, uint64_t addr, struct blk_idx *x)
+{
+	bool any = x->lc_loc != 0 || x->flags != 0 ||
+	    !bft_ts_is_zero(&x->lc_ts);
+	long pos;
+
+	/* A deletion shifts the side table's entries: look up anew. */
+	while (IDX_NSIDE(x) > 0) {
+		pos = -1;
+		if (!st_side_next(st, addr, &pos))
+			break;
+		st_side_drop(st, pos);
+	}
+	if (x->flags & IDX_HENT)
+		st_live_dec(st, x->h_loc, bft_rec_hist_len(st->n,
+		    x->h_frag_len));
+	if (x->lc_loc != 0)
+		st_live_dec(st, x->lc_loc, bft_rec_lc_len(st->n));
+	if (!bft_ts_is_zero(&x->lc_ts) && st->held > 0)
+		st->held--;
+	memset(x, 0, sizeof *x);
+	return any;
+}
+
+uint64_t
+st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc, size_t len)
+{
+	const struct idx_vol *cv;
+	struct idx_vol *v;
+	uint64_t blocks = 0;
+	size_t i;
+
+	st_live_inc(st, loc, len);
+	/* Volume 0 stays first in vols, always: it is never dropped. */
+	if (vol == 0 || (cv = st_idx_vol(st, vol)) == NULL)
+		return 0;
+	i = (size_t)(cv - st->vols);
+	v = &st->vols[i];
+	for (uint64_t p = 0; p < v->npages; p++) {
+		struct blk_idx *page = v->pages[p];
+
+		if (page == NULL)
+			continue;
+		for (unsigned k = 0; k < IDX_PAGE; k++)
+			if (blk_drop(st, bft_addr(vol, p << IDX_PAGE_SHIFT | k),
+			    &page[k]))
+				blocks++;
+		free(page);
+		v->pages[p] = NULL;
+		st->pages_made--;
+	}
+	free(v->pages);
+	memmove(&st->vols[i], &st->vols[i + 1], (st->nvols - i - 1) *
+	    sizeof *st->vols);
+	st->nvols--;
+	return blocks;
+}
+
+int
+bft_store_drop_volume(struct bft_store *st, uint32_t vol,
+    uint64_t *blocks_dropped)
+{
+	uint64_t loc, blocks;
+	size_t len;
+	int err;
+
+	if (blocks_dropped != NULL)
+		*blocks_dropped = 0;
+	if (!bft_rec_drop_ok(vol))
+		return -EINVAL;
+	/* Its DROP record, if it ever had blocks here, is in the log. */
+	if (st_idx_vol(st, vol) == NULL)
+		return 0;
+	len = bft_rec_encode_drop(st->wbuf, st->n, st->next_seq, vol);
+	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
+		return err;
+	blocks = st_drop_apply(st, vol, loc, len);
+	if (blocks_dropped != NULL)
+		*blocks_dropped = blocks;
+	st_compact_step(st, len);
+	st_ckpt_after_append(st);
+	return 0;
+}
+
+int
+st_drop_copy(struct bft_store *st, uint64_t oldloc, size_t len)
+{
+	struct seg *src = st_seg_find(st, LOC_SEG(oldloc));
+	struct bft_rec_hdr h;
+	uint64_t loc;
+	int err;
+
+	if ((err = bft_pread_all(src->fd, st->rbuf, len, LOC_OFF(oldloc))) < 0)
+		return err;
+	/*
+	 * A damaged DROP cannot be rewritten from memory: its volume is
+	 * only known from the damaged bytes, and a DROP of the wrong one
+	 * would forget another volume at the next replay.
+	 */
+	if (bft_rec_check(st->rbuf, len, st->n, &h) != BFT_REC_OK ||
+	    h.type != BFT_REC_DROP)
+		return -EUCLEAN;
+	if (st_idx_vol(st, bft_rec_decode_drop(st->rbuf)) != NULL)
+		return -EBUSY;
+	bft_rec_restamp(st->rbuf, len, st->n, st->next_seq);
+	if ((err = st_append_rec(st, st->rbuf, len, &loc)) < 0)
+		return err;
+	st_live_dec(st, oldloc, len);
+	st_live_inc(st, loc, len);
+	st->copied += len;
+	return 0;
+}
