@@ -44,7 +44,9 @@
  *   DROP     [type, id, block, vec]
  *            (forget volume V, block = bft_addr(V, 0): its blocks and
  *             their records; vec[i] = bft_drop_mac(V, k_i) (crypto.h),
- *             checked as a STORE's is, so only a writer can send it)
+ *             checked as a STORE's is, so only a writer can send it.
+ *             EPROTO for volume 0 and the reserved volumes; acked once
+ *             durable, also when the server held nothing of V)
  *
  * SUMMARY, LCLIST and STATUS let one server compare its state with its
  * peers' and report progress; any authenticated identity may send them.

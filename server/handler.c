@@ -514,9 +514,8 @@ bft_handle(struct bft_handler *h, const char *peer,
 	case BFT_REPAIR:
 		handle_repair(h, peer, req, rep);
 		break;
-	default:
-		/* DROP: refused until the store can forget a volume. */
-		rep->status = BFT_EPROTO;
+	case BFT_DROP:
+		bft_handle_drop(h, peer, req, rep);
 		break;
 	}
 	return 0;

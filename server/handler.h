@@ -20,7 +20,7 @@
 
 struct bft_handler_stats {
 	uint64_t requests[BFT_MSG_TYPE_MAX + 1];	/* by request type */
-	uint64_t eauth;			/* STORE/COMPLETE with a bad MAC */
+	uint64_t eauth;			/* STORE/COMPLETE/DROP with a bad MAC */
 	uint64_t ebusy;			/* STOREs refused by the pending cap */
 	uint64_t estale;
 	uint64_t superseded;		/* STOREs acked without storing */
@@ -80,6 +80,13 @@ void bft_handle_info(struct bft_handler *h, const struct bft_msg *req,
     struct bft_msg *rep);
 /* What the handler needs for them: 0, or -1 when out of memory. */
 int bft_handler_info_init(struct bft_handler *h);
+
+/*
+ * handler_drop.c: DROP, a writer's request to forget a volume; synced
+ * before the reply.
+ */
+void bft_handle_drop(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep);
 
 /* Logs the counters through bft_debug (shown with -v). */
 void bft_handler_log_stats(const struct bft_handler *h);

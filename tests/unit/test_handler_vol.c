@@ -1,9 +1,11 @@
 /*
  * The handler's checks that keep writes where they belong: a genuine
- * write replayed as another block's or another volume's, and the zero
- * value's shape (predicates.h).  The fixture is test_handler.c's.
+ * write replayed as another block's or another volume's, the zero
+ * value's shape (predicates.h), and DROP, which only a writer's MAC can
+ * make forget a volume.  The fixture is test_handler.c's.
  */
 #include "handler_fixture.h"
+#include "summary.h"
 
 /*
  * A Byzantine server replays a genuine write of block 0 as block 1's:
@@ -117,6 +119,131 @@ test_zero_value(void **state)
 	assert_int_equal(bft_store_nhist(st, B), 1);
 }
 
+/* A writer's DROP of vol: a MAC for every server, each under its key. */
+static int
+drop(uint32_t vol)
+{
+	set_req(BFT_DROP, bft_addr(vol, 0));
+	for (unsigned j = 0; j < N; j++)
+		bft_drop_mac(vol, ck.k[j], req.vec[j]);
+	return handle();
+}
+
+/* A completed write of addr, its fragment filled from seed. */
+static struct bft_cand
+written(uint64_t addr, uint64_t num, uint8_t seed)
+{
+	struct bft_cand c = mkcand(addr, num, 1);
+
+	assert_int_equal(store(addr, &c, seed), BFT_OK);
+	assert_int_equal(complete(addr, &c), BFT_OK);
+	return c;
+}
+
+/* Whether VOLUMES lists vol. */
+static bool
+listed(uint32_t vol)
+{
+	uint64_t id, end, live;
+
+	set_req(BFT_VOLUMES, 0);
+	assert_int_equal(handle(), BFT_OK);
+	for (uint32_t e = 0; e < rep.nentries; e++) {
+		bft_volentry_get(rep.entries + (size_t)e * BFT_VOLENTRY_LEN,
+		    &id, &end, &live);
+		if (id == vol)
+			return live > 0;
+	}
+	return false;
+}
+
+/*
+ * DROP: a writer's forgets the volume, durably, and nothing else; one
+ * whose MAC entry for this server is wrong (another volume's, another
+ * server's key, a forged one) is refused as a forged STORE is, and
+ * drops nothing.  The cluster's disk and the reserved volumes are
+ * refused whatever the MAC; read-only clients and peers never get this
+ * far (net.c refuses them by role).
+ */
+static void
+test_drop(void **state)
+{
+	uint64_t a = bft_addr(4, 3), b = bft_addr(4, 1000), o = bft_addr(2, 3);
+	struct bft_cand ca, cb, co, c0, pend;
+	struct bft_store_stats ss;
+	uint64_t eauth, syncs;
+
+	(void)state;
+	ca = written(a, 2, 11);
+	cb = written(b, 1, 12);
+	co = written(o, 1, 13);
+	c0 = written(3, 1, 14);
+	pend = mkcand(a, 3, 1);
+	assert_int_equal(store(a, &pend, 15), BFT_OK);
+	assert_true(listed(4) && listed(2));
+	/* Forged: this server's entry is another volume's or another key's. */
+	eauth = h.stats.eauth;
+	set_req(BFT_DROP, bft_addr(4, 0));
+	for (unsigned j = 0; j < N; j++)
+		bft_drop_mac(2, ck.k[j], req.vec[j]);
+	assert_int_equal(handle(), BFT_EAUTH);
+	for (unsigned j = 0; j < N; j++)
+		bft_drop_mac(4, ck.k[(j + 1) % N], req.vec[j]);
+	assert_int_equal(handle(), BFT_EAUTH);
+	/* Every entry right but this server's. */
+	for (unsigned j = 0; j < N; j++)
+		bft_drop_mac(4, ck.k[j], req.vec[j]);
+	req.vec[ME][0] ^= 1;
+	assert_int_equal(handle(), BFT_EAUTH);
+	/* A write's own MACs do not make a DROP either. */
+	memcpy(req.vec, ca.vec, sizeof req.vec);
+	assert_int_equal(handle(), BFT_EAUTH);
+	assert_int_equal(h.stats.eauth, eauth + 4);
+	assert_ts(&lc(a)->ts, &ca.ts);
+	assert_int_equal(bft_store_nhist(st, a), 2);
+	/* Volume 0 and the reserved ones, with genuine MACs. */
+	assert_int_equal(drop(0), BFT_EPROTO);
+	assert_int_equal(drop(BFT_VOL_TABLE), BFT_EPROTO);
+	assert_int_equal(drop(BFT_VOL_LEASES), BFT_EPROTO);
+	assert_ts(&lc(3)->ts, &c0.ts);
+	/* A volume is named by its block 0 only. */
+	set_req(BFT_DROP, bft_addr(4, 1));
+	for (unsigned j = 0; j < N; j++)
+		bft_drop_mac(4, ck.k[j], req.vec[j]);
+	assert_int_equal(handle(), BFT_EPROTO);
+	assert_true(listed(4));
+	assert_false(bft_role_permits(BFT_ROLE_RO, BFT_DROP));
+	assert_false(bft_role_permits(BFT_ROLE_PEER, BFT_DROP));
+	assert_true(bft_role_permits(BFT_ROLE_RW, BFT_DROP));
+	/* Only this server's entry counts: the rest may be anything. */
+	bft_store_stats(st, &ss);
+	syncs = ss.syncs;
+	set_req(BFT_DROP, bft_addr(4, 0));
+	bft_drop_mac(4, ck.k[ME], req.vec[ME]);
+	assert_int_equal(handle(), BFT_OK);
+	bft_store_stats(st, &ss);
+	assert_true(ss.syncs > syncs);
+	assert_true(bft_ts_is_zero(&lc(a)->ts) && bft_ts_is_zero(&lc(b)->ts));
+	assert_int_equal(bft_store_nhist(st, a) + bft_store_nhist(st, b), 0);
+	assert_int_equal(collect(a, true), BFT_OK);
+	assert_true(bft_ts_is_zero(&rep.cands[0].ts) && !rep.has_cc);
+	assert_false(listed(4));
+	assert_ts(&lc(o)->ts, &co.ts);
+	assert_ts(&lc(3)->ts, &c0.ts);
+	assert_int_equal(filter(o, &co, 1), BFT_OK);
+	assert_filter_hist(&co, 13);
+	/* Again: nothing left, still acked. */
+	assert_int_equal(drop(4), BFT_OK);
+	assert_int_equal(h.stats.eauth, eauth + 4);
+	bft_store_close(st);
+	open_store();
+	assert_false(listed(4));
+	assert_true(bft_ts_is_zero(&lc(a)->ts));
+	assert_ts(&lc(o)->ts, &co.ts);
+	assert_true(bft_ts_is_zero(&lc(b)->ts));
+	(void)cb;
+}
+
 int
 main(void)
 {
@@ -125,6 +252,7 @@ main(void)
 		T_(test_other_block_replay),
 		T_(test_other_volume_replay),
 		T_(test_zero_value),
+		T_(test_drop),
 #undef T_
 	};
 
