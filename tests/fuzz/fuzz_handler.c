@@ -300,7 +300,9 @@ meta_equal(const struct bft_hist_meta *a, const struct bft_hist_meta *b)
  * Reopens the store and checks that its log replays to exactly the
  * state in memory before: every block's lc, and every Hist entry with
  * its fragment (Hist is in no particular order, so entries are matched
- * by timestamp).  Compaction and segment rollover are under test too.
+ * by timestamp), and the volumes held beyond the disk with their live
+ * bytes, which DROPs change.  Compaction and segment rollover are under
+ * test too.
  */
 static void
 replay_check(void)
@@ -309,9 +311,11 @@ replay_check(void)
 	static unsigned nhist[NBLOCKS];
 	static struct bft_hist_meta *meta[NBLOCKS];
 	static uint8_t **frag[NBLOCKS];
+	static struct bft_store_vol vols[2][64];
 	struct bft_hist_entry ebuf, *e = &ebuf;
 	uint8_t *buf = h.fragbuf;
 	struct bft_cand c;
+	size_t nvols[2];
 	unsigned b, j;
 
 	for (b = 0; b < NBLOCKS; b++) {
@@ -329,8 +333,17 @@ replay_check(void)
 			frag[b][j] = fuzz_dup(buf, meta[b][j].frag_len);
 		}
 	}
+	nvols[0] = bft_store_volumes(st, 0, vols[0], 64);
 	bft_store_close(st);
 	store_open();
+	nvols[1] = bft_store_volumes(st, 0, vols[1], 64);
+	FUZZ_CHECK(nvols[0] == nvols[1], "%zu volumes held before replay, "
+	    "%zu after", nvols[0], nvols[1]);
+	for (size_t v = 0; v < nvols[0]; v++)
+		FUZZ_CHECK(vols[0][v].vol == vols[1][v].vol &&
+		    vols[0][v].end == vols[1][v].end &&
+		    vols[0][v].live == vols[1][v].live, "volume %" PRIu32
+		    " differs after replay", vols[0][v].vol);
 	for (b = 0; b < NBLOCKS; b++) {
 		bft_store_get_lc(st, b, &c);
 		FUZZ_CHECK(memcmp(&c, &lc[b], sizeof lc[b]) == 0,
