@@ -2,8 +2,8 @@
  * What the store's files share about its insides: store.c (the public
  * calls), store_index.c (the per-block index and the side table),
  * store_drop.c (volumes forgotten), store_meta.c (metadata read back
- * from the log, and its cache), store_open.c (identity, replay),
- * store_compact.c, store_sync.c and store_ckpt.c (the index
+ * from the log, and its cache), store_identity.c, store_open.c
+ * (replay), store_compact.c, store_sync.c and store_ckpt.c (the index
  * checkpoint).  Nothing else includes it.
  *
  * Memory holds, per block, only what the hot paths compare: lc.ts with
@@ -198,6 +198,13 @@ struct bft_store {
 	pthread_t ckpt_thread;
 	struct bft_store_ckpt_info ck;
 };
+
+/*
+ * store_identity.c: the identity file against st->id, written for a new
+ * directory (st->created) and rewritten for an older format.  0, or a
+ * negative errno with why in err.
+ */
+int st_identity_check(struct bft_store *st, char *err, size_t errlen);
 
 /* store.c: segments and appends. */
 struct seg *st_seg_find(struct bft_store *st, uint32_t no);

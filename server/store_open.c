@@ -1,6 +1,6 @@
 /*
- * Opening the store: the identity file that ties a data directory to
- * one server of one cluster, and the replay of the log into memory.
+ * Opening the store: its segments, the identity check (store_identity.c)
+ * and the replay of the log into memory; and closing it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,188 +13,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kvfile.h"
 #include "log.h"
 #include "store.h"
 #include "store_int.h"
-#include "config.h"
 #include "store_log.h"
 
-#define IDENTITY_FILE	"identity"
-#define IDENTITY_TMP	"identity.tmp"
 #define MAX_NBLOCKS	(1ull << 32)
-
-/* Temporary file, fsync, rename, fsync of the directory. */
-static int
-identity_write(int dirfd, const struct bft_store_identity *id)
-{
-	char text[512], hex[2 * BFT_CLUSTER_ID_LEN + 1];
-	int fd, len, err = 0;
-
-	bft_format_hex(id->cluster_id, BFT_CLUSTER_ID_LEN, hex);
-	len = snprintf(text, sizeof text,
-	    "# What this bftblk data directory belongs to; never edit.\n"
-	    "format = %d\ncluster_id = %s\nserver_index = %" PRIu32 "\n"
-	    "n = %" PRIu32 "\nt = %" PRIu32 "\nblock_size = %" PRIu32 "\n"
-	    "nblocks = %" PRIu64 "\n", BFT_STORE_FORMAT, hex, id->server_index,
-	    id->n, id->t, id->block_size, id->nblocks);
-	fd = openat(dirfd, IDENTITY_TMP, O_WRONLY | O_CREAT | O_TRUNC |
-	    O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if ((err = bft_pwrite_all(fd, text, (size_t)len, 0)) < 0)
-		goto out_close;
-	if (fsync(fd) < 0) {
-		err = -errno;
-		goto out_close;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		err = -errno;
-		goto out_unlink;
-	}
-	fd = -1;
-	if (renameat(dirfd, IDENTITY_TMP, dirfd, IDENTITY_FILE) < 0) {
-		err = -errno;
-		goto out_unlink;
-	}
-	/* The rename is only durable once the directory is. */
-	if (fsync(dirfd) < 0)
-		return -errno;
-	return 0;
-out_close:
-	close(fd);
-out_unlink:
-	unlinkat(dirfd, IDENTITY_TMP, 0);
-	return err;
-}
-
-struct id_parse {
-	struct bft_store_identity *id;
-	unsigned seen;
-	unsigned upgrade;		/* 3 to 5: to be rewritten, else 0 */
-};
-
-static const char *const id_keys[] = {
-	"format", "cluster_id", "server_index", "n", "t", "block_size",
-	"nblocks",
-};
-
-static int
-parse_u64(const char *s, uint64_t max, uint64_t *v)
-{
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return errno != 0 || *end != '\0' || *v > max ? -1 : 0;
-}
-
-static int
-id_pair(void *ctx, const char *key, const char *value, char *err,
-    size_t errlen)
-{
-	struct id_parse *ip = ctx;
-	unsigned k;
-	uint64_t v = 0;
-
-	for (k = 0; k < sizeof id_keys / sizeof id_keys[0]; k++)
-		if (strcmp(key, id_keys[k]) == 0)
-			break;
-	if (k == sizeof id_keys / sizeof id_keys[0]) {
-		snprintf(err, errlen, "unknown field \"%s\"", key);
-		return -1;
-	}
-	if (ip->seen & (1u << k)) {
-		snprintf(err, errlen, "field %s given twice", key);
-		return -1;
-	}
-	ip->seen |= 1u << k;
-	if (k == 1) {
-		if (bft_parse_hex(value, ip->id->cluster_id,
-		    BFT_CLUSTER_ID_LEN) != 0)
-			goto out_bad;
-		return 0;
-	}
-	if (parse_u64(value, k == 6 ? UINT64_MAX : UINT32_MAX, &v) < 0)
-		goto out_bad;
-	switch (k) {
-	case 0:
-		if (v == 1) {
-			snprintf(err, errlen, "format 1 was written by an "
-			    "older bftblk whose H was BLAKE2b; this one hashes "
-			    "with BLAKE3 (format %d): copy the disk out with "
-			    "the old version (nbdcopy) into a new cluster",
-			    BFT_STORE_FORMAT);
-			return -1;
-		}
-		if (v == 2) {
-			snprintf(err, errlen, "format 2 was written by an "
-			    "older bftblk whose MACs did not name the block; "
-			    "this one's do (format %d): copy the disk out with "
-			    "the old version (nbdcopy) into a new cluster",
-			    BFT_STORE_FORMAT);
-			return -1;
-		}
-		if (v >= 3 && v < BFT_STORE_FORMAT) {
-			/* Format 3's records are read whole; see store.h. */
-			ip->upgrade = (unsigned)v;
-			break;
-		}
-		if (v != BFT_STORE_FORMAT) {
-			snprintf(err, errlen, "format %" PRIu64 " is not "
-			    "supported (only %d)", v, BFT_STORE_FORMAT);
-			return -1;
-		}
-		break;
-	case 2: ip->id->server_index = (uint32_t)v; break;
-	case 3: ip->id->n = (uint32_t)v; break;
-	case 4: ip->id->t = (uint32_t)v; break;
-	case 5: ip->id->block_size = (uint32_t)v; break;
-	case 6: ip->id->nblocks = v; break;
-	}
-	return 0;
-out_bad:
-	snprintf(err, errlen, "bad value \"%s\" for %s", value, key);
-	return -1;
-}
-
-/* 0, -ENOENT if there is none, or -errno with a reason in err. */
-static int
-identity_read(const char *dir, int dirfd, struct bft_store_identity *id,
-    unsigned *upgrade, char *err, size_t errlen)
-{
-	struct id_parse ip = { .id = id };
-	char path[4096];
-	struct stat sb;
-
-	memset(id, 0, sizeof *id);
-	if (fstatat(dirfd, IDENTITY_FILE, &sb, 0) < 0) {
-		int e = errno;
-
-		snprintf(err, errlen, "%s/%s: %s", dir, IDENTITY_FILE,
-		    strerror(e));
-		return -e;
-	}
-	if (snprintf(path, sizeof path, "%s/%s", dir, IDENTITY_FILE) >=
-	    (int)sizeof path) {
-		snprintf(err, errlen, "data dir path too long");
-		return -ENAMETOOLONG;
-	}
-	if (bft_kv_parse(path, 0, id_pair, &ip, err, errlen) < 0)
-		return -EINVAL;
-	for (unsigned k = 0; k < sizeof id_keys / sizeof id_keys[0]; k++) {
-		if (!(ip.seen & (1u << k))) {
-			snprintf(err, errlen, "%s: field %s is missing", path,
-			    id_keys[k]);
-			return -EINVAL;
-		}
-	}
-	*upgrade = ip.upgrade;
-	return 0;
-}
 
 /* Applies one valid record found by replay, which is in rbuf. */
 static int
@@ -448,66 +272,6 @@ open_segs(struct bft_store *st, char *err, size_t errlen)
 	return 0;
 }
 
-/* Compares the identity on disk with the configured one. */
-static int
-check_identity(struct bft_store *st, char *err, size_t errlen)
-{
-	const struct bft_store_identity *a = &st->id;
-	struct bft_store_identity d;
-	char hd[2 * BFT_CLUSTER_ID_LEN + 1], ha[2 * BFT_CLUSTER_ID_LEN + 1];
-	unsigned upgrade = 0;
-	int e;
-
-	e = identity_read(st->dir, st->dirfd, &d, &upgrade, err, errlen);
-	if (e == -ENOENT && st->nseg > 0) {
-		snprintf(err, errlen, "data dir %s has log segments but no "
-		    "identity file; refusing to guess whose they are",
-		    st->dir);
-		return -EINVAL;
-	}
-	if (e == -ENOENT) {
-		if ((e = identity_write(st->dirfd, a)) < 0)
-			snprintf(err, errlen, "%s/%s: %s", st->dir,
-			    IDENTITY_FILE, strerror(-e));
-		st->created = e == 0;
-		return e;
-	}
-	if (e < 0)
-		return e;
-	bft_format_hex(d.cluster_id, BFT_CLUSTER_ID_LEN, hd);
-	bft_format_hex(a->cluster_id, BFT_CLUSTER_ID_LEN, ha);
-	if (strcmp(hd, ha) != 0)
-		snprintf(err, errlen, "data dir %s belongs to cluster %s, "
-		    "config says %s", st->dir, hd, ha);
-	else if (d.server_index != a->server_index)
-		snprintf(err, errlen, "data dir %s belongs to server index %"
-		    PRIu32 ", config says %" PRIu32, st->dir, d.server_index,
-		    a->server_index);
-	else if (d.n != a->n)
-		snprintf(err, errlen, "data dir %s was made for n = %" PRIu32
-		    " servers, config says n = %" PRIu32, st->dir, d.n, a->n);
-	else if (d.t != a->t)
-		snprintf(err, errlen, "data dir %s was made for t = %" PRIu32
-		    ", config says t = %" PRIu32, st->dir, d.t, a->t);
-	else if (d.block_size != a->block_size)
-		snprintf(err, errlen, "data dir %s has block size %" PRIu32
-		    " vs %" PRIu32 " in the config", st->dir, d.block_size,
-		    a->block_size);
-	else if (d.nblocks != a->nblocks)
-		snprintf(err, errlen, "data dir %s holds %" PRIu64 " blocks, "
-		    "config says %" PRIu64, st->dir, d.nblocks, a->nblocks);
-	else if (upgrade && (e = identity_write(st->dirfd, a)) < 0)
-		snprintf(err, errlen, "%s/%s: upgrading to format %d: %s",
-		    st->dir, IDENTITY_FILE, BFT_STORE_FORMAT, strerror(-e));
-	else {
-		if (upgrade)
-			bft_log("%s: data dir upgraded from format %u to %d",
-			    st->dir, upgrade, BFT_STORE_FORMAT);
-		return 0;
-	}
-	return -EINVAL;
-}
-
 static int
 check_params(const struct bft_store_identity *id,
     const struct bft_store_opts *o, char *err, size_t errlen)
@@ -565,9 +329,8 @@ bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
 		goto out_close;
 	}
 	if (open_segs(st, err, errlen) < 0 ||
-	    check_identity(st, err, errlen) < 0)
+	    st_identity_check(st, err, errlen) < 0)
 		goto out_close;
-	unlinkat(st->dirfd, IDENTITY_TMP, 0);
 	st->wbuf = malloc(bft_rec_max_len(st->n));
 	st->rbuf = malloc(bft_rec_max_len(st->n));
 	st->mbuf = malloc(bft_rec_max_len(st->n));
