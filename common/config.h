@@ -98,8 +98,8 @@ int bft_config_find_server(const struct bft_config *cfg, const uint8_t *pk);
  * Whether a client of this role may send a request of this type.  A
  * reader's write-back (FILTER, REPAIR) is part of reading, so read-only
  * clients and peers keep it; what makes a new value (CLOCK, STORE,
- * COMPLETE) or forgets one (DROP) is for writers only.  SUMMARY, LCLIST and STATUS reveal no
- * data, and every identity may ask them.
+ * COMPLETE) or forgets one (DROP) is for writers only.  SUMMARY,
+ * LCLIST and STATUS reveal no data, and every identity may ask them.
  */
 bool bft_role_permits(enum bft_role role, uint8_t type);
 const char *bft_role_str(enum bft_role role);

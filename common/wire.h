@@ -191,7 +191,8 @@ struct bft_msg {
 	struct bft_ts ts;		/* CLOCK_ACK, STORE(_ACK), COMPLETE, FILTER_ACK */
 	uint8_t nonce[BFT_NONCE_LEN];	/* COMPLETE */
 	uint8_t nh[BFT_HASH_LEN];	/* STORE */
-	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];	/* STORE, COMPLETE, FILTER_ACK, DROP */
+	/* STORE, COMPLETE, FILTER_ACK, DROP */
+	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];
 	uint8_t cc[BFT_MAX_N][BFT_HASH_LEN];	/* STORE, FILTER_ACK, COLLECT_ACK */
 	const uint8_t *frag;		/* STORE, FILTER_ACK, COLLECT_ACK */
 	uint32_t frag_len;

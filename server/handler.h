@@ -20,7 +20,7 @@
 
 struct bft_handler_stats {
 	uint64_t requests[BFT_MSG_TYPE_MAX + 1];	/* by request type */
-	uint64_t eauth;			/* STORE/COMPLETE/DROP with a bad MAC */
+	uint64_t eauth;			/* STORE, COMPLETE, DROP: bad MAC */
 	uint64_t ebusy;			/* STOREs refused by the pending cap */
 	uint64_t estale;
 	uint64_t superseded;		/* STOREs acked without storing */

@@ -5,8 +5,9 @@
  * hashlib, the timestamp MAC against every single-bit change, and the
  * separation of the timestamp MAC from the vector MAC, which is what
  * stops a timestamp authenticator from being replayed as a proof of
- * writing, and of DROP's MAC from both.  The known answers pin the wire: H and the MAC layout are
- * cluster-wide constants, so a change must fail here first.
+ * writing, and of DROP's MAC from both.  The known answers pin the
+ * wire: H and the MAC layout are cluster-wide constants, so a change
+ * must fail here first.
  */
 #include <setjmp.h>
 #include <stdarg.h>
