@@ -200,7 +200,9 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		off = BFT_CHAN_SHELLO_LEN;
 	}
 	while (c->state == C_HELLO || c->state == C_READY) {
-		static struct bft_msg m;	/* loop thread only; large */
+		/* Large: not on the stack.  Per thread: a process may run
+		 * several engines (one per volume handle), each its loop. */
+		static _Thread_local struct bft_msg m;
 		const char *why = NULL;
 		uint32_t blen, flen;
 		int r = bft_wire_frame(c->rbuf + off, c->rlen - off, &blen);

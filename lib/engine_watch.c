@@ -141,7 +141,8 @@ watch_config(struct engine_loop *lp, struct bft_engine *cl)
 static void
 watch_links(struct engine_loop *lp, struct bft_engine *cl, uint64_t now)
 {
-	static struct bft_msg probe;	/* loop thread only; large */
+	/* Large, so static; per thread, as each engine has its own loop. */
+	static _Thread_local struct bft_msg probe;
 	uint64_t limit = cl->p.timeout_ms;
 
 	for (unsigned i = 0; i < cl->n; i++) {
