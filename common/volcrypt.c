@@ -90,6 +90,23 @@ bft_volcrypt_init(struct bft_volcrypt *vc, const struct bft_volume_key *vk,
 }
 
 void
+bft_volume_key_id(const struct bft_volume_key *vk,
+    uint8_t out[BFT_VOLUME_KEY_ID_LEN])
+{
+	uint8_t sub[crypto_kdf_BYTES_MAX];
+
+	/*
+	 * A subkey of its own (3 is neither the AEAD's 1 nor the nonces'
+	 * 2), so that the id, which the volume table shows every client,
+	 * says nothing of the keys that seal; it names the AEAD as they do.
+	 */
+	crypto_kdf_derive_from_key(sub, sizeof sub, (uint64_t)vk->aead << 8 |
+	    3, KDF_CONTEXT, vk->key);
+	memcpy(out, sub, BFT_VOLUME_KEY_ID_LEN);
+	sodium_memzero(sub, sizeof sub);
+}
+
+void
 bft_volcrypt_wipe(struct bft_volcrypt *vc)
 {
 	sodium_memzero(vc, sizeof *vc);

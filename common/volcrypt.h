@@ -77,6 +77,13 @@ enum bft_aead bft_aead_default(void);
  */
 int bft_volcrypt_init(struct bft_volcrypt *vc, const struct bft_volume_key *vk,
 		      char *err, size_t errlen);
+/*
+ * A volume key's public id, which the volume table records so that a
+ * client opening the volume can tell it was given the volume's own key.
+ */
+#define BFT_VOLUME_KEY_ID_LEN	16
+void bft_volume_key_id(const struct bft_volume_key *vk,
+    uint8_t out[BFT_VOLUME_KEY_ID_LEN]);
 /* Wipes the keys. */
 void bft_volcrypt_wipe(struct bft_volcrypt *vc);
 
