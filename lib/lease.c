@@ -43,7 +43,12 @@ note(const struct bft_lease *l, enum bftblk_log_level level,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	eng_log(l->eng, level, "volume %" PRIu32 " lease: %s", l->vol, msg);
+	if (l->vol == BFT_VOL_TABLE)
+		eng_log(l->eng, level, "the volume table's admin lock: %s",
+		    msg);
+	else
+		eng_log(l->eng, level, "volume %" PRIu32 " lease: %s", l->vol,
+		    msg);
 }
 
 static uint64_t
@@ -201,7 +206,7 @@ renewer(void *arg)
 
 int
 bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng, uint32_t vol,
-    unsigned period_s, const char *name)
+    unsigned period_s, unsigned guard_ms, const char *name)
 {
 	struct bft_lease_claim c, again;
 	struct bft_ts ts, ts2;
@@ -229,8 +234,10 @@ bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng, uint32_t vol,
 		uint64_t wait = c.period_ms > l->period_ms ? c.period_ms :
 		    l->period_ms;
 
-		note(l, BFTBLK_LOG_INFO, "held by %s; checking it is alive for %.1f s",
-		    c.holder, (double)wait / 1000);
+		/* An admin waiting its turn says so: it may be a while. */
+		note(l, vol == BFT_VOL_TABLE ? BFTBLK_LOG_WARN : BFTBLK_LOG_INFO,
+		    "held by %s; checking it is alive for %.1f s", c.holder,
+		    (double)wait / 1000);
 		usleep((useconds_t)(wait * 1000));
 		if (claim_read(l, &again, &valid, &ts2) != 0)
 			return -1;
@@ -254,6 +261,21 @@ bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng, uint32_t vol,
 	if (!valid || !ours(l, &again))
 		return lib_fail(EBUSY, "volume %" PRIu32 " was just taken by "
 		    "%s", vol, valid ? again.holder : "another opener");
+	/*
+	 * A register is not compare-and-swap: a rival's claim write that
+	 * began before our read-back may complete after it and win.  Every
+	 * such write ends within the I/O timeout, so a claim still ours
+	 * after that long is ours alone.
+	 */
+	if (guard_ms > 0) {
+		usleep((useconds_t)guard_ms * 1000);
+		if (claim_read(l, &again, &valid, &ts2) != 0)
+			return -1;
+		if (!valid || !ours(l, &again))
+			return lib_fail(EBUSY, "volume %" PRIu32 " was just "
+			    "taken by %s", vol, valid ? again.holder :
+			    "another opener");
+	}
 	l->renewed_ms = now_ms();
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_condattr_init(&ca);
@@ -304,4 +326,39 @@ bft_lease_release(struct bft_lease *l)
 	free(l->buf);
 	free(l->wbuf);
 	l->buf = l->wbuf = NULL;
+}
+
+int
+bft_lease_probe(struct bft_engine *eng, uint32_t vol, char *holder,
+    size_t len)
+{
+	struct bft_lease l = { .eng = eng, .vol = vol,
+	    .addr = bft_addr(BFT_LEASE_VOL, vol) };
+	struct bft_lease_claim c, again;
+	struct bft_ts ts, ts2;
+	bool valid;
+	int r = -1;
+
+	if ((l.buf = malloc(BFT_BLOCK_SIZE)) == NULL) {
+		lib_fail(ENOMEM, NULL);
+		return -1;
+	}
+	if (claim_read(&l, &c, &valid, &ts) != 0)
+		goto out;
+	r = 0;
+	if (!valid || c.released)
+		goto out;
+	/* A live holder renews every period/3: wait a little longer. */
+	usleep((useconds_t)(c.period_ms / 3 + 1000) * 1000);
+	if (claim_read(&l, &again, &valid, &ts2) != 0) {
+		r = -1;
+		goto out;
+	}
+	if (valid && !again.released && bft_ts_cmp(&ts, &ts2) != 0) {
+		snprintf(holder, len, "%s", again.holder);
+		r = 1;
+	}
+out:
+	free(l.buf);
+	return r;
 }

@@ -44,11 +44,21 @@ struct bft_lease {
 
 /*
  * Takes volume vol's lease for this handle (name: its key's), waiting a
- * period when another holds it.  0, or -1 with the error recorded
- * (EBUSY naming the live holder).
+ * period when another holds it.  With guard_ms, reads its claim again
+ * that long after taking it, so that a rival whose claim write was in
+ * flight cannot hold it too (set it to the I/O timeout).  0, or -1 with
+ * the error recorded (EBUSY naming the live holder).
  */
 int bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng,
-    uint32_t vol, unsigned period_s, const char *name);
+    uint32_t vol, unsigned period_s, unsigned guard_ms, const char *name);
+/*
+ * Whether a live holder has volume vol's lease: 1 (holder filled in),
+ * 0, or -1 with the error recorded.  A claim that is not released is
+ * read again after a third of its period and a second: a live holder
+ * renews in that time.
+ */
+int bft_lease_probe(struct bft_engine *eng, uint32_t vol, char *holder,
+    size_t len);
 /* Whether writes may go on: no lease taken, or renewed within a period. */
 bool bft_lease_may_write(const struct bft_lease *l);
 /* Stops renewing and, unless lost, writes the claim released. */
