@@ -154,13 +154,49 @@ parse_num(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* Keeps k=value, so that bftblk_open_volume can give a new handle h's. */
+static int
+remember(struct bftblk *h, const char *k, const char *value)
+{
+	char **opts = realloc(h->opts, (h->nopts + 1) * sizeof *opts);
+	size_t len = strlen(k) + strlen(value) + 2;
+
+	if (opts == NULL)
+		return failf(h, ENOMEM, "out of memory");
+	h->opts = opts;
+	if ((opts[h->nopts] = malloc(len)) == NULL)
+		return failf(h, ENOMEM, "out of memory");
+	snprintf(opts[h->nopts++], len, "%s=%s", k, value);
+	return 0;
+}
+
+static int set_option(struct bftblk *h, const char *k, const char *value);
+
 int
 bftblk_set_option(struct bftblk *h, const char *k, const char *value)
 {
-	uint64_t v;
+	int r;
 
 	if (h->loaded)
 		return failf(h, EBUSY, "options must come before loading");
+	if ((r = set_option(h, k, value)) != 0)
+		return r;
+	return remember(h, k, value);
+}
+
+static int
+set_option(struct bftblk *h, const char *k, const char *value)
+{
+	uint64_t v;
+
+	if (strcmp(k, "volume") == 0) {
+		if (strlen(value) > BFTBLK_VOLUME_NAME_MAX)
+			return failf(h, EINVAL, "volume names are at most %u "
+			    "bytes", BFTBLK_VOLUME_NAME_MAX);
+		return set_path(h, &h->volume_name, value);
+	}
+	if (strcmp(k, "volume-keys") == 0)
+		return set_path(h, &h->volume_keys_dir, value);
 	if (strcmp(k, "config") == 0)
 		return set_path(h, &h->config_path, value);
 	if (strcmp(k, "keys") == 0)
@@ -351,6 +387,13 @@ bftblk_load(struct bftblk *h)
 	if (h->want_t && h->want_t != h->cfg.t)
 		return failf(h, EINVAL, "t=%u given, but the cluster has t=%u",
 		    h->want_t, h->cfg.t);
+	if (h->volume_name != NULL && !h->resolved) {
+		if (h->volume_id != 0)
+			return failf(h, EINVAL, "volume= and volume-id= name "
+			    "the volume twice; give one");
+		if ((r = lib_volume_resolve(h)) != 0)
+			return r;
+	}
 	if (h->export_size == 0 && h->volume_id != 0)
 		return failf(h, EINVAL, "volume-id=%" PRIu32 " needs size=: "
 		    "only volume 0's size is in the cluster's configuration",
@@ -417,7 +460,7 @@ bftblk_connect(struct bftblk *h)
 		    "a server's address)");
 	/* One writer per volume, unless told the writers coordinate. */
 	if (h->key.role == BFT_ROLE_RW && !h->shared &&
-	    bft_lease_acquire(&h->lease, h->eng, h->volume_id, h->lease_s,
+	    bft_lease_acquire(&h->lease, h->eng, h->volume_id, h->lease_s, 0,
 	    h->key.name) != 0) {
 		r = fail(h);
 		bft_lease_release(&h->lease);
@@ -496,6 +539,11 @@ bftblk_close(struct bftblk *h)
 	free(h->metrics_addr);
 	free(h->ec_backend);
 	free(h->volume_key_path);
+	free(h->volume_name);
+	free(h->volume_keys_dir);
+	for (size_t i = 0; i < h->nopts; i++)
+		free(h->opts[i]);
+	free(h->opts);
 	free(h);
 }
 

@@ -56,6 +56,9 @@ const char *bftblk_options_help(void);
     "server-key=FILE instead of keys=: a server's key file; connects as\n" \
     "                that server, a read-only peer of the others\n" \
     "size=SIZE       export only the first SIZE bytes\n" \
+    "volume=NAME     serve the named volume (bftblk volume create)\n" \
+    "volume-keys=DIR where encrypted volumes' keys are, as NAME.key\n" \
+    "                (default: volumes/ beside config=)\n" \
     "volume-id=N     serve volume N of the cluster (default 0, the disk\n" \
     "                bftblk.conf sizes); another volume needs size=\n" \
     "shared=on|off   off: take the volume's lease, one writer at a time\n" \
@@ -142,6 +145,64 @@ struct bftblk_stats {
 	struct bftblk_server_stats server[BFTBLK_MAX_SERVERS];
 };
 int bftblk_get_stats(struct bftblk *h, struct bftblk_stats *s);
+
+/*
+ * Named volumes: the cluster's volume table, kept in registers of a
+ * reserved volume and so as trustworthy as the data (docs/volumes.md).
+ * Every call reads it through h's connections; h must not have
+ * encrypt=on (table blocks are plain for every client).  Changes are
+ * made under the table's admin lock, which takes a few seconds to be
+ * sure no other admin holds it, and need a read-write key.
+ */
+#define BFTBLK_VOLUME_NAME_MAX	64
+
+struct bftblk_volume {
+	char name[BFTBLK_VOLUME_NAME_MAX + 1];	/* [A-Za-z0-9._-] */
+	uint32_t id;			/* never given to another volume */
+	uint64_t size;			/* bytes, whole 64 KiB blocks */
+	uint64_t generation;		/* resizes so far */
+	uint64_t created;		/* Unix seconds */
+	int encrypted;
+	int deleting;			/* no longer opened; being dropped */
+	char key_id[33];		/* hex id of its volume key, or "" */
+};
+
+/* Every volume, by *vols (free() it) and *n, in table order. */
+int bftblk_volume_list(struct bftblk *h, struct bftblk_volume **vols,
+    size_t *n);
+/* One volume by name; -ENOENT when there is none. */
+int bftblk_volume_get(struct bftblk *h, const char *name,
+    struct bftblk_volume *v);
+/*
+ * Creates a volume of size bytes (a multiple of BFTBLK_BLOCK_SIZE),
+ * holding nothing on the servers until written.  key_file: NULL, or a
+ * volume key (bftblk volume-key) whose id the table records, making the
+ * volume encrypted.  -EEXIST when the name is taken.
+ */
+int bftblk_volume_create(struct bftblk *h, const char *name, uint64_t size,
+    const char *key_file, struct bftblk_volume *out);
+/*
+ * Grows a volume; shrinking needs force and first trims the blocks
+ * past the new size, so that growing it again shows zeros there.
+ */
+int bftblk_volume_resize(struct bftblk *h, const char *name, uint64_t size,
+    int force);
+/*
+ * Deletes a volume: no longer opened, and every server drops its
+ * blocks.  A volume whose lease a live writer holds is refused
+ * (-EBUSY) unless force.  A server that cannot be reached drops it
+ * at a later volume command; *pending (may be NULL) says how many.
+ */
+int bftblk_volume_delete(struct bftblk *h, const char *name, int force,
+    unsigned *pending);
+/*
+ * A new connected handle on volume name, with h's options (its own
+ * lease, cache and connections).  The volume's size and encryption
+ * come from the table; an encrypted volume's key is NAME.key in h's
+ * volume-keys= directory, and must have the id the table records.
+ */
+int bftblk_open_volume(struct bftblk *h, const char *name,
+    struct bftblk **out);
 
 #ifdef __cplusplus
 }

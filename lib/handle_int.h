@@ -33,6 +33,11 @@ struct bftblk {
 	unsigned timeout_s, io_timeout_s;
 	uint64_t writer_id;
 	uint32_t volume_id;		/* volume-id=: 0, the cluster's disk */
+	char *volume_name;		/* volume=: found in the table at load */
+	char *volume_keys_dir;		/* volume-keys= */
+	bool resolved;			/* volume= found: id, size, encryption */
+	char **opts;			/* every option given, "k=v", to clone */
+	size_t nopts;
 	bool shared;			/* shared=on: no lease (lease.c) */
 	unsigned lease_s;		/* lease=: its period */
 	unsigned want_t;
@@ -53,5 +58,14 @@ struct bftblk {
 	struct bft_lease lease;		/* a read-write handle's volume */
 	struct bft_blockcache *cache;	/* NULL with cache=0 */
 };
+
+/*
+ * volume=NAME at load (volume_open.c): finds the volume in the table
+ * over a connection of its own, and sets the handle's volume id, size
+ * and encryption from it.  0 or a negative errno (failed on h).
+ */
+int lib_volume_resolve(struct bftblk *h);
+/* The entry's id, size and encryption into h (not yet loaded). */
+int lib_volume_apply(struct bftblk *h, const struct bftblk_volume *v);
 
 #endif

@@ -1,0 +1,87 @@
+/*
+ * The volume table (voltab.c): the cluster's named volumes, kept in
+ * registers of the reserved volume BFT_VOL_TABLE and read and written
+ * through the protocol like any block, so that what a client believes
+ * of a volume (that it exists, its size, its id) is as hard for t
+ * Byzantine servers to fake as the volume's data (docs/volumes.md).
+ *
+ * Block 0 starts with the table's header (the next volume id, how many
+ * of the table's blocks are in use); every block holds up to
+ * VT_PER_BLOCK entries.  An entry changes by one register write of its
+ * block, so a reader never sees half an entry.
+ */
+#ifndef BFTBLK_VOLTAB_INT_H
+#define BFTBLK_VOLTAB_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bftblk.h"
+#include "engine_int.h"
+
+#define VT_BLOCKS	16u		/* registers the table may use */
+#define VT_HDR		64u
+#define VT_ENTRY	128u
+#define VT_PER_BLOCK	((BFT_BLOCK_SIZE - VT_HDR) / VT_ENTRY)
+#define VT_MAX		(VT_BLOCKS * VT_PER_BLOCK)
+/*
+ * Ids the table hands out: from VT_FIRST_ID on, never twice.  Below it
+ * are volume 0 (the disk bftblk.conf sizes) and the ids volume-id=
+ * names directly, which the table never gives.
+ */
+#define VT_FIRST_ID	(1u << 16)
+#define VT_LAST_ID	(BFT_VOL_TABLE - 1)
+
+enum vt_state { VT_FREE = 0, VT_LIVE = 1, VT_DELETING = 2 };
+
+struct vt_entry {
+	uint8_t state;			/* enum vt_state */
+	bool encrypted;
+	uint32_t id;
+	uint64_t size;			/* bytes, whole blocks */
+	uint64_t generation;		/* bumped by every resize */
+	uint64_t created;		/* Unix seconds */
+	uint8_t key_id[16];		/* the volume key's, when encrypted */
+	char name[BFTBLK_VOLUME_NAME_MAX + 1];
+};
+
+struct voltab {
+	uint32_t next_id;
+	unsigned nblocks;		/* blocks in use: 1..VT_BLOCKS */
+	unsigned count[VT_BLOCKS];
+	struct vt_entry e[VT_BLOCKS][VT_PER_BLOCK];
+};
+
+/* A table with no volume, as a never-written block 0 reads. */
+void vt_init(struct voltab *vt);
+/* Whether name is 1-64 of [A-Za-z0-9._-], not starting with . or -. */
+bool vt_name_ok(const char *name);
+/*
+ * Block bi of vt into blk (BFT_BLOCK_SIZE bytes).  Decoding replaces
+ * block bi's entries (and with bi 0, the header); a block of zeros is
+ * an empty one.  decode returns 0, or -1 with why filled when the block
+ * is not a well-formed table block (only a writer could have written
+ * it: the table is then damaged, not guessed at).
+ */
+void vt_encode(const struct voltab *vt, unsigned bi, uint8_t *blk);
+int vt_decode(struct voltab *vt, unsigned bi, const uint8_t *blk,
+    char *why, size_t whylen);
+/* The entry named name (any state), or NULL; *bi its block. */
+struct vt_entry *vt_find(struct voltab *vt, const char *name, unsigned *bi);
+/* A block with room for one more entry, or -1 when the table is full. */
+int vt_room(const struct voltab *vt);
+/* Adds e in block bi (vt_room's); removes entry i of block bi. */
+void vt_add(struct voltab *vt, unsigned bi, const struct vt_entry *e);
+void vt_remove(struct voltab *vt, unsigned bi, const struct vt_entry *e);
+/* The public view of an entry. */
+void vt_public(const struct vt_entry *e, struct bftblk_volume *out);
+
+/*
+ * Reads the whole table through eng (which must not seal: table blocks
+ * are plain for every client).  0, or -1 with the error recorded.
+ */
+int vt_read(struct bft_engine *eng, struct voltab *vt);
+/* Writes block bi of vt.  0, or -1 with the error recorded. */
+int vt_write(struct bft_engine *eng, const struct voltab *vt, unsigned bi);
+
+#endif

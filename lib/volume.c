@@ -1,0 +1,437 @@
+/*
+ * Named volumes (bftblk.h): listing the table, and changing it under the
+ * admin lock.  A register is not compare-and-swap, so two admins that
+ * each read the table, add their volume and write it back could lose
+ * one of them; they take turns instead.  The lock is the lease of the
+ * table's volume id (lease.c), taken with a guard of the I/O timeout, so
+ * that a rival claim in flight has landed before the holder trusts its
+ * own, and renewed while held.  Before every table write the holder
+ * checks it still holds it; one that lost it stops and says so.
+ *
+ * What a change writes, and why in that order:
+ *   create  block 0 with the next id advanced, then the entry's block
+ *           (the same write when the entry goes in block 0): an id is
+ *           never handed out twice, even when an admin dies between.
+ *   resize  the entry, generation + 1; a shrink first trims the blocks
+ *           cut off, so that growing again shows zeros.
+ *   delete  the entry marked deleting (no new opens), DROP to every
+ *           server, then the entry removed once all of them dropped
+ *           it.  A server that was down drops it when a later command
+ *           finds the entry still deleting.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crypto.h"
+#include "drop_int.h"
+#include "error_int.h"
+#include "handle_int.h"
+#include "voltab_int.h"
+
+/* The lock lapses this long after its holder's last renewal. */
+#define LOCK_PERIOD_S	10
+/* How long an admin waits for another one's turn to end. */
+#define LOCK_WAIT_S	120
+
+/* Ends a call whose failure lib_fail recorded: on h, for errmsg. */
+static int
+failed(const struct bftblk *h)
+{
+	int err = lib_take_errno();
+
+	return lib_handle_fail(h, err, "%s", lib_errmsg());
+}
+
+static int
+check_handle(struct bftblk *h, bool write)
+{
+	if (h->eng == NULL)
+		return lib_handle_fail(h, ENOTCONN, "the handle is not "
+		    "connected");
+	if (h->encrypt)
+		return lib_handle_fail(h, EINVAL, "the volume table is read "
+		    "through a handle without encrypt=on");
+	if (write && h->key.role != BFT_ROLE_RW)
+		return lib_handle_fail(h, EPERM, "changing volumes needs a "
+		    "read-write key; '%s''s is not", h->key.name);
+	return 0;
+}
+
+/* Takes the admin lock, waiting for another admin's turn; 0 or -1. */
+static int
+lock_take(struct bftblk *h, struct bft_lease *lock)
+{
+	unsigned guard = (h->io_timeout_s > h->timeout_s ? h->io_timeout_s :
+	    h->timeout_s) * 1000 + 500;
+	time_t until = time(NULL) + LOCK_WAIT_S;
+	unsigned pause;
+	int err;
+
+	for (;;) {
+		if (bft_lease_acquire(lock, h->eng, BFT_VOL_TABLE,
+		    LOCK_PERIOD_S, guard, h->key.name) == 0)
+			return 0;
+		bft_lease_release(lock);
+		if ((err = lib_take_errno()) != EBUSY || time(NULL) >= until)
+			return lib_fail(err, "the volume table's admin lock: "
+			    "%s", lib_errmsg());
+		bft_random(&pause, sizeof pause);
+		usleep(500000 + pause % 2000000);
+	}
+}
+
+/* Before each table write: the lock is still ours. */
+static int
+lock_check(const struct bft_lease *lock)
+{
+	if (!bft_lease_may_write(lock))
+		return lib_fail(EAGAIN, "lost the volume table's admin lock "
+		    "(another admin took it, or renewing it failed): "
+		    "nothing more was written; run the command again");
+	return 0;
+}
+
+static int
+write_block(struct bftblk *h, const struct bft_lease *lock,
+    const struct voltab *vt, unsigned bi)
+{
+	if (lock_check(lock) != 0)
+		return -1;
+	return vt_write(h->eng, vt, bi);
+}
+
+/*
+ * Sends DROP for every deleting entry and removes the ones all servers
+ * dropped.  *pending: the servers that have yet to drop volume id.
+ */
+static int
+finish_deletes(struct bftblk *h, const struct bft_lease *lock,
+    struct voltab *vt, uint32_t id, unsigned *pending)
+{
+	bool acked[BFT_MAX_N];
+	char why[256];
+
+	*pending = 0;
+	for (unsigned b = 0; b < vt->nblocks; b++)
+		for (unsigned i = 0; i < vt->count[b]; i++) {
+			struct vt_entry *e = &vt->e[b][i];
+			int n;
+
+			if (e->state != VT_DELETING)
+				continue;
+			n = bft_drop_volume(&h->cfg, &h->key, e->id,
+			    h->timeout_s * 1000, acked, why, sizeof why);
+			if (n < 0)
+				return lib_fail(-n, "dropping volume '%s': %s",
+				    e->name, why);
+			if ((unsigned)n < h->cfg.n) {
+				if (e->id == id)
+					*pending = h->cfg.n - (unsigned)n;
+				eng_log(h->eng, BFTBLK_LOG_WARN, "volume '%s' "
+				    "(id %" PRIu32 "): dropped by %d of %u "
+				    "servers; the others drop it at a later "
+				    "volume command", e->name, e->id, n,
+				    h->cfg.n);
+				continue;
+			}
+			vt_remove(vt, b, e);
+			if (write_block(h, lock, vt, b) != 0)
+				return -1;
+			i--;
+		}
+	return 0;
+}
+
+/*
+ * Takes the lock, reads the table and finishes deletes left pending;
+ * the caller then changes vt and releases the lock.  0 or -1.
+ */
+static int
+begin(struct bftblk *h, struct bft_lease *lock, struct voltab *vt)
+{
+	unsigned unused;
+
+	if (lock_take(h, lock) != 0)
+		return -1;
+	if (vt_read(h->eng, vt) != 0)
+		return -1;
+	return finish_deletes(h, lock, vt, 0, &unused);
+}
+
+int
+bftblk_volume_list(struct bftblk *h, struct bftblk_volume **vols, size_t *n)
+{
+	struct voltab *vt;
+	int r;
+
+	*vols = NULL;
+	*n = 0;
+	if ((r = check_handle(h, false)) != 0)
+		return r;
+	if ((vt = malloc(sizeof *vt)) == NULL)
+		return lib_handle_fail(h, ENOMEM, "out of memory");
+	if (vt_read(h->eng, vt) != 0) {
+		free(vt);
+		return failed(h);
+	}
+	*vols = calloc(VT_MAX, sizeof **vols);
+	if (*vols == NULL) {
+		free(vt);
+		return lib_handle_fail(h, ENOMEM, "out of memory");
+	}
+	for (unsigned b = 0; b < vt->nblocks; b++)
+		for (unsigned i = 0; i < vt->count[b]; i++)
+			vt_public(&vt->e[b][i], &(*vols)[(*n)++]);
+	free(vt);
+	return 0;
+}
+
+int
+bftblk_volume_get(struct bftblk *h, const char *name,
+    struct bftblk_volume *v)
+{
+	struct bftblk_volume *all;
+	size_t n;
+	int r;
+
+	if ((r = bftblk_volume_list(h, &all, &n)) != 0)
+		return r;
+	r = lib_handle_fail(h, ENOENT, "no volume is named '%s'", name);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(all[i].name, name) == 0) {
+			*v = all[i];
+			r = 0;
+			break;
+		}
+	free(all);
+	return r;
+}
+
+static int
+check_size(struct bftblk *h, uint64_t size)
+{
+	if (size == 0 || size % BFT_BLOCK_SIZE != 0)
+		return lib_handle_fail(h, EINVAL, "a volume's size is a "
+		    "positive multiple of 64 KiB (%" PRIu64 " is not; %"
+		    PRIu64 " would be)", size, (size / BFT_BLOCK_SIZE + 1) *
+		    BFT_BLOCK_SIZE);
+	if (size / BFT_BLOCK_SIZE > BFT_VOL_MAX_BLOCKS)
+		return lib_handle_fail(h, EFBIG, "a volume holds at most %"
+		    PRIu64 " bytes", BFT_VOL_MAX_BLOCKS * BFT_BLOCK_SIZE);
+	return 0;
+}
+
+/* The entry for a new volume, its key's id read from key_file. */
+static int
+new_entry(struct bftblk *h, const char *name, uint64_t size,
+    const char *key_file, struct vt_entry *e)
+{
+	struct bft_volume_key vk;
+	char err[512];
+
+	memset(e, 0, sizeof *e);
+	snprintf(e->name, sizeof e->name, "%s", name);
+	e->state = VT_LIVE;
+	e->size = size;
+	e->created = (uint64_t)time(NULL);
+	if (key_file == NULL)
+		return 0;
+	if (bft_volume_key_load(key_file, &vk, err, sizeof err) != 0)
+		return lib_handle_fail(h, EINVAL, "%s", err);
+	bft_volume_key_id(&vk, e->key_id);
+	bft_wipe(&vk, sizeof vk);
+	e->encrypted = true;
+	return 0;
+}
+
+int
+bftblk_volume_create(struct bftblk *h, const char *name, uint64_t size,
+    const char *key_file, struct bftblk_volume *out)
+{
+	struct bft_lease lock;
+	struct voltab *vt = NULL;
+	struct vt_entry e;
+	int r, bi;
+
+	if ((r = check_handle(h, true)) != 0)
+		return r;
+	if (!vt_name_ok(name))
+		return lib_handle_fail(h, EINVAL, "'%s' is not a volume name: "
+		    "1 to %u of A-Z a-z 0-9 . _ -, not starting with . or -",
+		    name, BFTBLK_VOLUME_NAME_MAX);
+	if ((r = check_size(h, size)) != 0 ||
+	    (r = new_entry(h, name, size, key_file, &e)) != 0)
+		return r;
+	if ((vt = malloc(sizeof *vt)) == NULL)
+		return lib_handle_fail(h, ENOMEM, "out of memory");
+	memset(&lock, 0, sizeof lock);
+	if (begin(h, &lock, vt) != 0) {
+		r = failed(h);
+		goto out;
+	}
+	if (vt_find(vt, name, NULL) != NULL) {
+		r = lib_handle_fail(h, EEXIST, "a volume named '%s' exists",
+		    name);
+		goto out;
+	}
+	if ((bi = vt_room(vt)) < 0 || vt->next_id > VT_LAST_ID) {
+		r = lib_handle_fail(h, ENOSPC, "the volume table is full "
+		    "(%u volumes, or every id was given)", VT_MAX);
+		goto out;
+	}
+	e.id = vt->next_id++;
+	vt_add(vt, (unsigned)bi, &e);
+	if (write_block(h, &lock, vt, 0) != 0 ||
+	    (bi != 0 && write_block(h, &lock, vt, (unsigned)bi) != 0)) {
+		r = failed(h);
+		goto out;
+	}
+	if (out != NULL)
+		vt_public(&e, out);
+	eng_log(h->eng, BFTBLK_LOG_INFO, "created volume '%s', id %" PRIu32
+	    ", %" PRIu64 " bytes%s", name, e.id, size, e.encrypted ?
+	    ", encrypted" : "");
+	r = 0;
+out:
+	bft_lease_release(&lock);
+	free(vt);
+	return r;
+}
+
+/* Trims blocks [from, to) of volume id: a shrink's cut. */
+static int
+trim_tail(struct bftblk *h, const struct vt_entry *e, uint64_t from,
+    uint64_t to)
+{
+	struct bftblk *vh;
+	char opts[96];
+	int r;
+
+	snprintf(opts, sizeof opts, "volume-id=%" PRIu32 " size=%" PRIu64
+	    " shared=on cache=0", e->id, to * BFT_BLOCK_SIZE);
+	if ((r = bftblk_open(h->config_path, h->keys_path, opts, &vh)) != 0)
+		return lib_handle_fail(h, -r, "%s", bftblk_errmsg(NULL));
+	for (uint64_t b = from; b < to && r == 0; b += 1024) {
+		uint64_t nb = to - b < 1024 ? to - b : 1024;
+
+		r = bftblk_trim(vh, nb * BFT_BLOCK_SIZE, b * BFT_BLOCK_SIZE, 0);
+	}
+	if (r != 0)
+		r = lib_handle_fail(h, -r, "trimming the cut-off blocks: %s",
+		    bftblk_errmsg(vh));
+	bftblk_close(vh);
+	return r;
+}
+
+int
+bftblk_volume_resize(struct bftblk *h, const char *name, uint64_t size,
+    int force)
+{
+	struct bft_lease lock;
+	struct voltab *vt = NULL;
+	struct vt_entry *e;
+	char holder[LEASE_HOLDER_LEN];
+	unsigned bi;
+	int r;
+
+	if ((r = check_handle(h, true)) != 0 || (r = check_size(h, size)) != 0)
+		return r;
+	if ((vt = malloc(sizeof *vt)) == NULL)
+		return lib_handle_fail(h, ENOMEM, "out of memory");
+	memset(&lock, 0, sizeof lock);
+	if (begin(h, &lock, vt) != 0) {
+		r = failed(h);
+		goto out;
+	}
+	if ((e = vt_find(vt, name, &bi)) == NULL || e->state != VT_LIVE) {
+		r = lib_handle_fail(h, ENOENT, "no volume is named '%s'",
+		    name);
+		goto out;
+	}
+	if (size < e->size) {
+		if (!force) {
+			r = lib_handle_fail(h, EINVAL, "shrinking '%s' from %"
+			    PRIu64 " to %" PRIu64 " bytes discards what is "
+			    "past the new end; --force does it", name,
+			    e->size, size);
+			goto out;
+		}
+		if ((r = bft_lease_probe(h->eng, e->id, holder,
+		    sizeof holder)) != 0) {
+			r = r < 0 ? failed(h) : lib_handle_fail(h, EBUSY,
+			    "volume '%s' is in use by %s: stop it before "
+			    "shrinking", name, holder);
+			goto out;
+		}
+		if ((r = trim_tail(h, e, size / BFT_BLOCK_SIZE,
+		    e->size / BFT_BLOCK_SIZE)) != 0)
+			goto out;
+	}
+	e->size = size;
+	e->generation++;
+	if (write_block(h, &lock, vt, bi) != 0) {
+		r = failed(h);
+		goto out;
+	}
+	eng_log(h->eng, BFTBLK_LOG_INFO, "resized volume '%s' to %" PRIu64
+	    " bytes", name, size);
+	r = 0;
+out:
+	bft_lease_release(&lock);
+	free(vt);
+	return r;
+}
+
+int
+bftblk_volume_delete(struct bftblk *h, const char *name, int force,
+    unsigned *pending)
+{
+	struct bft_lease lock;
+	struct voltab *vt = NULL;
+	struct vt_entry *e;
+	char holder[LEASE_HOLDER_LEN];
+	unsigned bi, left = 0;
+	int r;
+
+	if ((r = check_handle(h, true)) != 0)
+		return r;
+	if ((vt = malloc(sizeof *vt)) == NULL)
+		return lib_handle_fail(h, ENOMEM, "out of memory");
+	memset(&lock, 0, sizeof lock);
+	if (begin(h, &lock, vt) != 0) {
+		r = failed(h);
+		goto out;
+	}
+	if ((e = vt_find(vt, name, &bi)) == NULL) {
+		r = lib_handle_fail(h, ENOENT, "no volume is named '%s'",
+		    name);
+		goto out;
+	}
+	if (e->state == VT_LIVE && !force &&
+	    (r = bft_lease_probe(h->eng, e->id, holder, sizeof holder)) != 0) {
+		r = r < 0 ? failed(h) : lib_handle_fail(h, EBUSY, "volume "
+		    "'%s' is in use by %s: stop it first, or --force",
+		    name, holder);
+		goto out;
+	}
+	e->state = VT_DELETING;
+	if (write_block(h, &lock, vt, bi) != 0 ||
+	    finish_deletes(h, &lock, vt, e->id, &left) != 0) {
+		r = failed(h);
+		goto out;
+	}
+	eng_log(h->eng, BFTBLK_LOG_INFO, "deleted volume '%s'%s", name,
+	    left ? "; some servers have yet to drop its blocks" : "");
+	r = 0;
+out:
+	if (pending != NULL)
+		*pending = left;
+	bft_lease_release(&lock);
+	free(vt);
+	return r;
+}

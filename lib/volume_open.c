@@ -1,0 +1,206 @@
+/*
+ * Opening a named volume: volume=NAME on a handle of its own, and
+ * bftblk_open_volume, which gives a new handle another handle's options
+ * (how the plugin serves one export per volume).  Either way the table
+ * says the volume's id, size and encryption, and the handle then works
+ * as one made with volume-id=, size= and encrypt= would.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto.h"
+#include "error_int.h"
+#include "handle_int.h"
+#include "voltab_int.h"
+
+/* Options a new handle on another volume must not inherit. */
+static bool
+own_option(const char *kv)
+{
+	static const char *const own[] = { "volume=", "volume-id=", "size=",
+	    "encrypt=", "volume-key=", "metrics=", "stats-file=" };
+
+	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+		if (strncmp(kv, own[i], strlen(own[i])) == 0)
+			return true;
+	return false;
+}
+
+/* Where name's key is: volume-keys=DIR, else volumes/ beside config=. */
+static int
+key_path(const struct bftblk *h, const char *name, char *out, size_t len)
+{
+	char *copy;
+	int n;
+
+	if (h->volume_key_path != NULL) {
+		n = snprintf(out, len, "%s", h->volume_key_path);
+	} else if (h->volume_keys_dir != NULL) {
+		n = snprintf(out, len, "%s/%s.key", h->volume_keys_dir, name);
+	} else {
+		if ((copy = strdup(h->config_path)) == NULL)
+			return -1;
+		n = snprintf(out, len, "%s/volumes/%s.key", dirname(copy),
+		    name);
+		free(copy);
+	}
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int
+lib_volume_apply(struct bftblk *h, const struct bftblk_volume *v)
+{
+	struct bft_volume_key vk;
+	uint8_t id[BFT_VOLUME_KEY_ID_LEN];
+	char path[4096], hex[2 * BFT_VOLUME_KEY_ID_LEN + 1], err[512];
+	char *copy;
+
+	if (v->deleting)
+		return lib_handle_fail(h, ENOENT, "volume '%s' is being "
+		    "deleted", v->name);
+	if (h->export_size > v->size)
+		return lib_handle_fail(h, EINVAL, "size=%" PRIu64 " is more "
+		    "than volume '%s' holds (%" PRIu64 " bytes)",
+		    h->export_size, v->name, v->size);
+	h->volume_id = v->id;
+	if (h->export_size == 0)
+		h->export_size = v->size;
+	h->resolved = true;
+	if (!v->encrypted) {
+		if (h->encrypt)
+			return lib_handle_fail(h, EINVAL, "volume '%s' is not "
+			    "encrypted: drop encrypt=on", v->name);
+		return 0;
+	}
+	if (key_path(h, v->name, path, sizeof path) != 0)
+		return lib_handle_fail(h, ENAMETOOLONG, "the path of volume "
+		    "'%s''s key is too long", v->name);
+	if (bft_volume_key_load(path, &vk, err, sizeof err) != 0)
+		return lib_handle_fail(h, EINVAL, "volume '%s' is encrypted, "
+		    "and its key cannot be read: %s", v->name, err);
+	bft_volume_key_id(&vk, id);
+	bft_wipe(&vk, sizeof vk);
+	for (unsigned i = 0; i < sizeof id; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	if (strcmp(hex, v->key_id) != 0)
+		return lib_handle_fail(h, EKEYREJECTED, "%s is not volume "
+		    "'%s''s key: its id is %s, the volume's is %s", path,
+		    v->name, hex, v->key_id);
+	if ((copy = strdup(path)) == NULL)
+		return lib_handle_fail(h, ENOMEM, "out of memory");
+	free(h->volume_key_path);
+	h->volume_key_path = copy;
+	h->encrypt = true;
+	return 0;
+}
+
+/* Finds name in the table eng reads; 0 or a negative errno (on h). */
+static int
+find(struct bftblk *h, struct bft_engine *eng, const char *name,
+    struct bftblk_volume *v)
+{
+	struct voltab *vt = malloc(sizeof *vt);
+	struct vt_entry *e;
+	int r;
+
+	if (vt == NULL)
+		return lib_handle_fail(h, ENOMEM, "out of memory");
+	if (vt_read(eng, vt) != 0) {
+		r = lib_take_errno();
+		r = lib_handle_fail(h, r, "%s", lib_errmsg());
+	} else if ((e = vt_find(vt, name, NULL)) == NULL) {
+		r = lib_handle_fail(h, ENOENT, "no volume is named '%s' "
+		    "(bftblk volume list names them)", name);
+	} else {
+		vt_public(e, v);
+		r = 0;
+	}
+	free(vt);
+	return r;
+}
+
+int
+lib_volume_resolve(struct bftblk *h)
+{
+	struct bft_engine_params p = {
+		.cfg = &h->cfg, .key = &h->key,
+		.timeout_ms = h->timeout_s * 1000,
+		.io_timeout_ms = (h->io_timeout_s > h->timeout_s ?
+		    h->io_timeout_s : h->timeout_s) * 1000,
+		.skip = h->skip, .log = h->log, .log_opaque = h->log_opaque,
+	};
+	struct bftblk_volume v;
+	struct bft_engine *eng;
+	char err[512];
+	int r;
+
+	/* The table is plain: read it with an engine that does not seal. */
+	p.ec = bft_ec_new_len(h->cfg.t, h->ec_backend, BFT_BLOCK_SIZE, err,
+	    sizeof err);
+	if (p.ec == NULL)
+		return lib_handle_fail(h, EINVAL, "%s", err);
+	while (p.writer_id == 0)
+		bft_random(&p.writer_id, sizeof p.writer_id);
+	if ((eng = bft_engine_start(&p)) == NULL) {
+		bft_ec_free(p.ec);
+		return lib_handle_fail(h, EIO, "cannot start the event loop "
+		    "(or resolve a server's address)");
+	}
+	r = find(h, eng, h->volume_name, &v);
+	bft_engine_stop(eng);
+	bft_ec_free(p.ec);
+	if (r != 0)
+		return r;
+	return lib_volume_apply(h, &v);
+}
+
+int
+bftblk_open_volume(struct bftblk *h, const char *name, struct bftblk **out)
+{
+	struct bftblk_volume v;
+	struct bftblk *nh;
+	char msg[512];
+	int r;
+
+	*out = NULL;
+	if (h->eng == NULL)
+		return lib_handle_fail(h, ENOTCONN, "the handle is not "
+		    "connected");
+	if (h->encrypt)
+		return lib_handle_fail(h, EINVAL, "the volume table is read "
+		    "through a handle without encrypt=on");
+	if ((r = find(h, h->eng, name, &v)) != 0)
+		return r;
+	if ((nh = bftblk_create()) == NULL)
+		return lib_handle_fail(h, ENOMEM, "out of memory");
+	bftblk_set_log(nh, h->log, h->log_opaque);
+	for (size_t i = 0; i < h->nopts && r == 0; i++) {
+		char *kv, *eq;
+
+		if (own_option(h->opts[i]))
+			continue;
+		if ((kv = strdup(h->opts[i])) == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		eq = strchr(kv, '=');
+		*eq = '\0';
+		r = bftblk_set_option(nh, kv, eq + 1);
+		free(kv);
+	}
+	if (r == 0 && (r = bftblk_set_option(nh, "volume", name)) == 0 &&
+	    (r = lib_volume_apply(nh, &v)) == 0)
+		r = bftblk_connect(nh);
+	if (r != 0) {
+		snprintf(msg, sizeof msg, "%s", r == -ENOMEM ? "out of memory" :
+		    bftblk_errmsg(nh));
+		bftblk_close(nh);
+		return lib_handle_fail(h, -r, "%s", msg);
+	}
+	*out = nh;
+	return 0;
+}

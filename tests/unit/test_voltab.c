@@ -1,0 +1,197 @@
+/*
+ * The volume table's format (lib/voltab.c): what encode writes, decode
+ * reads back, and every block that is not one a writer could have made
+ * is refused rather than guessed at, so that a damaged table can never
+ * show a client a volume with another's id or a size it was not given.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "voltab_int.h"
+
+static struct voltab vt, back;
+static uint8_t blk[BFT_BLOCK_SIZE];
+
+static struct vt_entry
+entry(const char *name, uint32_t id, uint64_t size)
+{
+	struct vt_entry e;
+
+	memset(&e, 0, sizeof e);
+	e.state = VT_LIVE;
+	e.id = id;
+	e.size = size;
+	e.created = 1790000000;
+	strcpy(e.name, name);
+	return e;
+}
+
+static void
+assert_same(const struct vt_entry *a, const struct vt_entry *b)
+{
+	assert_int_equal(a->state, b->state);
+	assert_int_equal(a->encrypted, b->encrypted);
+	assert_int_equal(a->id, b->id);
+	assert_int_equal(a->size, b->size);
+	assert_int_equal(a->generation, b->generation);
+	assert_int_equal(a->created, b->created);
+	assert_memory_equal(a->key_id, b->key_id, sizeof a->key_id);
+	assert_string_equal(a->name, b->name);
+}
+
+static void
+test_names(void **state)
+{
+	char longest[BFTBLK_VOLUME_NAME_MAX + 2];
+
+	(void)state;
+	assert_true(vt_name_ok("vm1"));
+	assert_true(vt_name_ok("db-01.data_2"));
+	assert_false(vt_name_ok(""));
+	assert_false(vt_name_ok(".hidden"));
+	assert_false(vt_name_ok("-opt"));
+	assert_false(vt_name_ok("a/b"));
+	assert_false(vt_name_ok("a b"));
+	assert_false(vt_name_ok("caf\xc3\xa9"));
+	memset(longest, 'a', sizeof longest);
+	longest[BFTBLK_VOLUME_NAME_MAX] = '\0';
+	assert_true(vt_name_ok(longest));
+	longest[BFTBLK_VOLUME_NAME_MAX] = 'a';
+	longest[BFTBLK_VOLUME_NAME_MAX + 1] = '\0';
+	assert_false(vt_name_ok(longest));
+}
+
+/* A block never written is an empty table whose ids start at the top. */
+static void
+test_empty(void **state)
+{
+	char why[160];
+
+	(void)state;
+	memset(blk, 0, sizeof blk);
+	assert_int_equal(vt_decode(&back, 0, blk, why, sizeof why), 0);
+	assert_int_equal(back.next_id, VT_FIRST_ID);
+	assert_int_equal(back.nblocks, 1);
+	assert_int_equal(back.count[0], 0);
+}
+
+static void
+test_round_trip(void **state)
+{
+	struct vt_entry e = entry("vm1", VT_FIRST_ID, 10 * BFT_BLOCK_SIZE);
+	struct vt_entry f = entry("db", VT_FIRST_ID + 1, 1ull << 40);
+	char why[160];
+
+	(void)state;
+	vt_init(&vt);
+	f.encrypted = true;
+	f.generation = 3;
+	memset(f.key_id, 0xab, sizeof f.key_id);
+	vt.next_id = VT_FIRST_ID + 2;
+	vt_add(&vt, 0, &e);
+	vt_add(&vt, 0, &f);
+	vt_encode(&vt, 0, blk);
+	assert_int_equal(vt_decode(&back, 0, blk, why, sizeof why), 0);
+	assert_int_equal(back.next_id, VT_FIRST_ID + 2);
+	assert_int_equal(back.count[0], 2);
+	assert_same(&back.e[0][0], &e);
+	assert_same(&back.e[0][1], &f);
+	assert_ptr_equal(vt_find(&back, "db", NULL), &back.e[0][1]);
+	assert_null(vt_find(&back, "d", NULL));
+}
+
+/* Each corruption of a good block, applied alone, is refused. */
+static void
+test_refuses_damage(void **state)
+{
+	struct vt_entry e = entry("vm1", VT_FIRST_ID, 4 * BFT_BLOCK_SIZE);
+	uint8_t good[BFT_BLOCK_SIZE];
+	const size_t E = VT_HDR;	/* the first entry */
+	static const struct { size_t off; uint8_t val; } bad[] = {
+		{ 0, 'X' },			/* magic */
+		{ 8, 2 },			/* version */
+		{ 12, 1 },			/* says it is block 1 */
+		{ 24, 200 },			/* more entries than it holds */
+		{ 30, 1 },			/* header padding */
+		{ E + 0, 7 },			/* state */
+		{ E + 1, 2 },			/* flags */
+		{ E + 7, 0xff },		/* id past next id */
+		{ E + 9, 0x01 },		/* size not whole blocks */
+		{ E + 48, '/' },		/* name */
+		{ E + 48 + 10, 'x' },		/* bytes after the name's end */
+		{ E + 120, 1 },			/* entry padding */
+		{ E + VT_ENTRY + 5, 1 },	/* past the entries */
+	};
+	char why[160];
+
+	(void)state;
+	vt_init(&vt);
+	vt.next_id = VT_FIRST_ID + 1;
+	vt_add(&vt, 0, &e);
+	vt_encode(&vt, 0, good);
+	assert_int_equal(vt_decode(&back, 0, good, why, sizeof why), 0);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memcpy(blk, good, sizeof blk);
+		blk[bad[i].off] = bad[i].val;
+		assert_int_equal(vt_decode(&back, 0, blk, why, sizeof why), -1);
+	}
+	/* An id below the table's range is volume-id='s, never the table's. */
+	e.id = 5;
+	vt.e[0][0] = e;
+	vt_encode(&vt, 0, blk);
+	assert_int_equal(vt_decode(&back, 0, blk, why, sizeof why), -1);
+	/* Block 0's value read as block 1: its header names block 0. */
+	vt_encode(&vt, 0, blk);
+	assert_int_equal(vt_decode(&back, 1, blk, why, sizeof why), -1);
+}
+
+/* Entries fill block 0, then the next; ids and blocks in use follow. */
+static void
+test_room(void **state)
+{
+	char why[160], name[16];
+
+	(void)state;
+	vt_init(&vt);
+	for (unsigned i = 0; i < VT_PER_BLOCK + 3; i++) {
+		int bi = vt_room(&vt);
+		struct vt_entry e;
+
+		assert_int_equal(bi, i < VT_PER_BLOCK ? 0 : 1);
+		snprintf(name, sizeof name, "v%u", i);
+		e = entry(name, vt.next_id++, BFT_BLOCK_SIZE);
+		vt_add(&vt, (unsigned)bi, &e);
+	}
+	assert_int_equal(vt.nblocks, 2);
+	vt_encode(&vt, 0, blk);
+	assert_int_equal(vt_decode(&back, 0, blk, why, sizeof why), 0);
+	vt_encode(&vt, 1, blk);
+	assert_int_equal(vt_decode(&back, 1, blk, why, sizeof why), 0);
+	assert_int_equal(back.count[0], VT_PER_BLOCK);
+	assert_int_equal(back.count[1], 3);
+	assert_string_equal(back.e[1][2].name, "v513");
+	vt_remove(&back, 1, &back.e[1][0]);
+	assert_int_equal(back.count[1], 2);
+	assert_string_equal(back.e[1][0].name, "v512");
+	assert_null(vt_find(&back, "v511", NULL));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_refuses_damage),
+		cmocka_unit_test(test_room),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
