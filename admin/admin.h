@@ -30,6 +30,7 @@ int admin_parse_timeout(const char *s, unsigned *out);
 int admin_keygen(int argc, char **argv);
 int admin_client(int argc, char **argv);
 int admin_volume_key(int argc, char **argv);
+int admin_volume(int argc, char **argv);
 int admin_ping(int argc, char **argv);
 int admin_scrub(int argc, char **argv);
 int admin_server(int argc, char **argv);

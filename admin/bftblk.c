@@ -2,7 +2,8 @@
  * bftblk(8): the administration tool.  `bftblk keygen` creates a cluster
  * directory (keygen.c); `bftblk client` adds and revokes the clients
  * servers let in (client_keys.c); `bftblk volume-key` creates the key of an
- * encrypted volume (volume.c); `bftblk ping` checks that this host
+ * encrypted volume (volume_key.c); `bftblk volume` creates, lists,
+ * resizes and deletes the cluster's named volumes (volume.c); `bftblk ping` checks that this host
  * reaches the cluster through libbftblk (ping.c); `bftblk status` asks
  * every server how it is and judges the cluster's health (status.c).
  */
@@ -49,6 +50,22 @@ admin_usage(FILE *fp)
 	    "AEAD is\n"
 	    "  aes256gcm (default where the CPU has AES-NI) or "
 	    "xchacha20poly1305.\n"
+	    "usage: bftblk volume create --dir DIR --name NAME --size SIZE "
+	    "[--encrypt]\n"
+	    "       bftblk volume list --dir DIR [--json]\n"
+	    "       bftblk volume info --dir DIR --name NAME\n"
+	    "       bftblk volume resize --dir DIR --name NAME --size SIZE "
+	    "[--force]\n"
+	    "       bftblk volume delete --dir DIR --name NAME [--force]\n"
+	    "  The cluster's named volumes, each an NBD export of the plugin "
+	    "by its name.\n"
+	    "  Thin: a volume takes server space only for blocks written; "
+	    "delete frees it.\n"
+	    "  --encrypt creates DIR/volumes/NAME.key; shrinking needs "
+	    "--force; a volume\n"
+	    "  a live writer holds is not deleted without --force.  Also "
+	    "--keys FILE\n"
+	    "  (default DIR/client.key) and --timeout SECS (default 3).\n"
 	    "usage: bftblk ping --dir DIR [--keys FILE] [--timeout SECS]\n"
 	    "  Connects as the client of FILE (default DIR/client.key), "
 	    "lists the servers\n"
@@ -88,6 +105,8 @@ main(int argc, char **argv)
 		return admin_client(argc - 1, argv + 1);
 	if (strcmp(argv[1], "volume-key") == 0)
 		return admin_volume_key(argc - 1, argv + 1);
+	if (strcmp(argv[1], "volume") == 0)
+		return admin_volume(argc - 1, argv + 1);
 	if (strcmp(argv[1], "ping") == 0)
 		return admin_ping(argc - 1, argv + 1);
 	if (strcmp(argv[1], "scrub") == 0)
