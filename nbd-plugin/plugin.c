@@ -5,9 +5,10 @@
  * Everything but nbdkit's side lives in libbftblk (lib/bftblk.h): this
  * file passes parameters through, maps callbacks to library calls and
  * library failures to nbdkit errors, and sends the library's log to
- * nbdkit's.  One library handle serves every NBD connection, so the
- * block cache, the range locks and the connections to the servers are
- * shared, and a flush on any connection covers the writes of all.
+ * nbdkit's.  One library handle serves every NBD connection to an
+ * export (exports.c: one per named volume), so the block cache, the
+ * range locks and the connections to the servers are shared, and a
+ * flush on any connection covers the writes of all.
  */
 #define NBDKIT_API_VERSION 2
 #include <assert.h>
@@ -24,11 +25,19 @@
 #include <nbdkit-plugin.h>
 
 #include "bftblk.h"
+#include "exports.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
 static struct bftblk *lib;
-static struct bftblk_info info;
+/* The base handle's export: volume 0, or the volume named in params. */
+static struct export base;
+/*
+ * Exports by volume name, unless a parameter pins one volume (volume=,
+ * volume-id=), or encrypt=on or server-key= make the base handle one
+ * that cannot read the plain volume table.
+ */
+static bool pinned;
 
 /*
  * nbdkit's own lines carry no time.  On a terminal or in a file, ours
@@ -126,6 +135,7 @@ plug_load(void)
 static void
 plug_unload(void)
 {
+	exports_fini();
 	bftblk_close(lib);
 	lib = NULL;
 }
@@ -152,6 +162,10 @@ plug_config(const char *k, const char *value)
 	}
 	r = bftblk_set_option(lib, k, value);
 	free(abs);
+	if (strcmp(k, "volume") == 0 || strcmp(k, "volume-id") == 0 ||
+	    strcmp(k, "server-key") == 0 || (strcmp(k, "encrypt") == 0 &&
+	    strcmp(value, "off") != 0))
+		pinned = true;
 	if (r != 0) {
 		plugin_error("%s", bftblk_errmsg(lib));
 		return -1;
@@ -163,7 +177,7 @@ plug_config(const char *k, const char *value)
 static int
 plug_config_complete(void)
 {
-	if (bftblk_load(lib) != 0 || bftblk_get_info(lib, &info) != 0) {
+	if (bftblk_load(lib) != 0 || bftblk_get_info(lib, &base.info) != 0) {
 		plugin_error("%s", bftblk_errmsg(lib));
 		return -1;
 	}
@@ -178,6 +192,8 @@ plug_after_fork(void)
 		plugin_error("%s", bftblk_errmsg(lib));
 		return -1;
 	}
+	base.h = lib;
+	exports_init(&base, !pinned);
 	return 0;
 }
 
@@ -212,19 +228,33 @@ plug_cleanup(void)
 	}
 }
 
-/* All connections share one library handle, so a handle is a token. */
+/* The export the client named; its connections share its handle. */
 static void *
 plug_open(int readonly)
 {
 	(void)readonly;
-	return NBDKIT_HANDLE_NOT_NEEDED;
+	return exports_open(nbdkit_export_name());
+}
+
+static void
+plug_close(void *h)
+{
+	exports_close(h);
+}
+
+/* nbdinfo --list: every volume, and the default export. */
+static int
+plug_list_exports(int readonly, int is_tls, struct nbdkit_exports *list)
+{
+	(void)readonly;
+	(void)is_tls;
+	return exports_list(list);
 }
 
 static int64_t
 plug_get_size(void *h)
 {
-	(void)h;
-	return (int64_t)info.size;
+	return (int64_t)((struct export *)h)->info.size;
 }
 
 /* Whole blocks avoid read-modify-write; anything smaller still works. */
@@ -232,9 +262,8 @@ static int
 plug_block_size(void *h, uint32_t *minimum, uint32_t *preferred,
     uint32_t *maximum)
 {
-	(void)h;
 	*minimum = 1;
-	*preferred = info.block_size;
+	*preferred = ((struct export *)h)->info.block_size;
 	*maximum = 0xffffffff;
 	return 0;
 }
@@ -245,8 +274,7 @@ static int plug_can_true(void *h) { (void)h; return 1; }
 static int
 plug_can_write(void *h)
 {
-	(void)h;
-	return !info.readonly;
+	return !((struct export *)h)->info.readonly;
 }
 
 /* Flush makes writes durable on n-t servers; FUA is a flush after. */
@@ -263,9 +291,8 @@ plug_pread(void *h, void *buf, uint32_t count, uint64_t offset,
 {
 	int r;
 
-	(void)h;
 	assert(flags == 0);
-	r = bftblk_pread(lib, buf, count, offset);
+	r = bftblk_pread(((struct export *)h)->h, buf, count, offset);
 	return r == 0 ? 0 : failed(r);
 }
 
@@ -281,9 +308,8 @@ plug_pwrite(void *h, const void *buf, uint32_t count, uint64_t offset,
 {
 	int r;
 
-	(void)h;
 	assert(!(flags & ~NBDKIT_FLAG_FUA));
-	r = bftblk_pwrite(lib, buf, count, offset, lib_flags(flags));
+	r = bftblk_pwrite(((struct export *)h)->h, buf, count, offset, lib_flags(flags));
 	return r == 0 ? 0 : failed(r);
 }
 
@@ -293,14 +319,13 @@ plug_zero(void *h, uint32_t count, uint64_t offset, uint32_t flags)
 {
 	int r;
 
-	(void)h;
 	assert(!(flags & ~(NBDKIT_FLAG_FUA | NBDKIT_FLAG_MAY_TRIM |
 	    NBDKIT_FLAG_FAST_ZERO)));
 	if (flags & NBDKIT_FLAG_FAST_ZERO) {
 		nbdkit_set_error(ENOTSUP);
 		return -1;
 	}
-	r = bftblk_zero(lib, count, offset, lib_flags(flags));
+	r = bftblk_zero(((struct export *)h)->h, count, offset, lib_flags(flags));
 	return r == 0 ? 0 : failed(r);
 }
 
@@ -310,9 +335,8 @@ plug_trim(void *h, uint32_t count, uint64_t offset, uint32_t flags)
 {
 	int r;
 
-	(void)h;
 	assert(!(flags & ~NBDKIT_FLAG_FUA));
-	r = bftblk_trim(lib, count, offset, lib_flags(flags));
+	r = bftblk_trim(((struct export *)h)->h, count, offset, lib_flags(flags));
 	return r == 0 ? 0 : failed(r);
 }
 
@@ -321,9 +345,8 @@ plug_flush(void *h, uint32_t flags)
 {
 	int r;
 
-	(void)h;
 	assert(flags == 0);
-	r = bftblk_flush(lib);
+	r = bftblk_flush(((struct export *)h)->h);
 	return r == 0 ? 0 : failed(r);
 }
 
@@ -340,6 +363,8 @@ static struct nbdkit_plugin plugin = {
 	.after_fork		= plug_after_fork,
 	.cleanup		= plug_cleanup,
 	.open			= plug_open,
+	.close			= plug_close,
+	.list_exports		= plug_list_exports,
 	.get_size		= plug_get_size,
 	.block_size		= plug_block_size,
 	.can_write		= plug_can_write,

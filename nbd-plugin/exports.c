@@ -1,0 +1,158 @@
+/*
+ * Exports by volume name (exports.h).  A named volume's handle is made
+ * by the first connection to it, from the base handle's options
+ * (bftblk_open_volume), and closed by the last one to leave, so that
+ * its lease, if it takes one, is released as soon as nobody uses it:
+ * a VM stopped here can start on another host at once.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exports.h"
+
+#define DEFAULT_NAME	"default"
+
+static struct export *base;
+static bool by_name;
+static struct export *open_list;	/* named exports with connections */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+void
+exports_init(struct export *b, bool named)
+{
+	base = b;
+	by_name = named;
+}
+
+/* The table's entry for name: 0, 1 when there is none, -1 on error. */
+static int
+lookup(const char *name, struct bftblk_volume *v)
+{
+	int r = bftblk_volume_get(base->h, name, v);
+
+	if (r == 0 || r == -ENOENT)
+		return r == 0 ? 0 : 1;
+	nbdkit_error("the volume table: %s", bftblk_errmsg(base->h));
+	return -1;
+}
+
+struct export *
+exports_open(const char *name)
+{
+	struct bftblk_volume v;
+	struct export *e;
+	int r;
+
+	if (!by_name)
+		return base;
+	if (name[0] == '\0') {
+		/* "": the volume named default, else the cluster's disk. */
+		if ((r = lookup(DEFAULT_NAME, &v)) < 0)
+			return NULL;
+		if (r == 1)
+			return base;
+		name = DEFAULT_NAME;
+	}
+	pthread_mutex_lock(&mu);
+	for (e = open_list; e != NULL; e = e->next)
+		if (strcmp(e->name, name) == 0)
+			break;
+	if (e == NULL) {
+		if ((e = calloc(1, sizeof *e)) == NULL) {
+			nbdkit_error("out of memory");
+			goto out;
+		}
+		snprintf(e->name, sizeof e->name, "%s", name);
+		if (bftblk_open_volume(base->h, name, &e->h) != 0 ||
+		    bftblk_get_info(e->h, &e->info) != 0) {
+			nbdkit_error("export '%s': %s", name,
+			    bftblk_errmsg(e->h != NULL ? e->h : base->h));
+			bftblk_close(e->h);
+			free(e);
+			e = NULL;
+			goto out;
+		}
+		nbdkit_debug("export '%s': opened, %" PRIu64 " bytes", name,
+		    e->info.size);
+		e->next = open_list;
+		open_list = e;
+	}
+	e->refs++;
+out:
+	pthread_mutex_unlock(&mu);
+	return e;
+}
+
+void
+exports_close(struct export *e)
+{
+	struct export **pp;
+
+	if (e == base)
+		return;
+	pthread_mutex_lock(&mu);
+	if (--e->refs == 0) {
+		for (pp = &open_list; *pp != e; pp = &(*pp)->next)
+			;
+		*pp = e->next;
+		bftblk_close(e->h);
+		nbdkit_debug("export '%s': closed", e->name);
+		free(e);
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+int
+exports_list(struct nbdkit_exports *list)
+{
+	struct bftblk_volume *v;
+	bool has_default = false;
+	char desc[160];
+	size_t n;
+
+	if (!by_name) {
+		snprintf(desc, sizeof desc, "%" PRIu64 " bytes", base->info.size);
+		return nbdkit_add_export(list, "", desc);
+	}
+	if (bftblk_volume_list(base->h, &v, &n) != 0) {
+		nbdkit_error("the volume table: %s", bftblk_errmsg(base->h));
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].deleting)
+			continue;
+		has_default |= strcmp(v[i].name, DEFAULT_NAME) == 0;
+		snprintf(desc, sizeof desc, "volume %" PRIu32 ", %" PRIu64
+		    " bytes%s", v[i].id, v[i].size, v[i].encrypted ?
+		    ", encrypted" : "");
+		if (nbdkit_add_export(list, v[i].name, desc) != 0) {
+			free(v);
+			return -1;
+		}
+	}
+	free(v);
+	if (!has_default) {
+		snprintf(desc, sizeof desc, "the cluster's disk (volume 0), %"
+		    PRIu64 " bytes", base->info.size);
+		return nbdkit_add_export(list, "", desc);
+	}
+	return 0;
+}
+
+void
+exports_fini(void)
+{
+	pthread_mutex_lock(&mu);
+	while (open_list != NULL) {
+		struct export *e = open_list;
+
+		open_list = e->next;
+		bftblk_close(e->h);
+		free(e);
+	}
+	pthread_mutex_unlock(&mu);
+}

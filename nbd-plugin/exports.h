@@ -1,0 +1,40 @@
+/*
+ * The plugin's exports (exports.c): one per named volume, by export
+ * name, each on a library handle of its own that the connections to it
+ * share; the default export ("") is the volume named "default" when the
+ * table has one, else the disk bftblk.conf sizes (volume 0), so that
+ * single-disk clusters serve as they always did.
+ */
+#ifndef BFTBLK_PLUGIN_EXPORTS_H
+#define BFTBLK_PLUGIN_EXPORTS_H
+
+#include <stdbool.h>
+
+#include <nbdkit-plugin.h>
+
+#include "bftblk.h"
+
+/* What a connection uses: a handle and what it exports. */
+struct export {
+	struct bftblk *h;
+	struct bftblk_info info;
+	char name[BFTBLK_VOLUME_NAME_MAX + 1];	/* "" for base */
+	unsigned refs;			/* connections; base: unused */
+	struct export *next;
+};
+
+/*
+ * base serves volume 0, or the one volume=/volume-id= named; by_name
+ * false serves base on every export name, as before named volumes.
+ */
+void exports_init(struct export *base, bool by_name);
+/* The export of name for a new connection, or NULL (nbdkit_error'd). */
+struct export *exports_open(const char *name);
+/* A connection to e ended: the last one closes its handle. */
+void exports_close(struct export *e);
+/* nbdkit's list_exports: every volume the table holds. */
+int exports_list(struct nbdkit_exports *list);
+/* Every export's handle closed (unload). */
+void exports_fini(void);
+
+#endif
