@@ -205,11 +205,12 @@ int bft_store_read_hist(struct bft_store *st, uint64_t block,
  * is gone from the index and its records become garbage for compaction.
  * A DROP record is appended first, so that replay forgets the volume
  * at the same point of the log; it stays in the log for good (44
- * bytes), copied forward by compaction.  *blocks_dropped (may be NULL):
- * the blocks that held anything.  0, nothing appended, for a volume
- * the store holds nothing of; -EINVAL for volume 0 and the reserved
- * volumes (BFT_VOL_TABLE, BFT_VOL_LEASES); or a negative errno with
- * the state unchanged.  Not synced: bft_store_sync() makes it durable.
+ * bytes, not counted as live), copied forward by compaction.
+ * *blocks_dropped (may be NULL): the blocks that held anything.  0,
+ * nothing appended, for a volume the store holds nothing of; -EINVAL
+ * for volume 0 and the reserved volumes (BFT_VOL_TABLE,
+ * BFT_VOL_LEASES); or a negative errno with the state unchanged.  Not
+ * synced: bft_store_sync() makes it durable.
  */
 int bft_store_drop_volume(struct bft_store *st, uint32_t vol,
     uint64_t *blocks_dropped);

@@ -59,7 +59,7 @@ struct ck_hdr {
 
 struct ck_seg {
 	uint32_t no;
-	uint32_t pad;
+	uint32_t drops;			/* zero in a format 5 directory's */
 	uint64_t size, live;
 	uint64_t first_seq;		/* tells a segment from a namesake */
 };
@@ -210,7 +210,7 @@ job_make(struct bft_store *st, bool copy)
 		if (s->retired)
 			continue;
 		job->segs[h->nseg++] = (struct ck_seg){ .no = s->no,
-		    .size = s->size, .live = s->live,
+		    .drops = s->drops, .size = s->size, .live = s->live,
 		    .first_seq = s->first_seq };
 		if (copy && s->dirty) {
 			if ((job->fds[job->nfds] = dup(s->fd)) < 0)
@@ -433,6 +433,7 @@ segs_apply(struct bft_store *st, const struct ck_hdr *h,
 				return fail(why, whylen, -EINVAL, "%s is not "
 				    "the segment the checkpoint saw", name);
 			s->live = cs[j].live;
+			s->drops = cs[j].drops;
 			s->first_seq = cs[j].first_seq;
 		} else if (s->no < h->pos_no) {
 			s->retired = true;
@@ -449,6 +450,7 @@ st_ckpt_load_undo(struct bft_store *st)
 		fsync(st->dirfd);
 	for (size_t i = 0; i < st->nseg; i++) {
 		st->segs[i].live = 0;
+		st->segs[i].drops = 0;
 		st->segs[i].retired = false;
 	}
 	st->nretired = 0;

@@ -66,9 +66,9 @@ compact_pick(struct bft_store *st)
 #define OWNER_LC	(-2)
 
 /*
- * Whether the record at loc is live: lc's (*side OWNER_LC),
+ * Whether the record at loc must be copied: lc's (*side OWNER_LC),
  * Hist[lc.ts]'s (-1), a side entry's (its slot), or a DROP record
- * (OWNER_DROP), which always is (store_drop.c).
+ * (OWNER_DROP), which is never garbage (store_drop.c).
  */
 static bool
 rec_owner(const struct bft_store *st, uint64_t loc,
@@ -277,8 +277,11 @@ st_compact_step(struct bft_store *st, size_t appended)
 		long side;
 
 		src = st_seg_find(st, st->cmp_no);
-		/* Live bytes are exact: with none left, the rest is garbage. */
-		if (off >= src->end || src->live == 0) {
+		/*
+		 * Live bytes are exact: with none left, the rest is garbage,
+		 * but for the DROP records it still holds (store_drop.c).
+		 */
+		if (off >= src->end || (src->live == 0 && src->drops == 0)) {
 			err = compact_finish(st);
 			break;
 		}

@@ -7,8 +7,13 @@
  * meets one, as the live store did.  The volume's older records stay
  * in older segments until compaction removes them (as garbage, never
  * copied), and replay must always meet a DROP after them: so a DROP
- * record counts as live for good, and compaction copies it forward
- * like any live record.
+ * record is never garbage, and compaction copies every one it meets
+ * forward.  Each segment counts the DROP records it holds (struct seg's
+ * drops, kept in the checkpoint), so that compaction does not stop at a
+ * segment's last live byte before them.  They are not counted as live
+ * bytes: a segment's copy of a DROP that a crash kept beside the
+ * original is then no data either way, and a restart from a checkpoint
+ * and one from the whole log find the same live bytes.
  *
  * A copy moves the DROP past whatever was appended since it was first
  * written.  That is harmless while the volume holds nothing: replay
@@ -55,15 +60,25 @@ blk_drop(struct bft_store *st, uint64_t addr, struct blk_idx *x)
 	return any;
 }
 
+/* The DROP records of the segment holding loc: one more, or one less. */
+static void
+drops_add(struct bft_store *st, uint64_t loc, int delta)
+{
+	struct seg *s = st_seg_find(st, LOC_SEG(loc));
+
+	if (s != NULL && (delta > 0 || s->drops > 0))
+		s->drops += (uint32_t)delta;
+}
+
 uint64_t
-st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc, size_t len)
+st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc)
 {
 	const struct idx_vol *cv;
 	struct idx_vol *v;
 	uint64_t blocks = 0;
 	size_t i;
 
-	st_live_inc(st, loc, len);
+	drops_add(st, loc, 1);
 	/* Volume 0 stays first in vols, always: it is never dropped. */
 	if (vol == 0 || (cv = st_idx_vol(st, vol)) == NULL)
 		return 0;
@@ -107,7 +122,7 @@ bft_store_drop_volume(struct bft_store *st, uint32_t vol,
 	len = bft_rec_encode_drop(st->wbuf, st->n, st->next_seq, vol);
 	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
 		return err;
-	blocks = st_drop_apply(st, vol, loc, len);
+	blocks = st_drop_apply(st, vol, loc);
 	if (blocks_dropped != NULL)
 		*blocks_dropped = blocks;
 	st_compact_step(st, len);
@@ -138,8 +153,8 @@ st_drop_copy(struct bft_store *st, uint64_t oldloc, size_t len)
 	bft_rec_restamp(st->rbuf, len, st->n, st->next_seq);
 	if ((err = st_append_rec(st, st->rbuf, len, &loc)) < 0)
 		return err;
-	st_live_dec(st, oldloc, len);
-	st_live_inc(st, loc, len);
+	drops_add(st, oldloc, -1);
+	drops_add(st, loc, 1);
 	st->copied += len;
 	return 0;
 }

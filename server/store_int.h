@@ -52,6 +52,7 @@ struct seg {
 	uint64_t end;		/* end of the records replay accepted */
 	uint64_t live;		/* bytes of records the index points to */
 	uint64_t first_seq;	/* its first record's sequence number */
+	uint32_t drops;		/* DROP records in it, never garbage */
 	bool dirty;		/* written since the last sync */
 	bool stuck;		/* compaction could not parse it: keep it */
 	bool retired;		/* compacted: unlink once copies are synced */
@@ -252,14 +253,13 @@ int st_hist_forget(struct bft_store *st, uint64_t block,
 void st_side_drop(struct bft_store *st, long i);
 
 /*
- * store_drop.c: the transition of a DROP record at loc (len bytes),
- * which appends and replay share: vol leaves the index, every record
- * its entries pointed to stops being live, and the DROP record itself
- * counts as live, so that compaction copies it forward.  Returns the
- * blocks that held anything.
+ * store_drop.c: the transition of a DROP record at loc, which appends
+ * and replay share: vol leaves the index and every record its entries
+ * pointed to stops being live.  The DROP record is counted in its
+ * segment's drops, not its live bytes: it is not data, but compaction
+ * must copy it forward.  Returns the blocks that held anything.
  */
-uint64_t st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc,
-		       size_t len);
+uint64_t st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc);
 
 /*
  * store_meta.c: the cache, and reading a record's metadata back.

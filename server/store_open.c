@@ -30,7 +30,7 @@ replay_rec(struct bft_store *st, const struct bft_rec_hdr *h, uint64_t loc,
 
 	/* In log order, as bft_store_drop_volume() did it. */
 	if (h->type == BFT_REC_DROP) {
-		st_drop_apply(st, bft_rec_decode_drop(st->rbuf), loc, len);
+		st_drop_apply(st, bft_rec_decode_drop(st->rbuf), loc);
 		return 0;
 	}
 	if (st_idx_make(st, h->block) < 0)
