@@ -231,18 +231,23 @@ struct write_ctx {
 	struct bft_blockcache *bc;
 };
 
-/* One block built from a batch of small writes (coalesce.h). */
+/*
+ * One block built from a batch of small writes (coalesce.h).  Batches
+ * and block locks are keyed by address, not block number: a process may
+ * hold handles on several volumes, whose block numbers coincide, and a
+ * batch must never carry one volume's patch into another's block.
+ */
 static int
-write_batch(void *ctx, uint64_t b, const struct wpatch *list)
+write_batch(void *ctx, uint64_t addr, const struct wpatch *list)
 {
 	struct write_ctx *x = ctx;
 	struct block_range range;
 	struct chunk c;
 	int r;
 
-	block_lock(&range, b, b);
-	r = chunk_init(&c, x->cl, b, 1, list->offset, list->count, list->src,
-	    OP_WRITE);
+	block_lock(&range, addr, addr);
+	r = chunk_init(&c, x->cl, bft_addr_block(addr), 1, list->offset,
+	    list->count, list->src, OP_WRITE);
 	if (r == 0) {
 		r = write_chunk(x->cl, x->bc, &c, list);
 		chunk_free(&c);
@@ -264,7 +269,8 @@ io_write(struct bft_engine *cl, struct bft_blockcache *bc,
 	if (first == last && count < BFT_BLOCK_SIZE) {
 		struct write_ctx x = { .cl = cl, .bc = bc };
 		unsigned merged = 0;
-		int err = coalesce_write(first, &req, write_batch, &x, &merged);
+		int err = coalesce_write(bft_engine_addr(cl, first), &req,
+		    write_batch, &x, &merged);
 
 		bft_engine_note_coalesced(cl, merged);
 		if (err != 0)
@@ -273,7 +279,8 @@ io_write(struct bft_engine *cl, struct bft_blockcache *bc,
 			    strerror(err));
 		return fua ? io_flush(cl) : 0;
 	}
-	block_lock(&range, first, last);
+	block_lock(&range, bft_engine_addr(cl, first),
+	    bft_engine_addr(cl, last));
 	for (uint64_t b = first; r == 0 && b <= last; b += CHUNK) {
 		unsigned nb = (unsigned)(last - b + 1 < CHUNK ?
 		    last - b + 1 : CHUNK);
