@@ -112,8 +112,6 @@ bftblk_create(void)
 	h->io_timeout_s = IO_TIMEOUT_DEFAULT;
 	h->cache_bytes = CACHE_DEFAULT;
 	h->lease_s = BFT_LEASE_DEFAULT_S;
-	/* Until the tests that run several writers on one volume say so. */
-	h->shared = true;
 	h->log = log_stderr;
 	return h;
 }

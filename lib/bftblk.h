@@ -61,8 +61,8 @@ const char *bftblk_options_help(void);
     "                (default: volumes/ beside config=)\n" \
     "volume-id=N     serve volume N of the cluster (default 0, the disk\n" \
     "                bftblk.conf sizes); another volume needs size=\n" \
-    "shared=on|off   off: take the volume's lease, one writer at a time\n" \
-    "                (default on: no lease, writers coordinate)\n" \
+    "shared=on|off   off (default): take the volume's lease, one writer\n" \
+    "                at a time; on: no lease, the writers coordinate\n" \
     "lease=SECS      with shared=off, the lease lapses SECS after its\n" \
     "                holder's last renewal (default 15)\n" \
     "timeout=SECS    per-round timeout (default 10)\n" \
@@ -196,13 +196,15 @@ int bftblk_volume_resize(struct bftblk *h, const char *name, uint64_t size,
 int bftblk_volume_delete(struct bftblk *h, const char *name, int force,
     unsigned *pending);
 /*
- * A new connected handle on volume name, with h's options (its own
- * lease, cache and connections).  The volume's size and encryption
- * come from the table; an encrypted volume's key is NAME.key in h's
- * volume-keys= directory, and must have the id the table records.
+ * A new connected handle on volume name, with h's options and then
+ * options ("k=v k=v", or NULL), with its own lease, cache and
+ * connections.  The volume's size and encryption come from the table;
+ * an encrypted volume's key is NAME.key in h's volume-keys= directory,
+ * and must have the id the table records.  The name "" is volume 0, the
+ * disk bftblk.conf sizes, which is not in the table.
  */
 int bftblk_open_volume(struct bftblk *h, const char *name,
-    struct bftblk **out);
+    const char *options, struct bftblk **out);
 
 #ifdef __cplusplus
 }

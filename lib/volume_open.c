@@ -158,42 +158,75 @@ lib_volume_resolve(struct bftblk *h)
 	return lib_volume_apply(h, &v);
 }
 
+/* "k=v" onto nh, unless it is an option of h's own volume. */
+static int
+set_kv(struct bftblk *nh, const char *kv, bool inherited)
+{
+	char *copy, *eq;
+	int r;
+
+	if (inherited && own_option(kv))
+		return 0;
+	if ((copy = strdup(kv)) == NULL)
+		return -ENOMEM;
+	if ((eq = strchr(copy, '=')) == NULL) {
+		free(copy);
+		return lib_handle_fail(nh, EINVAL, "option '%s' is not "
+		    "key=value", kv);
+	}
+	*eq = '\0';
+	r = bftblk_set_option(nh, copy, eq + 1);
+	free(copy);
+	return r;
+}
+
+/* h's options, then options, onto nh. */
+static int
+set_all(struct bftblk *h, struct bftblk *nh, const char *options)
+{
+	char *copy, *save, *tok;
+	int r = 0;
+
+	for (size_t i = 0; i < h->nopts && r == 0; i++)
+		r = set_kv(nh, h->opts[i], true);
+	if (r != 0 || options == NULL)
+		return r;
+	if ((copy = strdup(options)) == NULL)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, " \t\n", &save); tok != NULL && r == 0;
+	    tok = strtok_r(NULL, " \t\n", &save))
+		r = set_kv(nh, tok, false);
+	free(copy);
+	return r;
+}
+
 int
-bftblk_open_volume(struct bftblk *h, const char *name, struct bftblk **out)
+bftblk_open_volume(struct bftblk *h, const char *name, const char *options,
+    struct bftblk **out)
 {
 	struct bftblk_volume v;
 	struct bftblk *nh;
 	char msg[512];
-	int r;
+	int r = 0;
 
 	*out = NULL;
 	if (h->eng == NULL)
 		return lib_handle_fail(h, ENOTCONN, "the handle is not "
 		    "connected");
-	if (h->encrypt)
+	if (h->encrypt && name[0] != '\0')
 		return lib_handle_fail(h, EINVAL, "the volume table is read "
 		    "through a handle without encrypt=on");
-	if ((r = find(h, h->eng, name, &v)) != 0)
+	if (name[0] != '\0' && (r = find(h, h->eng, name, &v)) != 0)
 		return r;
 	if ((nh = bftblk_create()) == NULL)
 		return lib_handle_fail(h, ENOMEM, "out of memory");
 	bftblk_set_log(nh, h->log, h->log_opaque);
-	for (size_t i = 0; i < h->nopts && r == 0; i++) {
-		char *kv, *eq;
-
-		if (own_option(h->opts[i]))
-			continue;
-		if ((kv = strdup(h->opts[i])) == NULL) {
-			r = -ENOMEM;
-			break;
-		}
-		eq = strchr(kv, '=');
-		*eq = '\0';
-		r = bftblk_set_option(nh, kv, eq + 1);
-		free(kv);
-	}
-	if (r == 0 && (r = bftblk_set_option(nh, "volume", name)) == 0 &&
-	    (r = lib_volume_apply(nh, &v)) == 0)
+	r = set_all(h, nh, options);
+	/* "": volume 0, sized by bftblk.conf: the table has no entry. */
+	if (r == 0 && name[0] != '\0' &&
+	    (r = bftblk_set_option(nh, "volume", name)) == 0)
+		r = lib_volume_apply(nh, &v);
+	if (r == 0)
 		r = bftblk_connect(nh);
 	if (r != 0) {
 		snprintf(msg, sizeof msg, "%s", r == -ENOMEM ? "out of memory" :

@@ -18,14 +18,16 @@
 
 static struct export *base;
 static bool by_name;
-static struct export *open_list;	/* named exports with connections */
+static const char *clone_options;
+static struct export *open_list;	/* exports with connections */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 void
-exports_init(struct export *b, bool named)
+exports_init(struct export *b, bool named, const char *options)
 {
 	base = b;
 	by_name = named;
+	clone_options = options;
 }
 
 /* The table's entry for name: 0, 1 when there is none, -1 on error. */
@@ -40,22 +42,43 @@ lookup(const char *name, struct bftblk_volume *v)
 	return -1;
 }
 
+/*
+ * Whether the table has a volume named default: 1, 0, or -1 when it has
+ * never been read.  The last answer stands in while the table cannot be
+ * read (fewer than n-t servers answer), so that a client of the default
+ * export connects as it did before named volumes and sees its I/O fail
+ * and then recover; the same quorum that reads the table serves I/O,
+ * and the default volume is made with the cluster, not later.
+ */
+static int
+has_default(void)
+{
+	static int known = -1;
+	struct bftblk_volume v;
+	int r = lookup(DEFAULT_NAME, &v);
+
+	if (r >= 0)
+		__atomic_store_n(&known, r == 0, __ATOMIC_RELAXED);
+	else if (__atomic_load_n(&known, __ATOMIC_RELAXED) >= 0)
+		nbdkit_debug("using the last answer: %s",
+		    known ? "the volume named default" : "volume 0");
+	return __atomic_load_n(&known, __ATOMIC_RELAXED);
+}
+
 struct export *
 exports_open(const char *name)
 {
-	struct bftblk_volume v;
 	struct export *e;
 	int r;
 
 	if (!by_name)
 		return base;
+	/* "": the volume named default, else the cluster's disk (""). */
 	if (name[0] == '\0') {
-		/* "": the volume named default, else the cluster's disk. */
-		if ((r = lookup(DEFAULT_NAME, &v)) < 0)
+		if ((r = has_default()) < 0)
 			return NULL;
 		if (r == 1)
-			return base;
-		name = DEFAULT_NAME;
+			name = DEFAULT_NAME;
 	}
 	pthread_mutex_lock(&mu);
 	for (e = open_list; e != NULL; e = e->next)
@@ -67,17 +90,19 @@ exports_open(const char *name)
 			goto out;
 		}
 		snprintf(e->name, sizeof e->name, "%s", name);
-		if (bftblk_open_volume(base->h, name, &e->h) != 0 ||
+		if (bftblk_open_volume(base->h, name, clone_options,
+		    &e->h) != 0 ||
 		    bftblk_get_info(e->h, &e->info) != 0) {
-			nbdkit_error("export '%s': %s", name,
+			nbdkit_error("export '%s': %s", name[0] ? name :
+			    "(volume 0)",
 			    bftblk_errmsg(e->h != NULL ? e->h : base->h));
 			bftblk_close(e->h);
 			free(e);
 			e = NULL;
 			goto out;
 		}
-		nbdkit_debug("export '%s': opened, %" PRIu64 " bytes", name,
-		    e->info.size);
+		nbdkit_debug("export '%s': opened, %" PRIu64 " bytes", name[0] ?
+		    name : "(volume 0)", e->info.size);
 		e->next = open_list;
 		open_list = e;
 	}
@@ -100,7 +125,8 @@ exports_close(struct export *e)
 			;
 		*pp = e->next;
 		bftblk_close(e->h);
-		nbdkit_debug("export '%s': closed", e->name);
+		nbdkit_debug("export '%s': closed", e->name[0] ? e->name :
+		    "(volume 0)");
 		free(e);
 	}
 	pthread_mutex_unlock(&mu);

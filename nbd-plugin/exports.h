@@ -18,16 +18,19 @@
 struct export {
 	struct bftblk *h;
 	struct bftblk_info info;
-	char name[BFTBLK_VOLUME_NAME_MAX + 1];	/* "" for base */
+	char name[BFTBLK_VOLUME_NAME_MAX + 1];	/* "": volume 0 */
 	unsigned refs;			/* connections; base: unused */
 	struct export *next;
 };
 
 /*
- * base serves volume 0, or the one volume=/volume-id= named; by_name
- * false serves base on every export name, as before named volumes.
+ * by_name false: base serves its one volume on every export name, as
+ * before named volumes.  by_name true: base only reads the volume
+ * table, and every export, volume 0's included, gets a handle of its
+ * own with base's options and then options (what base must not have,
+ * such as its lease).
  */
-void exports_init(struct export *base, bool by_name);
+void exports_init(struct export *base, bool by_name, const char *options);
 /* The export of name for a new connection, or NULL (nbdkit_error'd). */
 struct export *exports_open(const char *name);
 /* A connection to e ended: the last one closes its handle. */

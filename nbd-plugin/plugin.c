@@ -38,6 +38,11 @@ static struct export base;
  * that cannot read the plain volume table.
  */
 static bool pinned;
+/*
+ * With exports by name the base handle only reads the table and never
+ * takes a lease; each export's handle gets shared= as given (or off).
+ */
+static char clone_options[32] = "shared=off";
 
 /*
  * nbdkit's own lines carry no time.  On a terminal or in a file, ours
@@ -162,6 +167,9 @@ plug_config(const char *k, const char *value)
 	}
 	r = bftblk_set_option(lib, k, value);
 	free(abs);
+	if (r == 0 && strcmp(k, "shared") == 0)
+		snprintf(clone_options, sizeof clone_options, "shared=%s",
+		    value);
 	if (strcmp(k, "volume") == 0 || strcmp(k, "volume-id") == 0 ||
 	    strcmp(k, "server-key") == 0 || (strcmp(k, "encrypt") == 0 &&
 	    strcmp(value, "off") != 0))
@@ -177,7 +185,8 @@ plug_config(const char *k, const char *value)
 static int
 plug_config_complete(void)
 {
-	if (bftblk_load(lib) != 0 || bftblk_get_info(lib, &base.info) != 0) {
+	if ((!pinned && bftblk_set_option(lib, "shared", "on") != 0) ||
+	    bftblk_load(lib) != 0 || bftblk_get_info(lib, &base.info) != 0) {
 		plugin_error("%s", bftblk_errmsg(lib));
 		return -1;
 	}
@@ -193,7 +202,7 @@ plug_after_fork(void)
 		return -1;
 	}
 	base.h = lib;
-	exports_init(&base, !pinned);
+	exports_init(&base, !pinned, clone_options);
 	return 0;
 }
 

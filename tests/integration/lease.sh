@@ -11,6 +11,9 @@
 #    beside the new holder's.
 # 4. A holder stopped cleanly releases the lease: the next opener gets
 #    it at once.
+# The nbdkits serve volume 0 pinned (volume-id=0), whose handle takes
+# the lease as nbdkit starts; a plugin serving volumes by name takes a
+# volume's lease while connections to it are open (volumes.sh).
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -18,7 +21,7 @@ LEASE=2
 # -v: the plugin's lease lines (acquired, released) are debug lines.
 NBDKIT_ARGS="${NBDKIT_ARGS:-} -v"
 cluster_start 1
-nbdkit_start a shared=off lease=$LEASE
+nbdkit_start a shared=off lease=$LEASE volume-id=0
 grep -aq "volume 0 lease: acquired" "$TESTDIR/log/nbdkit-a.log" ||
     fail "nbdkit a does not say it holds the lease"
 
@@ -39,7 +42,7 @@ refused()
 	    { _show_log_tail "$logf"; fail "nbdkit $name's refusal does not name the holder"; }
 	log "nbdkit $name refused: $(grep -ao 'volume 0 is in use by [^;]*' "$logf")"
 }
-refused b shared=off lease=$LEASE
+refused b shared=off lease=$LEASE volume-id=0
 nbdkit_start c shared=on
 nbdkit_start v1 shared=off lease=$LEASE volume-id=1 size=64M
 nbdsh_run c "h.pwrite(b'c' * 4096, 0)" || fail "shared=on writer"
@@ -52,7 +55,7 @@ _stop_pid "${NBDKIT_PID[a]}" KILL
 _forget_pid "${NBDKIT_PID[a]}"
 unset 'NBDKIT_PID[a]'
 t0=$SECONDS
-nbdkit_start b shared=off lease=$LEASE
+nbdkit_start b shared=off lease=$LEASE volume-id=0
 took=$((SECONDS - t0))
 [ "$took" -le $((2 * LEASE + 3)) ] ||
     fail "the volume took ${took}s to come free after SIGKILL (lease ${LEASE}s)"
@@ -61,7 +64,7 @@ grep -aq "did not renew in .*taking the volume over" "$TESTDIR/log/nbdkit-b.log"
 log "after SIGKILL of the holder, a new writer had the volume in ${took}s"
 
 kill -STOP "${NBDKIT_PID[b]}"
-nbdkit_start d shared=off lease=$LEASE
+nbdkit_start d shared=off lease=$LEASE volume-id=0
 kill -CONT "${NBDKIT_PID[b]}"
 if nbdsh_run b "h.pwrite(b'b' * 4096, 0)" 2>"$TESTDIR/b-write.err"; then
 	fail "the holder that lost its lease still wrote"

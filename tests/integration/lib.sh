@@ -539,18 +539,31 @@ nbdkit_start_with()
 }
 
 # nbdkit_start [NAME] [PARAM=VALUE...]: the bftblk plugin for the
-# cluster of cluster_start, with extra plugin parameters.
+# cluster of cluster_start, with extra plugin parameters.  Most tests
+# run several writers on one volume (two nbdkits, lincheck histories,
+# restarts after SIGKILL), so shared=$NBDKIT_SHARED (default on) is
+# added unless a parameter gives shared=; NBDKIT_SHARED= (empty) leaves
+# the plugin's default, one writer per volume, which lease.sh and
+# volumes.sh test.
+NBDKIT_SHARED=${NBDKIT_SHARED-on}
 nbdkit_start()
 {
-	local name=nbd
+	local name=nbd p
+	local -a extra=()
 	if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then
 		name=$1
 		shift
 	fi
 	[ -n "$CLUSTER_DIR" ] || fail "nbdkit_start: no cluster_start yet"
+	if [ -n "$NBDKIT_SHARED" ]; then
+		extra=("shared=$NBDKIT_SHARED")
+		for p in "$@"; do
+			[[ "$p" != shared=* ]] || extra=()
+		done
+	fi
 	nbdkit_start_with "$name" "$PLUGIN" \
 	    config="$CLUSTER_DIR/bftblk.conf" keys="$CLUSTER_DIR/client.key" \
-	    "$@"
+	    "${extra[@]}" "$@"
 }
 
 # nbdkit_stop [NAME]: SIGTERM, and the exit status must be 0.

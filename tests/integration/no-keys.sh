@@ -78,7 +78,7 @@ check([REAL], 'real client')
 
 log "nbdkit with the forged key"
 nbdkit_start_with forged "$PLUGIN" config="$CLUSTER_DIR/bftblk.conf" \
-    keys="$forged" timeout=5
+    keys="$forged" timeout=5 shared=on
 nbdsh_run forged "$py
 # (offset, length, must be EPERM): whole blocks go straight to STORE, so
 # the servers' MAC check is what refuses them; a partial block is read

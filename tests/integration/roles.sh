@@ -145,9 +145,10 @@ for ((i = 0; i < CLUSTER_N; i++)); do
 done
 log "every server refused key $fp... at the handshake and logged it"
 # volume-id=0: the disk itself, without the volume table, which this
-# key cannot read either (every other export fails at open instead).
+# key cannot read either (every other export fails at open instead);
+# shared=on: no lease, which it could not take either.
 nbdkit_start_with ghost "$PLUGIN" config="$CONF" \
-    keys="$CLUSTER_DIR/ghost.key" timeout=3 volume-id=0
+    keys="$CLUSTER_DIR/ghost.key" timeout=3 volume-id=0 shared=on
 if nbdsh_run ghost "h.pread(65536, 0)" >"$TESTDIR/log/ghost-read.log" 2>&1
 then
 	fail "a read through the ghost key's nbdkit succeeded"

@@ -22,7 +22,7 @@ cluster_start 1
 CONF=$CLUSTER_DIR/bftblk.conf
 pids_before="${SERVER_PID[*]}"
 nbdkit_start_with old "$PLUGIN" config="$CONF" keys="$CLUSTER_DIR/client.key" \
-    timeout=3
+    timeout=3 shared=on
 
 seed=$RANDOM$RANDOM
 py="
@@ -47,7 +47,7 @@ check(range(4), 'old writer')
 log "step 2: a second writer"
 client_add client2 rw
 nbdkit_start_with new "$PLUGIN" config="$CONF" \
-    keys="$CLUSTER_DIR/client2.key" timeout=10
+    keys="$CLUSTER_DIR/client2.key" timeout=10 shared=on
 nbdsh_run new "$py
 for b in range(4, 8):
     h.pwrite(pattern(b), b * BS)
@@ -113,7 +113,7 @@ check(range(9), 'new writer after the revocation')
 " || fail "the new writer's I/O failed after the revocation"
 nbdkit_stop new
 nbdkit_start_with fresh "$PLUGIN" config="$CONF" \
-    keys="$CLUSTER_DIR/client2.key"
+    keys="$CLUSTER_DIR/client2.key" shared=on
 nbdsh_run fresh "$py
 check(range(9), 'a fresh nbdkit with the new key')
 " || fail "a fresh nbdkit with the new key cannot read"

@@ -27,6 +27,8 @@ command -v fio >/dev/null || skip "fio is not installed"
 
 CLUSTER_SIZE=64M
 SERVER_ARGS="${SERVER_ARGS:-} --segment-mb 1"
+# The plugin's default: one writer per volume.
+NBDKIT_SHARED=
 cluster_start 1
 MiB=$((1024 * 1024))
 
