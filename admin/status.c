@@ -34,25 +34,6 @@ struct asker {
 	struct status_server *out;
 };
 
-/* Says why a session could not be opened, in out->why. */
-static void
-session_failed(struct status_server *out, const struct bft_session_fail *f)
-{
-	switch (f->step) {
-	case BFT_SESS_CONNECT:
-		snprintf(out->why, sizeof out->why, "%s", f->why);
-		break;
-	case BFT_SESS_CHANNEL:
-		snprintf(out->why, sizeof out->why, "channel: %s", f->why);
-		break;
-	case BFT_SESS_HELLO:
-		snprintf(out->why, sizeof out->why, "HELLO: %s%s%s", f->why,
-		    f->status ? ": " : "", f->status ?
-		    bft_status_str(f->status) : "");
-		break;
-	}
-}
-
 /* The server's first volumes; a server too old to know VOLUMES has none. */
 static void
 ask_volumes(struct bft_session *s, struct bft_msg *req, struct bft_msg *rep,
@@ -97,7 +78,7 @@ ask(void *arg)
 	}
 	if (bft_session_open(&s, a->cfg, a->key, out->index, a->timeout_ms,
 	    true, &f) != 0) {
-		session_failed(out, &f);
+		bft_session_fail_str(&f, out->why, sizeof out->why);
 		goto out_free;
 	}
 	req->type = BFT_STATUS;

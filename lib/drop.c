@@ -26,25 +26,6 @@ struct dropper {
 	char why[160];
 };
 
-/* Why a session could not be opened, as bftblk status says it. */
-static void
-session_failed(struct dropper *d, const struct bft_session_fail *f)
-{
-	switch (f->step) {
-	case BFT_SESS_CONNECT:
-		snprintf(d->why, sizeof d->why, "%s", f->why);
-		break;
-	case BFT_SESS_CHANNEL:
-		snprintf(d->why, sizeof d->why, "channel: %s", f->why);
-		break;
-	case BFT_SESS_HELLO:
-		snprintf(d->why, sizeof d->why, "HELLO: %s%s%s", f->why,
-		    f->status ? ": " : "", f->status ?
-		    bft_status_str(f->status) : "");
-		break;
-	}
-}
-
 static void *
 drop_one(void *arg)
 {
@@ -63,7 +44,7 @@ drop_one(void *arg)
 	}
 	if (bft_session_open(&s, d->cfg, d->key, d->idx, d->timeout_ms, true,
 	    &f) != 0) {
-		session_failed(d, &f);
+		bft_session_fail_str(&f, d->why, sizeof d->why);
 		goto out_free;
 	}
 	req->type = BFT_DROP;

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bytes_int.h"
 #include "chunk_int.h"
 #include "crypto.h"
 #include "error_int.h"
@@ -60,23 +61,6 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void
-put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t
-get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* Layout: magic 8, version 4, period 4, counter 8, released 1, nonce 16, holder. */
 #define OFF_HOLDER	41
 
@@ -85,8 +69,8 @@ encode(const struct bft_lease_claim *c, uint8_t *blk)
 {
 	memset(blk, 0, BFT_BLOCK_SIZE);
 	memcpy(blk, LEASE_MAGIC, 8);
-	put64(blk + 8, LEASE_VERSION | (uint64_t)c->period_ms << 32);
-	put64(blk + 16, c->counter);
+	le_put64(blk + 8, LEASE_VERSION | (uint64_t)c->period_ms << 32);
+	le_put64(blk + 16, c->counter);
 	blk[24] = c->released;
 	memcpy(blk + 25, c->nonce, sizeof c->nonce);
 	memcpy(blk + OFF_HOLDER, c->holder, sizeof c->holder);
@@ -96,13 +80,13 @@ encode(const struct bft_lease_claim *c, uint8_t *blk)
 static bool
 decode(const uint8_t *blk, struct bft_lease_claim *c)
 {
-	uint64_t vp = get64(blk + 8);
+	uint64_t vp = le_get64(blk + 8);
 
 	memset(c, 0, sizeof *c);
 	if (memcmp(blk, LEASE_MAGIC, 8) != 0 || (uint32_t)vp != LEASE_VERSION)
 		return false;
 	c->period_ms = (uint32_t)(vp >> 32);
-	c->counter = get64(blk + 16);
+	c->counter = le_get64(blk + 16);
 	c->released = blk[24] != 0;
 	memcpy(c->nonce, blk + 25, sizeof c->nonce);
 	memcpy(c->holder, blk + OFF_HOLDER, sizeof c->holder);

@@ -234,3 +234,21 @@ bft_session_call(struct bft_session *s, struct bft_msg *req,
 	bft_session_close(s);
 	return -1;
 }
+
+void
+bft_session_fail_str(const struct bft_session_fail *f, char *out, size_t len)
+{
+	switch (f->step) {
+	case BFT_SESS_CONNECT:
+		snprintf(out, len, "%s", f->why);
+		break;
+	case BFT_SESS_CHANNEL:
+		snprintf(out, len, "channel: %s", f->why);
+		break;
+	case BFT_SESS_HELLO:
+		snprintf(out, len, "HELLO: %s%s%s", f->why,
+		    f->status ? ": " : "", f->status ?
+		    bft_status_str(f->status) : "");
+		break;
+	}
+}

@@ -46,6 +46,9 @@ int bft_session_open(struct bft_session *s, const struct bft_config *cfg,
     const struct bft_client_key *key, unsigned idx, unsigned timeout_ms,
     bool hello, struct bft_session_fail *f);
 void bft_session_close(struct bft_session *s);
+/* Why bft_session_open failed, as a phrase: "channel: ...". */
+void bft_session_fail_str(const struct bft_session_fail *f, char *out,
+    size_t len);
 
 /*
  * Appends m as a sealed frame to out under a new id (set in *m too).

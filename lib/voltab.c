@@ -16,39 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes_int.h"
 #include "chunk_int.h"
 #include "error_int.h"
 #include "voltab_int.h"
 
 #define VT_MAGIC	"BFTVOLTB"
 #define VT_VERSION	1u
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void
-put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 static bool
 all_zero(const uint8_t *p, size_t len)
@@ -91,23 +65,23 @@ vt_encode(const struct voltab *vt, unsigned bi, uint8_t *blk)
 {
 	memset(blk, 0, BFT_BLOCK_SIZE);
 	memcpy(blk, VT_MAGIC, 8);
-	put32(blk + 8, VT_VERSION);
-	put32(blk + 12, bi);
+	le_put32(blk + 8, VT_VERSION);
+	le_put32(blk + 12, bi);
 	if (bi == 0) {
-		put32(blk + 16, vt->next_id);
-		put32(blk + 20, vt->nblocks);
+		le_put32(blk + 16, vt->next_id);
+		le_put32(blk + 20, vt->nblocks);
 	}
-	put32(blk + 24, vt->count[bi]);
+	le_put32(blk + 24, vt->count[bi]);
 	for (unsigned i = 0; i < vt->count[bi]; i++) {
 		const struct vt_entry *e = &vt->e[bi][i];
 		uint8_t *p = blk + VT_HDR + (size_t)i * VT_ENTRY;
 
 		p[0] = e->state;
 		p[1] = e->encrypted ? 1 : 0;
-		put32(p + 4, e->id);
-		put64(p + 8, e->size);
-		put64(p + 16, e->generation);
-		put64(p + 24, e->created);
+		le_put32(p + 4, e->id);
+		le_put64(p + 8, e->size);
+		le_put64(p + 16, e->generation);
+		le_put64(p + 24, e->created);
 		memcpy(p + 32, e->key_id, sizeof e->key_id);
 		memcpy(p + 48, e->name, strlen(e->name));
 	}
@@ -121,10 +95,10 @@ decode_entry(const uint8_t *p, struct vt_entry *e, uint32_t next_id,
 	memset(e, 0, sizeof *e);
 	e->state = p[0];
 	e->encrypted = p[1] & 1;
-	e->id = get32(p + 4);
-	e->size = get64(p + 8);
-	e->generation = get64(p + 16);
-	e->created = get64(p + 24);
+	e->id = le_get32(p + 4);
+	e->size = le_get64(p + 8);
+	e->generation = le_get64(p + 16);
+	e->created = le_get64(p + 24);
 	memcpy(e->key_id, p + 32, sizeof e->key_id);
 	memcpy(e->name, p + 48, BFTBLK_VOLUME_NAME_MAX);
 	if ((e->state != VT_LIVE && e->state != VT_DELETING) || p[1] > 1 ||
@@ -161,17 +135,17 @@ vt_decode(struct voltab *vt, unsigned bi, const uint8_t *blk, char *why,
 			vt_init(vt);
 		return 0;
 	}
-	count = get32(blk + 24);
-	if (memcmp(blk, VT_MAGIC, 8) != 0 || get32(blk + 8) != VT_VERSION ||
-	    get32(blk + 12) != bi || count > VT_PER_BLOCK ||
+	count = le_get32(blk + 24);
+	if (memcmp(blk, VT_MAGIC, 8) != 0 || le_get32(blk + 8) != VT_VERSION ||
+	    le_get32(blk + 12) != bi || count > VT_PER_BLOCK ||
 	    !all_zero(blk + 28, VT_HDR - 28)) {
 		snprintf(why, whylen, "block %u is not a table block of "
 		    "version %u", bi, VT_VERSION);
 		return -1;
 	}
 	if (bi == 0) {
-		vt->next_id = get32(blk + 16);
-		vt->nblocks = get32(blk + 20);
+		vt->next_id = le_get32(blk + 16);
+		vt->nblocks = le_get32(blk + 20);
 		if (vt->next_id < VT_FIRST_ID || vt->next_id > VT_LAST_ID + 1 ||
 		    vt->nblocks < 1 || vt->nblocks > VT_BLOCKS) {
 			snprintf(why, whylen, "its header says next id %u, %u "

@@ -148,19 +148,33 @@ finish_deletes(struct bftblk *h, const struct bft_lease *lock,
 }
 
 /*
- * Takes the lock, reads the table and finishes deletes left pending;
- * the caller then changes vt and releases the lock.  0 or -1.
+ * Allocates the table, takes the lock, reads the table and finishes
+ * deletes left pending; the caller then changes *vtp and calls end().
+ * 0, or a negative errno failed on h (nothing left to end).
  */
 static int
-begin(struct bftblk *h, struct bft_lease *lock, struct voltab *vt)
+begin(struct bftblk *h, struct bft_lease *lock, struct voltab **vtp)
 {
 	unsigned unused;
 
-	if (lock_take(h, lock) != 0)
-		return -1;
-	if (vt_read(h->eng, vt) != 0)
-		return -1;
-	return finish_deletes(h, lock, vt, 0, &unused);
+	memset(lock, 0, sizeof *lock);
+	if ((*vtp = malloc(sizeof **vtp)) == NULL)
+		return lib_handle_fail(h, ENOMEM, "out of memory");
+	if (lock_take(h, lock) == 0 && vt_read(h->eng, *vtp) == 0 &&
+	    finish_deletes(h, lock, *vtp, 0, &unused) == 0)
+		return 0;
+	bft_lease_release(lock);
+	free(*vtp);
+	*vtp = NULL;
+	return failed(h);
+}
+
+/* Releases the lock and the table begin() gave. */
+static void
+end(struct bft_lease *lock, struct voltab *vt)
+{
+	bft_lease_release(lock);
+	free(vt);
 }
 
 int
@@ -267,13 +281,8 @@ bftblk_volume_create(struct bftblk *h, const char *name, uint64_t size,
 	if ((r = check_size(h, size)) != 0 ||
 	    (r = new_entry(h, name, size, key_file, &e)) != 0)
 		return r;
-	if ((vt = malloc(sizeof *vt)) == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
-	memset(&lock, 0, sizeof lock);
-	if (begin(h, &lock, vt) != 0) {
-		r = failed(h);
-		goto out;
-	}
+	if ((r = begin(h, &lock, &vt)) != 0)
+		return r;
 	if (vt_find(vt, name, NULL) != NULL) {
 		r = lib_handle_fail(h, EEXIST, "a volume named '%s' exists",
 		    name);
@@ -298,8 +307,7 @@ bftblk_volume_create(struct bftblk *h, const char *name, uint64_t size,
 	    ", encrypted" : "");
 	r = 0;
 out:
-	bft_lease_release(&lock);
-	free(vt);
+	end(&lock, vt);
 	return r;
 }
 
@@ -341,13 +349,8 @@ bftblk_volume_resize(struct bftblk *h, const char *name, uint64_t size,
 
 	if ((r = check_handle(h, true)) != 0 || (r = check_size(h, size)) != 0)
 		return r;
-	if ((vt = malloc(sizeof *vt)) == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
-	memset(&lock, 0, sizeof lock);
-	if (begin(h, &lock, vt) != 0) {
-		r = failed(h);
-		goto out;
-	}
+	if ((r = begin(h, &lock, &vt)) != 0)
+		return r;
 	if ((e = vt_find(vt, name, &bi)) == NULL || e->state != VT_LIVE) {
 		r = lib_handle_fail(h, ENOENT, "no volume is named '%s'",
 		    name);
@@ -382,8 +385,7 @@ bftblk_volume_resize(struct bftblk *h, const char *name, uint64_t size,
 	    " bytes", name, size);
 	r = 0;
 out:
-	bft_lease_release(&lock);
-	free(vt);
+	end(&lock, vt);
 	return r;
 }
 
@@ -398,15 +400,12 @@ bftblk_volume_delete(struct bftblk *h, const char *name, int force,
 	unsigned bi, left = 0;
 	int r;
 
+	if (pending != NULL)
+		*pending = 0;
 	if ((r = check_handle(h, true)) != 0)
 		return r;
-	if ((vt = malloc(sizeof *vt)) == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
-	memset(&lock, 0, sizeof lock);
-	if (begin(h, &lock, vt) != 0) {
-		r = failed(h);
-		goto out;
-	}
+	if ((r = begin(h, &lock, &vt)) != 0)
+		return r;
 	if ((e = vt_find(vt, name, &bi)) == NULL) {
 		r = lib_handle_fail(h, ENOENT, "no volume is named '%s'",
 		    name);
@@ -431,7 +430,6 @@ bftblk_volume_delete(struct bftblk *h, const char *name, int force,
 out:
 	if (pending != NULL)
 		*pending = left;
-	bft_lease_release(&lock);
-	free(vt);
+	end(&lock, vt);
 	return r;
 }
