@@ -489,6 +489,7 @@ bft_store_stats(const struct bft_store *st, struct bft_store_stats *out)
 	out->segments = st->nseg;
 	out->compactions = st->compactions;
 	out->bytes_copied = st->copied;
+	out->bytes_removed = st->removed;
 	out->blocks_held = st->held;
 	out->syncs = st->syncs;
 	out->fsyncs = st->fsyncs;

@@ -219,6 +219,18 @@ int bft_store_drop_volume(struct bft_store *st, uint32_t vol,
 int bft_store_sync(struct bft_store *st);
 
 /*
+ * Compaction for a store that is not being written: appends drive it
+ * otherwise (a step after each), so garbage made without them, by a
+ * DROP or by trims before the writes stopped, would stay on disk until
+ * the next write.  Scans and copies about budget bytes of the segments
+ * compaction picks (a segment holding nothing live costs nothing) and
+ * hands the ones it emptied to the background sync that unlinks them.
+ * Returns whether work remains: a victim, or segments still waiting to
+ * go.  Never waits for the disk's syncs.
+ */
+bool bft_store_compact_idle(struct bft_store *st, uint64_t budget);
+
+/*
  * Tunables, mostly for tests; a zero field takes the default.  Segments
  * roll over once a record would take them past segment_size (64 MiB, at
  * most 1 GiB).  Once the log's live bytes fall below compact_pct
@@ -253,6 +265,7 @@ struct bft_store_stats {
 	uint64_t bytes_live, bytes_total;
 	uint64_t compactions;
 	uint64_t bytes_copied;		/* by compaction, since open */
+	uint64_t bytes_removed;		/* segments it emptied, since open */
 	uint64_t blocks_held;		/* blocks whose lc is not c0 */
 	uint64_t syncs;			/* bft_store_sync calls */
 	uint64_t fsyncs;		/* fsync and fdatasync calls made */

@@ -221,6 +221,7 @@ compact_finish(struct bft_store *st)
 	}
 	src->retired = true;
 	st->nretired++;
+	st->removed += src->size;
 	st->cmp_no = 0;
 	st->compactions++;
 	if (st->nretired >= BFT_STORE_MAX_RETIRED)
@@ -252,26 +253,26 @@ keep_stuck(struct bft_store *st, struct seg *src, uint64_t off,
 }
 
 /*
- * One bounded step of compaction, after an append of appended bytes.
- * Scanning four times what was appended frees space faster than a
- * workload can make garbage while the victim is at most half live.
+ * Compacts the current victim, picking one if there is none, until
+ * budget bytes of it were scanned or it is done; one victim at most.
+ * Returns the bytes scanned.
  */
-void
-st_compact_step(struct bft_store *st, size_t appended)
+static uint64_t
+compact_run(struct bft_store *st, uint64_t budget)
 {
-	uint64_t budget = 4 * (uint64_t)appended + COMPACT_MIN_BUDGET;
 	uint8_t hdr[BFT_REC_HDR_LEN];
 	struct bft_rec_hdr h;
 	struct seg *src;
+	uint64_t done = 0;
 	int err = 0;
 
 	if (st->cmp_no == 0) {
 		if ((src = compact_pick(st)) == NULL)
-			return;
+			return 0;
 		st->cmp_no = src->no;
 		st->cmp_off = 0;
 	}
-	for (uint64_t done = 0; done < budget;) {
+	while (done < budget) {
 		uint64_t off = st->cmp_off, avail;
 		size_t len;
 		long side;
@@ -296,7 +297,7 @@ st_compact_step(struct bft_store *st, size_t appended)
 			    src->no, off);
 			src->stuck = true;
 			st->cmp_no = 0;
-			return;
+			return done;
 		}
 		len = BFT_REC_HDR_LEN + (size_t)h.payload_len +
 		    BFT_REC_SUM_LEN;
@@ -306,7 +307,7 @@ st_compact_step(struct bft_store *st, size_t appended)
 			if (err != -EUCLEAN && err != -EBUSY)
 				break;
 			keep_stuck(st, src, off, &h, err);
-			return;
+			return done;
 		}
 		st->cmp_off = off + len;
 		done += len;
@@ -315,4 +316,55 @@ st_compact_step(struct bft_store *st, size_t appended)
 		bft_warn("%s: compaction: %s; will retry", st->dir,
 		    strerror(-err));
 	st->cmp_failing = err < 0;
+	return done;
+}
+
+/*
+ * One bounded step of compaction, after an append of appended bytes.
+ * Scanning four times what was appended frees space faster than a
+ * workload can make garbage while the victim is at most half live.
+ */
+void
+st_compact_step(struct bft_store *st, size_t appended)
+{
+	compact_run(st, 4 * (uint64_t)appended + COMPACT_MIN_BUDGET);
+}
+
+/*
+ * Compaction without appends (store.h), for a server that is idle: a
+ * deleted volume or a trim leaves garbage that nothing else would
+ * reclaim until the next write.  Victims follow one another within the
+ * budget, and a segment with nothing live in it costs none of it (it
+ * is retired without a read).  The budget bounds the reads and copies
+ * on the caller's thread; the syncs and unlinks stay on store_sync.c's
+ * thread, and a victim is not started while it is busy with as many
+ * retired segments as compact_finish hands it: the next retirement
+ * would wait for that thread's fdatasync here.
+ */
+bool
+bft_store_compact_idle(struct bft_store *st, uint64_t budget)
+{
+	uint64_t done = 0, before = st->copied;
+	bool more = true;
+
+	for (;;) {
+		bool busy = st_bg_sync_busy(st);
+
+		if (busy && st->nretired >= BFT_STORE_MAX_RETIRED)
+			break;
+		if (st->cmp_no == 0 && compact_pick(st) == NULL) {
+			/* Retired segments go once their copies are synced. */
+			if (st->nretired > 0 && !busy)
+				st_bg_sync_start(st);
+			more = st->nretired > 0 || st->bg_job != NULL;
+			break;
+		}
+		done += compact_run(st, budget - done);
+		if (st->cmp_failing || done >= budget)
+			break;
+	}
+	/* Copies count towards the next checkpoint, as appends do. */
+	if (st->copied != before)
+		st_ckpt_after_append(st);
+	return more;
 }

@@ -183,6 +183,7 @@ struct bft_store {
 	uint64_t cmp_off;
 	bool cmp_failing;		/* its error is logged already */
 	uint64_t replayed, compactions, copied;
+	uint64_t removed;		/* bytes of segments compaction emptied */
 	uint64_t syncs, fsyncs;		/* bft_store_sync; fsync/fdatasync calls */
 	uint64_t held;			/* blocks whose lc is not c0 */
 	uint64_t meta_damaged;		/* metadata reads that failed a check */
@@ -296,9 +297,12 @@ int st_unlink_retired(struct bft_store *st);
 /*
  * store_sync.c: hands the retired segments and a sync of the segments
  * holding their copies to a thread; st_bg_sync_wait collects it.
+ * st_bg_sync_busy collects it only if it is done, and says whether one
+ * is still running.
  */
 void st_bg_sync_start(struct bft_store *st);
 int st_bg_sync_wait(struct bft_store *st);
+bool st_bg_sync_busy(struct bft_store *st);
 
 /*
  * store_ckpt.c.  ckpt_after_append starts a checkpoint in a thread

@@ -90,6 +90,12 @@ st_bg_sync_wait(struct bft_store *st)
 	return reap(st, true);
 }
 
+bool
+st_bg_sync_busy(struct bft_store *st)
+{
+	return reap(st, false) == -EBUSY;
+}
+
 void
 st_bg_sync_start(struct bft_store *st)
 {

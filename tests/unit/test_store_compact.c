@@ -3,6 +3,8 @@
  * and full disks (a 1 MiB tmpfs and RLIMIT_FSIZE).  Records and replay
  * are in test_store.c; the fixture is store_fixture.h.
  */
+#include <dirent.h>
+
 #include "store_fixture.h"
 
 static void
@@ -307,6 +309,90 @@ test_efbig(void **state)
 	snap_free(after);
 }
 
+/* The bytes of the segment files in the data directory. */
+static uint64_t
+seg_bytes_on_disk(void)
+{
+	struct dirent *d;
+	uint64_t sum = 0;
+	DIR *dp = opendir(dir);
+	uint32_t no;
+
+	assert_non_null(dp);
+	while ((d = readdir(dp)) != NULL)
+		if (bft_seg_parse_name(d->d_name, &no))
+			sum += (uint64_t)file_size(seg_path(no));
+	closedir(dp);
+	return sum;
+}
+
+/*
+ * A dropped volume's space comes back with no append after the DROP:
+ * bft_store_compact_idle, called as the server's timer does, empties
+ * the segments it filled (copying volume 0's blocks written among its
+ * own, each call within its budget) and has them unlinked, until the
+ * data directory holds about the live bytes.  Without it the garbage
+ * stayed: the DROP's own compaction step frees at most one segment.
+ */
+static void
+test_idle_after_drop(void **state)
+{
+	const uint64_t seg = 256 * KIB, budget = 64 * KIB;
+	const uint32_t vol = 5;
+	struct bft_store_stats ss, prev;
+	struct bft_store *st;
+	unsigned calls = 0;
+	uint64_t disk;
+
+	(void)state;
+	st = sopen(seg);
+	for (uint64_t k = 0; k < 64; k++) {
+		assert_int_equal(put(st, bft_addr(vol, k), 1, 1, 0), 0);
+		assert_int_equal(set_lc(st, bft_addr(vol, k), 1, 1), 0);
+		if (k % 8 == 7) {
+			assert_int_equal(put(st, k / 8, 1, 1, 0), 0);
+			assert_int_equal(set_lc(st, k / 8, 1, 1), 0);
+		}
+	}
+	/* Everything is live: nothing to do. */
+	assert_false(bft_store_compact_idle(st, budget));
+	assert_int_equal(bft_store_drop_volume(st, vol, NULL), 0);
+	bft_store_stats(st, &ss);
+	disk = seg_bytes_on_disk();
+	print_message("after the DROP: %llu bytes on disk, %llu live\n",
+	    (unsigned long long)disk, (unsigned long long)ss.bytes_live);
+	assert_true(disk > 4 * ss.bytes_live);
+	prev = ss;
+	while (bft_store_compact_idle(st, budget)) {
+		bft_store_stats(st, &ss);
+		/* The budget, overrun by the last record at most. */
+		assert_true(ss.bytes_copied - prev.bytes_copied <=
+		    budget + FRAGLEN + KIB);
+		prev = ss;
+		assert_true(++calls < 10000);
+		usleep(1000);
+	}
+	bft_store_stats(st, &ss);
+	disk = seg_bytes_on_disk();
+	print_message("after %u idle calls: %llu bytes on disk, %llu live, "
+	    "%llu copied, %llu compactions\n", calls,
+	    (unsigned long long)disk, (unsigned long long)ss.bytes_live,
+	    (unsigned long long)ss.bytes_copied,
+	    (unsigned long long)ss.compactions);
+	assert_true(calls > 2);
+	assert_int_equal(disk, ss.bytes_total);
+	assert_true(disk <= ss.bytes_live * 3 / 2 + seg);
+	assert_true(ss.bytes_removed >= 8 * seg);
+	for (uint64_t b = 0; b < 8; b++)
+		check_entry(st, b, 1, 1, 0);
+	/* Done: nothing more to do, and it stays so. */
+	assert_false(bft_store_compact_idle(st, budget));
+	st = reopen_same(st, seg);
+	for (uint64_t b = 0; b < 8; b++)
+		check_entry(st, b, 1, 1, 0);
+	bft_store_close(st);
+}
+
 int
 main(void)
 {
@@ -319,6 +405,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_enospc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_efbig, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_after_drop, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
