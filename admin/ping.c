@@ -87,6 +87,8 @@ ping(const char *dir, const char *keys, unsigned timeout_s)
 	if (bftblk_set_option(h, "config", conf) != 0 ||
 	    bftblk_set_option(h, "keys", keypath) != 0 ||
 	    bftblk_set_option(h, "timeout", opt) != 0 ||
+	    /* A check that only reads: it must not take the disk's lease. */
+	    bftblk_set_option(h, "shared", "on") != 0 ||
 	    bftblk_connect(h) != 0 || bftblk_get_info(h, &info) != 0) {
 		bft_log("%s", bftblk_errmsg(h));
 		goto out_close;

@@ -139,6 +139,8 @@ open_cluster(const struct args *a)
 	    bftblk_set_option(h, "timeout", opts) != 0 ||
 	    bftblk_set_option(h, "io-timeout", opts) != 0 ||
 	    bftblk_set_option(h, "cache", "0") != 0 ||
+	    /* It writes the table's registers, never volume 0's blocks. */
+	    bftblk_set_option(h, "shared", "on") != 0 ||
 	    bftblk_connect(h) != 0) {
 		bft_log("%s", bftblk_errmsg(h));
 		bftblk_close(h);

@@ -140,6 +140,18 @@ bft_prom_observe(struct bft_prom_hist *h, uint64_t ns)
 }
 
 void
+bft_prom_observe_atomic(struct bft_prom_hist *h, uint64_t ns)
+{
+	for (unsigned i = 0; i < BFT_PROM_NBUCKETS; i++)
+		if (ns <= bft_prom_bucket_ns[i]) {
+			__atomic_fetch_add(&h->bucket[i], 1, __ATOMIC_RELAXED);
+			break;
+		}
+	__atomic_fetch_add(&h->count, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&h->sum_ns, ns, __ATOMIC_RELAXED);
+}
+
+void
 bft_prom_hist(struct bft_prom *p, const char *name, const char *labels,
     const struct bft_prom_hist *h)
 {

@@ -60,6 +60,8 @@ struct bft_prom_hist {
 };
 
 void bft_prom_observe(struct bft_prom_hist *h, uint64_t ns);
+/* The same, for a histogram that several threads observe into. */
+void bft_prom_observe_atomic(struct bft_prom_hist *h, uint64_t ns);
 /*
  * The samples of h: name_bucket{labels,le="..."} cumulative, +Inf,
  * name_sum (seconds) and name_count.  The family line is the caller's.

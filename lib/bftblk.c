@@ -449,6 +449,7 @@ bftblk_connect(struct bftblk *h)
 		.writer_id = h->writer_id, .volume_id = h->volume_id,
 		.skip = h->skip, .stats_path = h->stats_path,
 		.metrics_addr = h->metrics_addr, .log = h->log, .log_opaque = h->log_opaque,
+		.agg = h->stats_agg,
 	};
 	if (h->cache_bytes > 0 && h->cache == NULL &&
 	    (h->cache = bft_bc_new(h->cache_bytes)) == NULL)

@@ -122,7 +122,7 @@ on_hello_ack(struct conn *c, const struct bft_msg *m)
 	}
 	conn_set_state(c, C_READY);
 	atomic_store(&c->cl->stats.server[c->idx].connected, true);
-	atomic_fetch_add(&c->cl->stats.server[c->idx].connects, 1);
+	STAT_ADD(c->cl, server[c->idx].connects, 1);
 	c->backoff_ms = 0;
 	c->refused = false;
 	if (c->warned)
@@ -315,7 +315,7 @@ on_closed(uv_handle_t *h)
 	conn_set_state(c, C_IDLE);
 	if (lp->stopping)
 		return;
-	atomic_fetch_add(&c->cl->stats.reconnects, 1);
+	STAT_ADD(c->cl, reconnects, 1);
 	/* Back off to a second: a restarted server is back within that. */
 	c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : 50;
 	if (c->backoff_ms > 1000)

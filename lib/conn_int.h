@@ -89,8 +89,6 @@ struct engine_loop {
 	uint64_t ev_last[BFT_MAX_N][EV_KINDS];
 	uint64_t ev_recent[BFT_MAX_N][EV_KINDS];	/* in the last period */
 	bool stats_file_failed;		/* said once */
-	/* metrics=: ops' time from engine_start_op to op_done, by kind. */
-	struct bft_prom_hist op_ns[3];
 	struct eng_metrics *metrics;	/* NULL without metrics= */
 };
 

@@ -98,8 +98,12 @@ op_done(struct op *op, int err, const char *why)
 		rotate_writer_id(op->cl);
 	/* A parked write comes back: its time runs on. */
 	if (!op->parked && op->start_ns != 0) {
-		bft_prom_observe(&lp->op_ns[op->kind], uv_hrtime() -
-		    op->start_ns);
+		uint64_t ns = uv_hrtime() - op->start_ns;
+
+		bft_prom_observe_atomic(&op->cl->stats.op_ns[op->kind], ns);
+		if (op->cl->p.agg != NULL)
+			bft_prom_observe_atomic(&op->cl->p.agg->op_ns[op->kind],
+			    ns);
 		op->start_ns = 0;
 	}
 	lp->slots[op->slot] = NULL;
@@ -134,7 +138,7 @@ round_note_error(struct op *op, unsigned i, int status)
 
 	op->failed |= 1u << i;
 	op->fail_status = status;
-	atomic_fetch_add(&op->cl->stats.server[i].error_replies, 1);
+	STAT_ADD(op->cl, server[i].error_replies, 1);
 	if (n - popcount32(op->failed) >= n - t)
 		return false;
 	op_done(op, status_errno(status), bft_status_str(status));
@@ -170,15 +174,15 @@ engine_start_op(struct op *op)
 	switch (op->kind) {
 	case OP_WRITE:
 		if (!op->resume)	/* a resumed write is counted once */
-			atomic_fetch_add(&op->cl->stats.writes, 1);
+			STAT_ADD(op->cl, writes, 1);
 		write_start(op);
 		break;
 	case OP_READ:
-		atomic_fetch_add(&op->cl->stats.reads, 1);
+		STAT_ADD(op->cl, reads, 1);
 		read_start(op);
 		break;
 	case OP_FLUSH:
-		atomic_fetch_add(&op->cl->stats.flushes, 1);
+		STAT_ADD(op->cl, flushes, 1);
 		round_start(op, PH_FLUSH);
 		break;
 	}
@@ -211,14 +215,14 @@ engine_dispatch(struct conn *c, const struct bft_msg *m)
 	/* A reply of another type or block is a lie, not an answer. */
 	if (m->type != (op->phase | BFT_ACK) ||
 	    (op->kind != OP_FLUSH && m->block != op->block)) {
-		atomic_fetch_add(&c->cl->stats.server[c->idx].mismatched, 1);
+		STAT_ADD(c->cl, server[c->idx].mismatched, 1);
 		eng_log(c->cl, BFTBLK_LOG_DEBUG, "server %u: reply %s for block %llu does not "
 		    "match its request; ignored", c->idx,
 		    bft_msg_type_str(m->type), (unsigned long long)m->block);
 		return;
 	}
 	op->replied |= bit;
-	atomic_fetch_add(&op->cl->stats.server[c->idx].replies, 1);
+	STAT_ADD(op->cl, server[c->idx].replies, 1);
 	if (op->kind == OP_WRITE)
 		write_reply(op, c->idx, m);
 	else if (op->kind == OP_READ)
@@ -275,7 +279,7 @@ note_silent(struct op *op)
 
 	for (unsigned i = 0; i < op->cl->n; i++)
 		if (silent & (1u << i))
-			atomic_fetch_add(&op->cl->stats.server[i].timeouts, 1);
+			STAT_ADD(op->cl, server[i].timeouts, 1);
 }
 
 /* Appends the servers of mask to buf as "1, 3". */
@@ -326,7 +330,7 @@ engine_tick(struct engine_loop *lp, uint64_t now)
 		struct op *op = lp->slots[s];
 
 		if (op != NULL && now >= op->give_up_ms) {
-			atomic_fetch_add(&op->cl->stats.timeouts, 1);
+			STAT_ADD(op->cl, timeouts, 1);
 			note_silent(op);
 			op_fail_slow(op, "no result within io-timeout");
 			continue;
@@ -339,7 +343,7 @@ engine_tick(struct engine_loop *lp, uint64_t now)
 			fast_read_expired(op);
 			continue;
 		}
-		atomic_fetch_add(&op->cl->stats.timeouts, 1);
+		STAT_ADD(op->cl, timeouts, 1);
 		note_silent(op);
 		if (op->kind == OP_READ && op->phase == PH_FILTER) {
 			read_timeout(op);
@@ -531,14 +535,14 @@ bft_engine_stats(struct bft_engine *cl)
 void
 bft_engine_note_cache(struct bft_engine *cl, unsigned hits, unsigned misses)
 {
-	atomic_fetch_add(&cl->stats.cache_hits, hits);
-	atomic_fetch_add(&cl->stats.cache_misses, misses);
+	STAT_ADD(cl, cache_hits, hits);
+	STAT_ADD(cl, cache_misses, misses);
 }
 
 void
 bft_engine_note_coalesced(struct bft_engine *cl, unsigned n)
 {
-	atomic_fetch_add(&cl->stats.coalesced, n);
+	STAT_ADD(cl, coalesced, n);
 }
 
 void

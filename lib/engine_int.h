@@ -22,6 +22,7 @@
 #include "ec.h"
 #include "keys.h"
 #include "predicates.h"
+#include "promtext.h"
 #include "proto.h"
 #include "volcrypt.h"
 
@@ -162,6 +163,8 @@ struct bft_engine_stats {
 	/* Small writes that went out in another request's block write. */
 	atomic_ullong coalesced;
 	struct engine_server_stats server[BFT_MAX_N];
+	/* Op latencies by kind (read, write, flush), for metrics.c. */
+	struct bft_prom_hist op_ns[3];
 };
 
 struct bft_engine_params {
@@ -181,9 +184,22 @@ struct bft_engine_params {
 	const char *stats_path;		/* stats-file=; NULL: none */
 	const char *metrics_addr;	/* metrics=; NULL: none */
 	uint32_t skip;			/* servers never to connect to */
+	/*
+	 * Where the counters also go, or NULL: the statistics of the handle
+	 * this one was opened from (bftblk_open_volume), so that a front
+	 * end serving several volumes reports them all in one place.
+	 */
+	struct bft_engine_stats *agg;
 	bftblk_log_fn *log;		/* never NULL */
 	void *log_opaque;
 };
+
+/* Counts n in cl's statistics (field names a counter) and in p.agg's. */
+#define STAT_ADD(cl, field, n) do {					\
+	atomic_fetch_add(&(cl)->stats.field, (n));			\
+	if ((cl)->p.agg != NULL)					\
+		atomic_fetch_add(&(cl)->p.agg->field, (n));		\
+} while (0)
 
 /* The address of block b of the engine's volume (proto.h). */
 uint64_t bft_engine_addr(const struct bft_engine *cl, uint64_t b);

@@ -161,8 +161,7 @@ watch_links(struct engine_loop *lp, struct bft_engine *cl, uint64_t now)
 			break;
 		case C_READY:
 			if (c->nsent > c->nrcvd && now - c->wait_ms > limit) {
-				atomic_fetch_add(&cl->stats.server[i].timeouts,
-				    1);
+				STAT_ADD(cl, server[i].timeouts, 1);
 				eng_log(cl, BFTBLK_LOG_WARN, "server %u: nothing "
 				    "came back for %llu ms with %llu requests "
 				    "waiting; closing the link", i,

@@ -38,6 +38,7 @@ struct bftblk {
 	bool resolved;			/* volume= found: id, size, encryption */
 	char **opts;			/* every option given, "k=v", to clone */
 	size_t nopts;
+	struct bft_engine_stats *stats_agg;	/* engine_int.h's p.agg */
 	bool shared;			/* shared=on: no lease (lease.c) */
 	unsigned lease_s;		/* lease=: its period */
 	unsigned want_t;

@@ -134,7 +134,7 @@ fill(void *arg, struct bft_prom *p)
 	for (int k = 0; k < 3; k++) {
 		snprintf(l, sizeof l, "op=\"%s\"", kinds[k]);
 		bft_prom_hist(p, P "op_duration_seconds", l,
-		    &cl->lp->op_ns[k]);
+		    &cl->stats.op_ns[k]);
 	}
 	bft_promhttp_stats(m->http, &hs);
 	bft_prom_one(p, P "metrics_scrapes_total", "counter",

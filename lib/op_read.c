@@ -71,14 +71,14 @@ add_candidate(struct op *op, unsigned i, const struct bft_cand *c)
 	 */
 	if (cl->p.key->role == BFT_ROLE_RW &&
 	    !bft_ts_verify(&c->ts, op->block, cl->p.key->kw)) {
-		atomic_fetch_add(&cl->stats.forged_ts, 1);
-		atomic_fetch_add(&cl->stats.server[i].forged_ts, 1);
+		STAT_ADD(cl, forged_ts, 1);
+		STAT_ADD(cl, server[i].forged_ts, 1);
 		return;
 	}
 	if (cl->p.key->role == BFT_ROLE_PEER &&
 	    !bft_cand_written(c, op->block, &wkey)) {
-		atomic_fetch_add(&cl->stats.forged_ts, 1);
-		atomic_fetch_add(&cl->stats.server[i].forged_ts, 1);
+		STAT_ADD(cl, forged_ts, 1);
+		STAT_ADD(cl, server[i].forged_ts, 1);
 		return;
 	}
 	for (unsigned j = 0; j < op->nc; j++)
@@ -90,7 +90,7 @@ add_candidate(struct op *op, unsigned i, const struct bft_cand *c)
 static void
 restart(struct op *op, const char *why)
 {
-	atomic_fetch_add(&op->cl->stats.read_restarts, 1);
+	STAT_ADD(op->cl, read_restarts, 1);
 	if (++op->restarts > MAX_RESTARTS) {
 		eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: read did not settle after %d "
 		    "attempts (%s)", (unsigned long long)op->block,
@@ -115,7 +115,7 @@ selected(struct op *op, int h)
 		return;
 	}
 	memcpy(op->chosen.vec, op->W[q].vec, (size_t)n * BFT_MAC_LEN);
-	atomic_fetch_add(&op->cl->stats.repairs, 1);
+	STAT_ADD(op->cl, repairs, 1);
 	round_start(op, PH_REPAIR);
 }
 
@@ -145,7 +145,7 @@ safe_lazily(struct op *op, const struct bft_ts *ts)
 		bft_hash(op->frags[i], flen, h);
 		op->W[i].frag_ok = bft_equal(h, op->W[i].cc[i], BFT_HASH_LEN);
 		if (!op->W[i].frag_ok)
-			atomic_fetch_add(&cl->stats.server[i].bad_fragments, 1);
+			STAT_ADD(cl, server[i].bad_fragments, 1);
 	}
 	return true;
 }

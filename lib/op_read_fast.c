@@ -139,7 +139,7 @@ avoid(struct op *op, uint32_t bad)
 static void
 give_up(struct op *op)
 {
-	atomic_fetch_add(&op->cl->stats.fast_read_fallbacks, 1);
+	STAT_ADD(op->cl, fast_read_fallbacks, 1);
 	op->fast_on = op->fast_wait = false;
 }
 
@@ -166,7 +166,7 @@ fast_read_try(struct op *op)
 	switch (bft_fast_read(op->A, cl->n, cl->t, pending, op->want,
 	    op->block, &wkey, &pick, &have)) {
 	case BFT_FAST_YES:
-		atomic_fetch_add(&cl->stats.fast_reads, 1);
+		STAT_ADD(cl, fast_reads, 1);
 		op->fast_wait = false;
 		op->fast_done = true;
 		op->fast_have = have;

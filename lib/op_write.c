@@ -131,7 +131,7 @@ write_stale(struct op *op, bool stored)
 {
 	struct bft_engine *cl = op->cl;
 
-	atomic_fetch_add(&cl->stats.cache_stale, 1);
+	STAT_ADD(cl, cache_stale, 1);
 	if (stored) {
 		cl->tscache[op->block % TSCACHE_SIZE].valid = false;
 		rotate_writer_id(cl);
@@ -162,7 +162,7 @@ write_start(struct op *op)
 		round_start(op, PH_CLOCK);
 		return;
 	}
-	atomic_fetch_add(&cl->stats.fast_writes, 1);
+	STAT_ADD(cl, fast_writes, 1);
 	/* Above base even if tscache lost track: ordered after it. */
 	op->ts.num = op->based ? op->base.num : e->num;
 	clock_done(op);
@@ -181,7 +181,7 @@ fast_fallback(struct op *op)
 {
 	struct bft_engine *cl = op->cl;
 
-	atomic_fetch_add(&cl->stats.fast_fallbacks, 1);
+	STAT_ADD(cl, fast_fallbacks, 1);
 	cl->tscache[op->block % TSCACHE_SIZE].valid = false;
 	rotate_writer_id(cl);
 	op->fast = false;
@@ -276,8 +276,8 @@ write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 		if (bft_ts_verify(&m->ts, op->block, cl->p.key->kw))
 			op->ts = m->ts;
 		else {
-			atomic_fetch_add(&cl->stats.forged_ts, 1);
-			atomic_fetch_add(&cl->stats.server[i].forged_ts, 1);
+			STAT_ADD(cl, forged_ts, 1);
+			STAT_ADD(cl, server[i].forged_ts, 1);
 		}
 	}
 	if (popcount32(op->ok) < quorum)

@@ -221,6 +221,9 @@ bftblk_open_volume(struct bftblk *h, const char *name, const char *options,
 	if ((nh = bftblk_create()) == NULL)
 		return lib_handle_fail(h, ENOMEM, "out of memory");
 	bftblk_set_log(nh, h->log, h->log_opaque);
+	/* Its counters add to h's: the front end's metrics cover both. */
+	nh->stats_agg = h->stats_agg != NULL ? h->stats_agg :
+	    (struct bft_engine_stats *)bft_engine_stats(h->eng);
 	r = set_all(h, nh, options);
 	/* "": volume 0, sized by bftblk.conf: the table has no entry. */
 	if (r == 0 && name[0] != '\0' &&
