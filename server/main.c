@@ -16,6 +16,7 @@
 
 #include <uv.h>
 
+#include "compact_timer.h"
 #include "config.h"
 #include "crypto.h"
 #include "keys.h"
@@ -40,6 +41,7 @@ struct server {
 	unsigned self;			/* this server's index */
 	struct bft_rebuild *rb;
 	struct bft_scrub *scrub;
+	struct bft_compact_timer *compact;	/* compaction when idle */
 	struct bft_heal_progress heal;	/* what STATUS reports */
 	struct bft_metrics *metrics;	/* --metrics, or NULL */
 };
@@ -127,6 +129,8 @@ stop(struct server *srv)
 {
 	bft_scrub_stop(srv->scrub);
 	srv->scrub = NULL;
+	bft_compact_timer_stop(srv->compact);
+	srv->compact = NULL;
 	bft_rebuild_stop(srv->rb);
 	srv->rb = NULL;
 	bft_metrics_stop(srv->metrics);
@@ -383,6 +387,9 @@ main(int argc, char **argv)
 	    srv.rb);
 	if (srv.scrub == NULL)
 		bft_warn("cannot start the scrub; out of memory");
+	srv.compact = bft_compact_timer_start(&loop, &h);
+	if (srv.compact == NULL)
+		bft_warn("cannot start compaction when idle; out of memory");
 	uv_run(&loop, UV_RUN_DEFAULT);
 	rc = 0;
 	if (o.pidfile)
