@@ -123,166 +123,6 @@ bftblk_set_log(struct bftblk *h, bftblk_log_fn *fn, void *opaque)
 	h->log_opaque = fn != NULL ? opaque : NULL;
 }
 
-static int
-set_path(struct bftblk *h, char **dst, const char *value)
-{
-	char *p = strdup(value);
-
-	if (p == NULL)
-		return failf(h, ENOMEM, "out of memory");
-	free(*dst);
-	*dst = p;
-	return 0;
-}
-
-/* A decimal or 0x number up to max; 0 or -1. */
-static int
-parse_num(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno != 0 || *end != '\0' || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* Keeps k=value, so that bftblk_open_volume can give a new handle h's. */
-static int
-remember(struct bftblk *h, const char *k, const char *value)
-{
-	char **opts = realloc(h->opts, (h->nopts + 1) * sizeof *opts);
-	size_t len = strlen(k) + strlen(value) + 2;
-
-	if (opts == NULL)
-		return failf(h, ENOMEM, "out of memory");
-	h->opts = opts;
-	if ((opts[h->nopts] = malloc(len)) == NULL)
-		return failf(h, ENOMEM, "out of memory");
-	snprintf(opts[h->nopts++], len, "%s=%s", k, value);
-	return 0;
-}
-
-static int set_option(struct bftblk *h, const char *k, const char *value);
-
-int
-bftblk_set_option(struct bftblk *h, const char *k, const char *value)
-{
-	int r;
-
-	if (h->loaded)
-		return failf(h, EBUSY, "options must come before loading");
-	if ((r = set_option(h, k, value)) != 0)
-		return r;
-	return remember(h, k, value);
-}
-
-static int
-set_option(struct bftblk *h, const char *k, const char *value)
-{
-	uint64_t v;
-
-	if (strcmp(k, "volume") == 0) {
-		if (strlen(value) > BFTBLK_VOLUME_NAME_MAX)
-			return failf(h, EINVAL, "volume names are at most %u "
-			    "bytes", BFTBLK_VOLUME_NAME_MAX);
-		return set_path(h, &h->volume_name, value);
-	}
-	if (strcmp(k, "volume-keys") == 0)
-		return set_path(h, &h->volume_keys_dir, value);
-	if (strcmp(k, "config") == 0)
-		return set_path(h, &h->config_path, value);
-	if (strcmp(k, "keys") == 0)
-		return set_path(h, &h->keys_path, value);
-	if (strcmp(k, "server-key") == 0)
-		return set_path(h, &h->server_key_path, value);
-	if (strcmp(k, "stats-file") == 0)
-		return set_path(h, &h->stats_path, value);
-	if (strcmp(k, "metrics") == 0) {
-		char host[256];
-		uint16_t port;
-
-		if (bft_parse_hostport(value, host, sizeof host,
-		    &port) != 0)
-			return failf(h, EINVAL, "metrics must be HOST:PORT, "
-			    "[ADDR]:PORT or :PORT");
-		return set_path(h, &h->metrics_addr, value);
-	}
-	if (strcmp(k, "volume-key") == 0)
-		return set_path(h, &h->volume_key_path, value);
-	if (strcmp(k, "ec-backend") == 0)
-		return set_path(h, &h->ec_backend, value);
-	if (strcmp(k, "size") == 0) {
-		if (bft_parse_size(value, &v) != 0 || v == 0 ||
-		    v % BFT_BLOCK_SIZE)
-			return failf(h, EINVAL, "size must be a positive "
-			    "multiple of %u", BFT_BLOCK_SIZE);
-		h->export_size = v;
-	} else if (strcmp(k, "volume-id") == 0) {
-		if (parse_num(value, BFT_ADDR_MAX_VOL, &v) != 0)
-			return failf(h, EINVAL, "volume-id must be 0..%u",
-			    BFT_ADDR_MAX_VOL);
-		h->volume_id = (uint32_t)v;
-	} else if (strcmp(k, "timeout") == 0) {
-		if (parse_num(value, 3600, &v) != 0 || v == 0)
-			return failf(h, EINVAL, "timeout must be 1..3600 "
-			    "seconds");
-		h->timeout_s = (unsigned)v;
-	} else if (strcmp(k, "io-timeout") == 0) {
-		if (parse_num(value, 86400, &v) != 0 || v == 0)
-			return failf(h, EINVAL, "io-timeout must be 1..86400 "
-			    "seconds");
-		h->io_timeout_s = (unsigned)v;
-	} else if (strcmp(k, "writer-id") == 0) {
-		if (parse_num(value, UINT64_MAX, &v) != 0 || v == 0)
-			return failf(h, EINVAL, "writer-id must be a non-zero "
-			    "integer");
-		h->writer_id = v;
-	} else if (strcmp(k, "t") == 0) {
-		if (parse_num(value, BFT_MAX_T, &v) != 0)
-			return failf(h, EINVAL, "t must be 0..%u", BFT_MAX_T);
-		h->want_t = (unsigned)v;
-	} else if (strcmp(k, "lease") == 0) {
-		if (parse_num(value, 3600, &v) != 0 || v < 1)
-			return failf(h, EINVAL, "lease must be 1..3600 seconds");
-		h->lease_s = (unsigned)v;
-	} else if (strcmp(k, "encrypt") == 0 || strcmp(k, "sealed") == 0 ||
-	    strcmp(k, "shared") == 0) {
-		bool *dst = k[0] == 'e' ? &h->encrypt : k[1] == 'e' ?
-		    &h->sealed : &h->shared;
-
-		if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0 ||
-		    strcmp(value, "true") == 0 || strcmp(value, "yes") == 0)
-			*dst = true;
-		else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0 ||
-		    strcmp(value, "false") == 0 || strcmp(value, "no") == 0)
-			*dst = false;
-		else
-			return failf(h, EINVAL, "%s must be on or off", k);
-	} else if (strcmp(k, "cache") == 0) {
-		if (bft_parse_size(value, &v) != 0)
-			return failf(h, EINVAL, "cache: not a size: %s", value);
-		if (v > 0 && v < BFT_BLOCK_SIZE)
-			return failf(h, EINVAL, "cache must be 0 (off) or at "
-			    "least %u", BFT_BLOCK_SIZE);
-		h->cache_bytes = v;
-	} else {
-		return failf(h, EINVAL, "unknown parameter '%s'", k);
-	}
-	return 0;
-}
-
-const char *
-bftblk_options_help(void)
-{
-	return BFTBLK_OPTIONS_HELP;
-}
-
 /* encrypt= and volume-key= go together; loads the key when on. */
 static int
 setup_encryption(struct bftblk *h)
@@ -470,33 +310,6 @@ bftblk_connect(struct bftblk *h)
 	return 0;
 }
 
-/* "k=v k=v": the plugin's parameters, separated by blanks. */
-static int
-set_options(struct bftblk *h, const char *options)
-{
-	char *copy, *save, *tok;
-	int r = 0;
-
-	if (options == NULL)
-		return 0;
-	if ((copy = strdup(options)) == NULL)
-		return failf(h, ENOMEM, "out of memory");
-	for (tok = strtok_r(copy, " \t\n", &save); tok != NULL && r == 0;
-	    tok = strtok_r(NULL, " \t\n", &save)) {
-		char *eq = strchr(tok, '=');
-
-		if (eq == NULL) {
-			r = failf(h, EINVAL, "option '%s' is not key=value",
-			    tok);
-			break;
-		}
-		*eq = '\0';
-		r = bftblk_set_option(h, tok, eq + 1);
-	}
-	free(copy);
-	return r;
-}
-
 int
 bftblk_open(const char *config, const char *keys, const char *options,
     struct bftblk **hp)
@@ -510,7 +323,7 @@ bftblk_open(const char *config, const char *keys, const char *options,
 	if ((r = bftblk_set_option(h, "config", config)) != 0 ||
 	    (keys != NULL &&
 	    (r = bftblk_set_option(h, "keys", keys)) != 0) ||
-	    (r = set_options(h, options)) != 0 ||
+	    (r = lib_set_options(h, options)) != 0 ||
 	    (r = bftblk_connect(h)) != 0) {
 		err_handle = NULL;	/* the message outlives h */
 		bftblk_close(h);

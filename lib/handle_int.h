@@ -60,6 +60,9 @@ struct bftblk {
 	struct bft_blockcache *cache;	/* NULL with cache=0 */
 };
 
+/* "k=v k=v" (options.c): each through bftblk_set_option. */
+int lib_set_options(struct bftblk *h, const char *options);
+
 /*
  * volume=NAME at load (volume_open.c): finds the volume in the table
  * over a connection of its own, and sets the handle's volume id, size
