@@ -43,7 +43,7 @@
 struct bft_compact_timer {
 	struct bft_handler *h;
 	uv_timer_t timer;
-	uint64_t io_seen;		/* the handler's io_requests, last tick */
+	uint64_t io_seen;		/* h->io_requests at the last tick */
 	uint64_t next_ms;		/* when to look for work again */
 	bool running;			/* a pass is under way */
 	uint64_t start_ms;

@@ -265,7 +265,7 @@ struct bft_store_stats {
 	uint64_t bytes_live, bytes_total;
 	uint64_t compactions;
 	uint64_t bytes_copied;		/* by compaction, since open */
-	uint64_t bytes_removed;		/* segments it emptied, since open */
+	uint64_t bytes_removed;		/* of the segments it emptied */
 	uint64_t blocks_held;		/* blocks whose lc is not c0 */
 	uint64_t syncs;			/* bft_store_sync calls */
 	uint64_t fsyncs;		/* fsync and fdatasync calls made */
