@@ -65,9 +65,25 @@ has_default(void)
 	return __atomic_load_n(&known, __ATOMIC_RELAXED);
 }
 
+/* Closes e and takes it off the list; mu held, no connection on it. */
+static void
+drop_export(struct export *e)
+{
+	struct export **pp;
+
+	for (pp = &open_list; *pp != e; pp = &(*pp)->next)
+		;
+	*pp = e->next;
+	bftblk_close(e->h);
+	nbdkit_debug("export '%s': closed", e->name[0] ? e->name :
+	    "(volume 0)");
+	free(e);
+}
+
 struct export *
 exports_open(const char *name)
 {
+	struct bftblk_volume v = { .id = 0 };
 	struct export *e;
 	int r;
 
@@ -80,16 +96,33 @@ exports_open(const char *name)
 		if (r == 1)
 			name = DEFAULT_NAME;
 	}
+	/* A named volume is looked up at every open: it may have changed. */
+	if (name[0] != '\0' && (r = lookup(name, &v)) != 0) {
+		if (r == 1)
+			nbdkit_error("no volume is named '%s'", name);
+		return NULL;
+	}
 	pthread_mutex_lock(&mu);
 	for (e = open_list; e != NULL; e = e->next)
 		if (strcmp(e->name, name) == 0)
 			break;
+	/*
+	 * A handle kept from earlier connections serves only the volume as
+	 * it still is: deleted and created again, or resized, it is opened
+	 * afresh.  One in use goes on serving its connections as it was.
+	 */
+	if (e != NULL && e->refs == 0 && (v.id != e->vol.id ||
+	    v.generation != e->vol.generation || v.deleting)) {
+		drop_export(e);
+		e = NULL;
+	}
 	if (e == NULL) {
 		if ((e = calloc(1, sizeof *e)) == NULL) {
 			nbdkit_error("out of memory");
 			goto out;
 		}
 		snprintf(e->name, sizeof e->name, "%s", name);
+		e->vol = v;
 		if (bftblk_open_volume(base->h, name, clone_options,
 		    &e->h) != 0 ||
 		    bftblk_get_info(e->h, &e->info) != 0) {
@@ -112,23 +145,28 @@ out:
 	return e;
 }
 
+/*
+ * Whether e's handle holds its volume's lease: a read-write handle
+ * without shared=on.  Only such a handle is closed with its last
+ * connection, to free the volume for another host; the others stay open
+ * for the next connection, sparing a new engine and its connections
+ * (and the servers a reset handshake) for every short client such as
+ * nbdinfo.
+ */
+static bool
+holds_lease(const struct export *e)
+{
+	return !e->info.readonly && strcmp(clone_options, "shared=on") != 0;
+}
+
 void
 exports_close(struct export *e)
 {
-	struct export **pp;
-
 	if (e == base)
 		return;
 	pthread_mutex_lock(&mu);
-	if (--e->refs == 0) {
-		for (pp = &open_list; *pp != e; pp = &(*pp)->next)
-			;
-		*pp = e->next;
-		bftblk_close(e->h);
-		nbdkit_debug("export '%s': closed", e->name[0] ? e->name :
-		    "(volume 0)");
-		free(e);
-	}
+	if (--e->refs == 0 && holds_lease(e))
+		drop_export(e);
 	pthread_mutex_unlock(&mu);
 }
 

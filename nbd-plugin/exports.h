@@ -20,6 +20,7 @@ struct export {
 	struct bftblk_info info;
 	char name[BFTBLK_VOLUME_NAME_MAX + 1];	/* "": volume 0 */
 	unsigned refs;			/* connections; base: unused */
+	struct bftblk_volume vol;	/* the table's entry when opened */
 	struct export *next;
 };
 

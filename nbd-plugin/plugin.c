@@ -167,9 +167,12 @@ plug_config(const char *k, const char *value)
 	}
 	r = bftblk_set_option(lib, k, value);
 	free(abs);
+	/* The library took value as on or off: pass its meaning on. */
 	if (r == 0 && strcmp(k, "shared") == 0)
 		snprintf(clone_options, sizeof clone_options, "shared=%s",
-		    value);
+		    strcmp(value, "on") == 0 || strcmp(value, "1") == 0 ||
+		    strcmp(value, "true") == 0 || strcmp(value, "yes") == 0 ?
+		    "on" : "off");
 	if (strcmp(k, "volume") == 0 || strcmp(k, "volume-id") == 0 ||
 	    strcmp(k, "server-key") == 0 || (strcmp(k, "encrypt") == 0 &&
 	    strcmp(value, "off") != 0))
