@@ -20,6 +20,8 @@
 MODES=(corrupt-fragment bad-checksum stale forge-candidate bad-mac
     equivocate refuse mute slow trim-lie)
 
+# Exports by volume name, the plugin's own mode.
+NBDKIT_PIN=
 cluster_start 1
 byz_nbdkit_start a
 MiB=$((1024 * 1024))

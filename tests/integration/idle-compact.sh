@@ -19,6 +19,8 @@
 require_python_nbd /usr/bin/python3
 CLUSTER_SIZE=64M
 SERVER_ARGS="${SERVER_ARGS:-} --segment-mb 1"
+# Exports by volume name: the plugin's own mode, not volume 0 pinned.
+NBDKIT_PIN=
 cluster_start 1
 MiB=$((1024 * 1024))
 
@@ -80,10 +82,15 @@ read -ra b <<<"$after"
 awk -v t0="$t0" -v t1="$(date +%s.%N)" -v a="${a[0]}" -v b="${b[0]}" \
     'BEGIN { printf "server 0 freed %.1f MB in %.1f s after the delete\n",
     (a - b) / 1e6, t1 - t0 }' >&2
+# Every directory is below the bound; a server whose own appends (the
+# DROP, the writes before it) already compacted it may log no idle pass,
+# but the timer must have done the work on at least one.
+idle=0
 for ((i = 0; i < CLUSTER_N; i++)); do
-	grep -q "idle compaction: done" "$TESTDIR/log/server-$i.log" ||
-	    fail "server $i logged no idle compaction pass"
+	! grep -q "idle compaction: done" "$TESTDIR/log/server-$i.log" ||
+	    idle=$((idle + 1))
 done
+[ "$idle" -gt 0 ] || fail "no server logged an idle compaction pass"
 
 # 2. Two volumes written side by side leave every segment half live
 #    when one of them is deleted: the idle passes copy the other's

@@ -545,22 +545,29 @@ nbdkit_start_with()
 # added unless a parameter gives shared=; NBDKIT_SHARED= (empty) leaves
 # the plugin's default, one writer per volume, which lease.sh and
 # volumes.sh test.
+#
+# Most tests are about volume 0 and count one handle's connections per
+# nbdkit, so $NBDKIT_PIN (default volume-id=0) is added unless a
+# parameter names a volume; NBDKIT_PIN= (empty) serves volumes by export
+# name, the plugin's own mode (volumes.sh, byz-volumes.sh,
+# idle-compact.sh).
 NBDKIT_SHARED=${NBDKIT_SHARED-on}
+NBDKIT_PIN=${NBDKIT_PIN-volume-id=0}
 nbdkit_start()
 {
-	local name=nbd p
+	local name=nbd p shared=$NBDKIT_SHARED pin=$NBDKIT_PIN
 	local -a extra=()
 	if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then
 		name=$1
 		shift
 	fi
 	[ -n "$CLUSTER_DIR" ] || fail "nbdkit_start: no cluster_start yet"
-	if [ -n "$NBDKIT_SHARED" ]; then
-		extra=("shared=$NBDKIT_SHARED")
-		for p in "$@"; do
-			[[ "$p" != shared=* ]] || extra=()
-		done
-	fi
+	for p in "$@"; do
+		[[ "$p" != shared=* ]] || shared=
+		[[ "$p" != volume=* && "$p" != volume-id=* ]] || pin=
+	done
+	[ -z "$shared" ] || extra+=("shared=$shared")
+	[ -z "$pin" ] || extra+=("$pin")
 	nbdkit_start_with "$name" "$PLUGIN" \
 	    config="$CLUSTER_DIR/bftblk.conf" keys="$CLUSTER_DIR/client.key" \
 	    "${extra[@]}" "$@"

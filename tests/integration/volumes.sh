@@ -27,8 +27,9 @@ command -v fio >/dev/null || skip "fio is not installed"
 
 CLUSTER_SIZE=64M
 SERVER_ARGS="${SERVER_ARGS:-} --segment-mb 1"
-# The plugin's default: one writer per volume.
+# The plugin's defaults: one writer per volume, exports by name.
 NBDKIT_SHARED=
+NBDKIT_PIN=
 cluster_start 1
 MiB=$((1024 * 1024))
 
