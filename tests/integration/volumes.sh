@@ -13,7 +13,8 @@
 #    volume opens with its own key only.
 # 4. Two fio crc32c verify jobs on two volumes at once, while a third
 #    volume is created, written and deleted beside them: both verify.
-#    qemu-img reads and writes a named export.
+#    qemu-img reads and writes a named export, and the fio jobs of
+#    fio-jobs/ run on named exports.
 # 5. resize: a grow is seen by the next connection; a shrink needs
 #    --force, and growing again shows zeros past the cut.
 # 6. delete: refused while a live writer holds the volume's lease;
@@ -178,6 +179,20 @@ if command -v qemu-img >/dev/null; then
 	    fail "vm2 does not hold what qemu-img wrote"
 	log "qemu-img info and convert on the export vm2"
 fi
+
+# The project's fio jobs against named exports: the verify job on the
+# encrypted db, each benchmark job for 2 s on vm2.
+NBD_URI=$(uri nbd db) FIO_SIZE=16M fio "$SRCDIR/fio-jobs/randrw-verify.fio" \
+    >"$TESTDIR/log/fio-job-verify.log" 2>&1 &&
+    grep -qE 'err= *0' "$TESTDIR/log/fio-job-verify.log" ||
+    { _show_log_tail "$TESTDIR/log/fio-job-verify.log" 30; fail "randrw-verify.fio on db"; }
+for job in seq-write-64k seq-write-4k rand-write-4k seq-read-64k rand-read-4k; do
+	NBD_URI=$(uri nbd vm2) FIO_SIZE=16M FIO_RUNTIME=2 \
+	    fio "$SRCDIR/fio-jobs/$job.fio" >"$TESTDIR/log/fio-job-$job.log" 2>&1 &&
+	    grep -qE 'err= *0' "$TESTDIR/log/fio-job-$job.log" ||
+	    { _show_log_tail "$TESTDIR/log/fio-job-$job.log" 30; fail "$job.fio on vm2"; }
+done
+log "fio-jobs/: randrw-verify on db, and the benchmark jobs on vm2"
 
 # 5. resize.
 vol resize --name vm2 --size 192M >/dev/null || fail "growing vm2"
