@@ -297,17 +297,34 @@ bftblk_connect(struct bftblk *h)
 	if ((h->eng = bft_engine_start(&p)) == NULL)
 		return failf(h, EIO, "cannot start the event loop (or resolve "
 		    "a server's address)");
-	/* One writer per volume, unless told the writers coordinate. */
-	if (h->key.role == BFT_ROLE_RW && !h->shared &&
-	    bft_lease_acquire(&h->lease, h->eng, h->volume_id, h->lease_s, 0,
-	    h->key.name) != 0) {
+	/*
+	 * One writer per volume, unless told the writers coordinate.  A
+	 * lease is plain whatever the volume's encryption, so that every
+	 * client (an admin deleting the volume too) reads it: an encrypted
+	 * handle writes it through a plain engine of its own.
+	 */
+	if (h->key.role != BFT_ROLE_RW || h->shared)
+		return 0;
+	if (h->encrypt && (h->lease_eng = lib_plain_engine(h,
+	    &h->lease_ec)) == NULL) {
+		r = fail(h);
+		goto out_stop;
+	}
+	if (bft_lease_acquire(&h->lease, h->lease_eng != NULL ? h->lease_eng :
+	    h->eng, h->volume_id, h->lease_s, 0, h->key.name) != 0) {
 		r = fail(h);
 		bft_lease_release(&h->lease);
-		bft_engine_stop(h->eng);
-		h->eng = NULL;
-		return r;
+		goto out_stop;
 	}
 	return 0;
+out_stop:
+	bft_engine_stop(h->lease_eng);
+	bft_ec_free(h->lease_ec);
+	h->lease_eng = NULL;
+	h->lease_ec = NULL;
+	bft_engine_stop(h->eng);
+	h->eng = NULL;
+	return r;
 }
 
 int
@@ -339,6 +356,8 @@ bftblk_close(struct bftblk *h)
 	if (h == NULL)
 		return;
 	bft_lease_release(&h->lease);
+	bft_engine_stop(h->lease_eng);
+	bft_ec_free(h->lease_ec);
 	bft_engine_stop(h->eng);
 	bft_bc_free(h->cache);
 	bft_ec_free(h->ec);

@@ -57,6 +57,9 @@ struct bftblk {
 	/* From bftblk_connect. */
 	struct bft_engine *eng;
 	struct bft_lease lease;		/* a read-write handle's volume */
+	/* encrypt=on: the plain engine the lease's registers go through. */
+	struct bft_engine *lease_eng;
+	struct bft_ec *lease_ec;
 	struct bft_blockcache *cache;	/* NULL with cache=0 */
 };
 
@@ -69,6 +72,12 @@ int lib_set_options(struct bftblk *h, const char *options);
  * and encryption from it.  0 or a negative errno (failed on h).
  */
 int lib_volume_resolve(struct bftblk *h);
+/*
+ * An engine for plain registers (the volume table, leases), whatever
+ * h's encryption: its own erasure code for 64 KiB values into *ecp.
+ * NULL with the error recorded on h.
+ */
+struct bft_engine *lib_plain_engine(struct bftblk *h, struct bft_ec **ecp);
 /* The entry's id, size and encryption into h (not yet loaded). */
 int lib_volume_apply(struct bftblk *h, const struct bftblk_volume *v);
 

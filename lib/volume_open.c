@@ -123,8 +123,8 @@ find(struct bftblk *h, struct bft_engine *eng, const char *name,
 	return r;
 }
 
-int
-lib_volume_resolve(struct bftblk *h)
+struct bft_engine *
+lib_plain_engine(struct bftblk *h, struct bft_ec **ecp)
 {
 	struct bft_engine_params p = {
 		.cfg = &h->cfg, .key = &h->key,
@@ -133,26 +133,41 @@ lib_volume_resolve(struct bftblk *h)
 		    h->io_timeout_s : h->timeout_s) * 1000,
 		.skip = h->skip, .log = h->log, .log_opaque = h->log_opaque,
 	};
-	struct bftblk_volume v;
 	struct bft_engine *eng;
 	char err[512];
-	int r;
 
-	/* The table is plain: read it with an engine that does not seal. */
 	p.ec = bft_ec_new_len(h->cfg.t, h->ec_backend, BFT_BLOCK_SIZE, err,
 	    sizeof err);
-	if (p.ec == NULL)
-		return lib_handle_fail(h, EINVAL, "%s", err);
+	if (p.ec == NULL) {
+		lib_handle_fail(h, EINVAL, "%s", err);
+		return NULL;
+	}
 	while (p.writer_id == 0)
 		bft_random(&p.writer_id, sizeof p.writer_id);
 	if ((eng = bft_engine_start(&p)) == NULL) {
 		bft_ec_free(p.ec);
-		return lib_handle_fail(h, EIO, "cannot start the event loop "
-		    "(or resolve a server's address)");
+		lib_handle_fail(h, EIO, "cannot start the event loop (or "
+		    "resolve a server's address)");
+		return NULL;
 	}
+	*ecp = p.ec;
+	return eng;
+}
+
+int
+lib_volume_resolve(struct bftblk *h)
+{
+	struct bftblk_volume v;
+	struct bft_engine *eng;
+	struct bft_ec *ec;
+	int r;
+
+	/* The table is plain: read it with an engine that does not seal. */
+	if ((eng = lib_plain_engine(h, &ec)) == NULL)
+		return -lib_take_errno();
 	r = find(h, eng, h->volume_name, &v);
 	bft_engine_stop(eng);
-	bft_ec_free(p.ec);
+	bft_ec_free(ec);
 	if (r != 0)
 		return r;
 	return lib_volume_apply(h, &v);

@@ -194,6 +194,24 @@ for job in seq-write-64k seq-write-4k rand-write-4k seq-read-64k rand-read-4k; d
 done
 log "fio-jobs/: randrw-verify on db, and the benchmark jobs on vm2"
 
+# An encrypted volume's lease is plain, so an admin (which has no key)
+# sees its holder: db is refused while a writer holds it.
+nbdkit_start dbholder shared=off lease=3
+PATH=/usr/bin:$PATH nbdsh -u "$(uri dbholder db)" -c "
+import time
+h.pwrite(b'\x44' * 65536, 0)
+h.flush()
+open('$TESTDIR/dbheld', 'w').close()
+time.sleep(8)" & dbholder_job=$!
+for ((i = 0; i < 100; i++)); do [ -e "$TESTDIR/dbheld" ] && break; sleep 0.2; done
+[ -e "$TESTDIR/dbheld" ] || fail "the holder did not write db"
+vol delete --name db 2>"$TESTDIR/e6" &&
+    fail "the encrypted db was deleted while a writer held it"
+grep -q "in use by" "$TESTDIR/e6" || fail "no holder named for db: $(cat "$TESTDIR/e6")"
+wait "$dbholder_job" || fail "db's holder connection failed"
+nbdkit_stop dbholder
+log "an encrypted volume's holder is seen by the admin: delete refused"
+
 # 5. resize.
 vol resize --name vm2 --size 192M >/dev/null || fail "growing vm2"
 [ "$(PATH=/usr/bin:$PATH nbdinfo --size "$(uri nbd vm2)")" = $((192 * MiB)) ] ||
