@@ -193,7 +193,11 @@ bftblk_volume_list(struct bftblk *h, struct bftblk_volume **vols, size_t *n)
 		free(vt);
 		return failed(h);
 	}
-	*vols = calloc(VT_MAX, sizeof **vols);
+	/* The entries there are, not room for a full table (1 MiB). */
+	for (unsigned b = 0; b < vt->nblocks; b++)
+		*n += vt->count[b];
+	*vols = calloc(*n > 0 ? *n : 1, sizeof **vols);
+	*n = 0;
 	if (*vols == NULL) {
 		free(vt);
 		return lib_handle_fail(h, ENOMEM, "out of memory");
