@@ -188,12 +188,14 @@ $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 	$(BUILD)/tests/test_store_drop \
 	$(BUILD)/tests/test_handler_info \
 	$(BUILD)/tests/test_handler $(BUILD)/tests/test_handler_vol \
+	$(BUILD)/tests/test_handler_fence \
 	$(BUILD)/tests/test_quota: $(SERVER_LIB_OBJ)
 # The library's handle, options and identities, without servers.
 $(BUILD)/tests/test_peer_key $(BUILD)/tests/test_voltab: $(call obj,$(LIB_SRC))
 $(BUILD)/tests/unit/test_peer_key.o $(BUILD)/tests/unit/test_voltab.o: \
 	override CFLAGS += -Ilib
 # bftblk status's judging and printing, without sockets.
+$(BUILD)/tests/unit/test_status_format.o: override CFLAGS += -Ilib
 $(BUILD)/tests/test_status_format: $(BUILD)/admin/status_format.o \
     $(BUILD)/admin/status_clients.o $(BUILD)/admin/status_volumes.o
 # Pieces of the engine that stand alone.

@@ -297,3 +297,38 @@ bft_fast_read(const struct bft_collect_reply *A, unsigned n, unsigned t,
 	more = (unsigned)__builtin_popcount(pending & want);
 	return nfrag + more < t + 1 ? BFT_FAST_NO : BFT_FAST_WAIT;
 }
+
+bool
+bft_fenced(const struct bft_ts *ts, const struct bft_ts *top)
+{
+	return bft_ts_gen(ts) < bft_ts_gen(top);
+}
+
+bool
+bft_fenced_proven(uint32_t fenced, unsigned t)
+{
+	return (unsigned)__builtin_popcount(fenced) >= t + 1;
+}
+
+uint64_t
+bft_write_num(uint64_t known, uint64_t gen)
+{
+	uint64_t floor = bft_gen_floor(gen);
+
+	if (gen > BFT_GEN_MAX)
+		return 0;
+	if (known < floor)
+		return floor + 1;
+	/* Past the generation's last num the next would read as gen + 1. */
+	if ((known + 1) >> BFT_GEN_SHIFT != gen)
+		return 0;
+	return known + 1;
+}
+
+uint64_t
+bft_next_gen(const struct bft_ts *claim)
+{
+	uint64_t g = bft_ts_gen(claim);
+
+	return g >= BFT_GEN_MAX ? 0 : g + 1;
+}

@@ -123,4 +123,31 @@ enum bft_fast_verdict bft_fast_read(const struct bft_collect_reply *A,
     unsigned n, unsigned t, uint32_t pending, uint32_t want, uint64_t block,
     const struct bft_written_key *k, int *pick, uint32_t *have);
 
+/*
+ * Lease fencing (proto.h's generations; the argument is in README,
+ * "One writer per volume").  top is the highest timestamp server i
+ * holds for the lease register of ts's volume (lc or any Hist entry):
+ * a STORE or COMPLETE under ts is refused when its generation is below
+ * top's, i.e. when a newer holder's claim reached this server first.
+ */
+bool bft_fenced(const struct bft_ts *ts, const struct bft_ts *top);
+/*
+ * Whether refusals from the servers in fenced prove a newer holder: t+1
+ * of them include a correct server, which holds that holder's claim.
+ */
+bool bft_fenced_proven(uint32_t fenced, unsigned t);
+/*
+ * The num of a write after the highest known num, by a holder of
+ * generation gen: never below the generation's floor, so that it
+ * orders after every write of an older holder.  0 when the generation's
+ * nums are used up (the writer then fails the write).
+ */
+uint64_t bft_write_num(uint64_t known, uint64_t gen);
+/*
+ * The generation a new holder takes over a register whose newest claim
+ * has timestamp claim (zero when none was ever written): one above it,
+ * or 0 when the generations are used up.
+ */
+uint64_t bft_next_gen(const struct bft_ts *claim);
+
 #endif

@@ -110,6 +110,44 @@ bft_addr_ok(uint64_t addr, uint64_t nblocks0)
 	    nblocks0);
 }
 
+/*
+ * Lease generations (lib/lease.c, common/predicates.h's bft_fenced):
+ * every acquisition of a volume's lease starts a generation, and each
+ * write of the holder, to the volume and to its lease register, carries
+ * it in the top bits of its timestamp's num.  A newer holder's writes
+ * therefore order after every write of an older one, and a server can
+ * tell from a STORE alone which holder sent it.  40 bits leave 2^40
+ * writes of one block under one generation; data written before
+ * generations existed is generation 0.
+ */
+#define BFT_GEN_SHIFT	40
+#define BFT_GEN_MAX	((UINT64_C(1) << (64 - BFT_GEN_SHIFT)) - 1)
+
+static inline uint64_t
+bft_ts_gen(const struct bft_ts *ts)
+{
+	return ts->num >> BFT_GEN_SHIFT;
+}
+
+/* The lowest num a write of generation gen may carry. */
+static inline uint64_t
+bft_gen_floor(uint64_t gen)
+{
+	return gen << BFT_GEN_SHIFT;
+}
+
+/*
+ * The lease register that fences writes to addr: its volume's, and for
+ * a lease register itself, that register.
+ */
+static inline uint64_t
+bft_fence_addr(uint64_t addr)
+{
+	uint32_t vol = bft_addr_vol(addr);
+
+	return vol == BFT_VOL_LEASES ? addr : bft_addr(BFT_VOL_LEASES, vol);
+}
+
 /* Orders by (num, wid); the MAC takes no part in the order. */
 int bft_ts_cmp(const struct bft_ts *a, const struct bft_ts *b);
 bool bft_ts_is_zero(const struct bft_ts *ts);
@@ -127,6 +165,7 @@ enum bft_status {
 	BFT_ESTALE = 8,		/* STORE for a timestamp already completed */
 	BFT_EPERM = 9,		/* the client's role does not allow this */
 	BFT_EAGAIN = 10,	/* a new server has not rebuilt this block yet */
+	BFT_EFENCED = 11,	/* the volume's lease moved to a newer holder */
 };
 
 const char *bft_status_str(int status);

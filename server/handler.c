@@ -105,6 +105,31 @@ handle_hello(struct bft_handler *h, const char *peer,
 	return 1;
 }
 
+/*
+ * Whether a writer's STORE or COMPLETE comes from a lease holder that a
+ * newer one replaced (predicates.h): refused, so that an old holder's
+ * write cannot gather n-t acceptances once the new holder's claim
+ * reached n-t servers.  Checked after the MAC, so that only a writer
+ * learns a volume's generation this way.
+ */
+static bool
+fenced(struct bft_handler *h, const char *peer, const char *what,
+    const struct bft_msg *req, struct bft_msg *rep)
+{
+	struct bft_ts top = bft_store_top_ts(h->st,
+	    bft_fence_addr(req->block));
+
+	if (!bft_fenced(&req->ts, &top))
+		return false;
+	if (bft_log_sampled(++h->stats.fenced))
+		bft_log("conn %s: %s block %" PRIu64 ": lease generation %"
+		    PRIu64 " below the volume's %" PRIu64 ": refused (%"
+		    PRIu64 " so far)", peer, what, req->block,
+		    bft_ts_gen(&req->ts), bft_ts_gen(&top), h->stats.fenced);
+	rep->status = BFT_EFENCED;
+	return true;
+}
+
 /* Lines 113-115, hardened against replays and floods. */
 static void
 handle_store(struct bft_handler *h, const char *peer,
@@ -143,6 +168,8 @@ handle_store(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EAUTH;
 		return;
 	}
+	if (fenced(h, peer, "STORE", req, rep))
+		return;
 	lcts = bft_store_lc_ts(h->st, req->block);
 	cmp = bft_ts_cmp(&req->ts, &lcts);
 	if (cmp < 0) {
@@ -253,6 +280,8 @@ handle_complete(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EAUTH;
 		return;
 	}
+	if (fenced(h, peer, "COMPLETE", req, rep))
+		return;
 	lcts = bft_store_lc_ts(h->st, req->block);
 	if (bft_ts_cmp(&req->ts, &lcts) > 0)
 		rep->status = set_lc(h, peer, "COMPLETE", req->block, &req->ts,

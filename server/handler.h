@@ -24,6 +24,7 @@ struct bft_handler_stats {
 	uint64_t ebusy;			/* STOREs refused by the pending cap */
 	uint64_t estale;
 	uint64_t superseded;		/* STOREs acked without storing */
+	uint64_t fenced;		/* STOREs, COMPLETEs of an old lease holder */
 	uint64_t writebacks;		/* lc set by FILTER */
 	uint64_t repairs;		/* lc set by REPAIR */
 	uint64_t store_errors;		/* ENOSPC or EIO from the store */

@@ -44,7 +44,8 @@ put_requests(struct bft_prom *p, const struct bft_net *net)
 	const struct bft_handler_stats *s = &net->h->stats;
 	const struct { const char *kind; uint64_t v; } err[] = {
 		{ "eauth", s->eauth }, { "ebusy", s->ebusy },
-		{ "estale", s->estale }, { "store", s->store_errors },
+		{ "estale", s->estale }, { "fenced", s->fenced },
+		{ "store", s->store_errors },
 		{ "hello_mismatch", s->hello_mismatch },
 		{ "eperm", net->eperm }, { "client_stores", net->elimit },
 	};
@@ -58,7 +59,8 @@ put_requests(struct bft_prom *p, const struct bft_net *net)
 	}
 	bft_prom_family(p, P "request_errors_total", "counter",
 	    "Requests refused or failed, by kind: eauth (bad MAC), ebusy "
-	    "(pending STORE cap), estale, store (ENOSPC or EIO), "
+	    "(pending STORE cap), estale, fenced (an old lease holder's "
+	    "STORE or COMPLETE), store (ENOSPC or EIO), "
 	    "hello_mismatch, eperm (the client's role), client_stores "
 	    "(--max-client-stores).");
 	for (size_t i = 0; i < sizeof err / sizeof err[0]; i++) {

@@ -226,6 +226,24 @@ bft_store_lc_ts(const struct bft_store *st, uint64_t block)
 	return st_addr_ok(st, block) ? st_idx(st, block)->lc_ts : zero;
 }
 
+struct bft_ts
+bft_store_top_ts(const struct bft_store *st, uint64_t block)
+{
+	static const struct bft_ts zero;
+	struct bft_ts top;
+	long pos = -1;
+
+	if (!st_addr_ok(st, block))
+		return zero;
+	top = st_idx(st, block)->lc_ts;
+	if (IDX_NSIDE(st_idx(st, block)) == 0)
+		return top;
+	while (st_side_next(st, block, &pos))
+		if (bft_ts_cmp(&st->side.e[pos].ts, &top) > 0)
+			top = st->side.e[pos].ts;
+	return top;
+}
+
 bool
 bft_store_lc_held(struct bft_store *st, uint64_t block)
 {

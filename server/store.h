@@ -103,6 +103,13 @@ int bft_store_get_lc(struct bft_store *st, uint64_t block,
 struct bft_ts bft_store_lc_ts(const struct bft_store *st, uint64_t block);
 
 /*
+ * The highest timestamp block has here, lc's or a Hist entry's above
+ * it: what a lease register's newest claim is (common/predicates.h's
+ * bft_fenced).  No I/O.
+ */
+struct bft_ts bft_store_top_ts(const struct bft_store *st, uint64_t block);
+
+/*
  * Whether this server holds the fragment backing block's lc: Hist[lc.ts]
  * exists and validByHist(lc) holds.  False for c0.
  */

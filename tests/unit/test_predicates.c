@@ -334,10 +334,63 @@ test_drop_invalid(void **state)
 	free_write(w, &b);
 }
 
+/*
+ * Lease generations (proto.h, predicates.h).  A newer holder's write
+ * orders after every write of an older one; an older holder is fenced
+ * by any newer claim; t liars crying EFENCED prove nothing; the ends of
+ * the number space fail instead of wrapping into another generation.
+ */
+static void
+test_fencing(void **state)
+{
+	struct bft_ts old = { .num = bft_gen_floor(3) + 7, .wid = 1 };
+	struct bft_ts top = { .num = bft_gen_floor(4) + 1, .wid = 9 };
+	struct bft_ts zero = { 0 };
+	struct bft_ts last = { .num = bft_gen_floor(BFT_GEN_MAX) + 1 };
+
+	(void)state;
+	assert_true(bft_fenced(&old, &top));
+	assert_false(bft_fenced(&top, &old));
+	assert_false(bft_fenced(&top, &top));
+	/* The same generation, a lower num: a renewal, never fenced. */
+	old.num = bft_gen_floor(4);
+	assert_false(bft_fenced(&old, &top));
+	/* Data written before generations is generation 0: never fenced. */
+	assert_false(bft_fenced(&zero, &zero));
+	old.num = 5;
+	assert_true(bft_fenced(&old, &top));
+
+	/* A new holder jumps to its floor, then counts within it. */
+	assert_int_equal(bft_write_num(5, 0), 6);
+	assert_int_equal(bft_write_num(5, 2), bft_gen_floor(2) + 1);
+	assert_int_equal(bft_write_num(bft_gen_floor(2) + 1, 2),
+	    bft_gen_floor(2) + 2);
+	assert_true(bft_write_num(bft_gen_floor(9), 2) == 0);
+	/* The generation's last num is used up, not wrapped to gen + 1. */
+	assert_true(bft_write_num(bft_gen_floor(3) - 1, 2) == 0);
+	assert_true(bft_write_num(bft_gen_floor(3) - 2, 2) ==
+	    bft_gen_floor(3) - 1);
+	assert_true(bft_write_num(UINT64_MAX - 1, BFT_GEN_MAX) ==
+	    UINT64_MAX);
+	assert_true(bft_write_num(UINT64_MAX, BFT_GEN_MAX) == 0);
+
+	assert_int_equal(bft_next_gen(&zero), 1);
+	assert_int_equal(bft_next_gen(&top), 5);
+	assert_int_equal(bft_next_gen(&last), 0);
+
+	/* t = 1: one server's EFENCED may be a lie, two include a truth. */
+	assert_false(bft_fenced_proven(0, 1));
+	assert_false(bft_fenced_proven(1u << 3, 1));
+	assert_true(bft_fenced_proven(1u << 3 | 1u << 0, 1));
+	assert_false(bft_fenced_proven(0x3, 2));
+	assert_true(bft_fenced_proven(0x7, 2));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fencing),
 		BOTH(test_valid_by_hist),
 		BOTH(test_valid_by_mac),
 		BOTH(test_forged_candidate),
