@@ -311,7 +311,7 @@ bftblk_connect(struct bftblk *h)
 		goto out_stop;
 	}
 	if (bft_lease_acquire(&h->lease, h->lease_eng != NULL ? h->lease_eng :
-	    h->eng, h->volume_id, h->lease_s, 0, h->key.name) != 0) {
+	    h->eng, h->eng, h->volume_id, h->lease_s, 0, h->key.name) != 0) {
 		r = fail(h);
 		bft_lease_release(&h->lease);
 		goto out_stop;
@@ -379,6 +379,29 @@ bftblk_close(struct bftblk *h)
 }
 
 
+/*
+ * Writers that coordinate among themselves (shared=on) take no lease,
+ * but write under the generation of its newest claim, so that servers
+ * take their writes until an exclusive holder takes the volume.  Read
+ * at the first write, so that opening needs no quorum (bftblk ping,
+ * status).  Threads racing here read the same generation.
+ */
+static int
+shared_gen(struct bftblk *h)
+{
+	uint64_t gen;
+
+	if (bft_lease_read_gen(h->eng, h->volume_id, &gen) != 0) {
+		int err = lib_take_errno();
+
+		return failf(h, err, "reading volume %" PRIu32 "'s lease "
+		    "generation: %s", h->volume_id, lib_errmsg());
+	}
+	bft_engine_set_gen(h->eng, gen);
+	__atomic_store_n(&h->shared_gen, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /* Common checks of an I/O call: connected, in range, allowed. */
 static int
 check_io(struct bftblk *h, size_t count, uint64_t offset, bool write,
@@ -396,6 +419,9 @@ check_io(struct bftblk *h, size_t count, uint64_t offset, bool write,
 		return failf(h, EPERM, "the key of '%s' is read-only%s",
 		    h->key.name, h->key.role == BFT_ROLE_PEER ?
 		    " (a server's key: its peers let it read only)" : "");
+	if (write && h->shared && !__atomic_load_n(&h->shared_gen,
+	    __ATOMIC_ACQUIRE))
+		return shared_gen(h);
 	return 0;
 }
 
@@ -419,11 +445,21 @@ write_common(struct bftblk *h, const void *buf, size_t count,
 
 	if ((r = check_io(h, count, offset, true, flags)) != 0)
 		return r;
-	if (!bft_lease_may_write(&h->lease))
-		return failf(h, EIO, "volume %" PRIu32 "'s lease was not "
-		    "renewed within %u s, or another opener took it: writes "
-		    "stop so that two writers never share the volume",
-		    h->volume_id, h->lease_s);
+	switch (bft_lease_state(&h->lease)) {
+	case BFT_LEASE_FENCED:
+		return failf(h, EIO, "volume %" PRIu32 "'s lease is fenced: "
+		    "not confirmed for %.1f s (lease %u s): writes fail until "
+		    "it is taken again, so that two writers never share the "
+		    "volume", h->volume_id,
+		    (double)bft_lease_renewed_age_ms(&h->lease) / 1000,
+		    h->lease_s);
+	case BFT_LEASE_LOST:
+		return failf(h, EIO, "volume %" PRIu32 "'s lease was lost to "
+		    "another holder: this handle writes no more; open the "
+		    "volume again to take it back", h->volume_id);
+	default:
+		break;
+	}
 	if (count == 0)
 		return (flags & BFTBLK_FUA) ? bftblk_flush(h) : 0;
 	if (io_write(h->eng, h->cache, buf, count, offset,

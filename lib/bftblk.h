@@ -167,6 +167,27 @@ struct bftblk_volume {
 	char key_id[33];		/* hex id of its volume key, or "" */
 };
 
+/*
+ * A volume's writer lease as its register holds it now: one read, no
+ * waiting (a holder renews every period / 3, so a claim renewed longer
+ * than a period ago is a holder gone or cut off).  Every acquisition
+ * starts a new generation, which the holder's writes carry and servers
+ * fence older holders by.  volume_id 0 is the cluster's disk.
+ */
+#define BFTBLK_LEASE_HOLDER_MAX	160
+
+struct bftblk_lease {
+	int claimed;			/* 0: never taken */
+	int released;			/* closed cleanly: free */
+	uint64_t generation;
+	uint64_t renewals;		/* writes of the claim */
+	uint64_t renewed_ms;		/* Unix ms by the holder's clock; 0: unknown */
+	uint32_t period_ms;
+	char holder[BFTBLK_LEASE_HOLDER_MAX];	/* "host, pid P, key name" */
+};
+int bftblk_lease_get(struct bftblk *h, uint32_t volume_id,
+    struct bftblk_lease *out);
+
 /* Every volume, by *vols (free() it) and *n, in table order. */
 int bftblk_volume_list(struct bftblk *h, struct bftblk_volume **vols,
     size_t *n);

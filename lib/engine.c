@@ -40,7 +40,7 @@ round_start(struct op *op, enum op_phase ph)
 
 	op->phase = ph;
 	op->gen = (uint32_t)++lp->next_gen;
-	op->sent = op->replied = op->ok = op->failed = 0;
+	op->sent = op->replied = op->ok = op->failed = op->fenced = 0;
 	op->fail_status = 0;
 	op->deadline_ms = uv_now(&lp->loop) + op->cl->p.timeout_ms;
 	for (unsigned i = 0; i < op->cl->n; i++)
@@ -113,6 +113,24 @@ op_done(struct op *op, int err, const char *why)
 }
 
 void
+bft_engine_set_gen(struct bft_engine *cl, uint64_t gen)
+{
+	__atomic_store_n(&cl->lease_gen, gen, __ATOMIC_RELEASE);
+}
+
+uint64_t
+bft_engine_gen(const struct bft_engine *cl)
+{
+	return __atomic_load_n(&cl->lease_gen, __ATOMIC_ACQUIRE);
+}
+
+void
+bft_engine_set_lease(struct bft_engine *cl, const struct bft_lease *l)
+{
+	__atomic_store_n(&cl->lease, l, __ATOMIC_RELEASE);
+}
+
+void
 rotate_writer_id(struct bft_engine *cl)
 {
 	bft_random(&cl->writer_id, sizeof cl->writer_id);
@@ -138,9 +156,14 @@ round_note_error(struct op *op, unsigned i, int status)
 
 	op->failed |= 1u << i;
 	op->fail_status = status;
+	if (status == BFT_EFENCED)
+		op->fenced |= 1u << i;
 	STAT_ADD(op->cl, server[i].error_replies, 1);
 	if (n - popcount32(op->failed) >= n - t)
 		return false;
+	/* One liar's EFENCED is not a reason; t+1 are (predicates.h). */
+	if (bft_fenced_proven(op->fenced, t))
+		status = BFT_EFENCED;
 	op_done(op, status_errno(status), bft_status_str(status));
 	return true;
 }

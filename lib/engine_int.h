@@ -59,6 +59,7 @@ struct op {
 	uint32_t slot, gen;
 	uint32_t sent, replied, ok;	/* bitmasks of servers */
 	uint32_t failed;		/* replied with an error status */
+	uint32_t fenced;		/* ... which was EFENCED */
 	int fail_status;
 	uint64_t deadline_ms;
 	uint64_t give_up_ms;		/* the whole op's bound (io-timeout) */
@@ -200,6 +201,16 @@ struct bft_engine_params {
 	if ((cl)->p.agg != NULL)					\
 		atomic_fetch_add(&(cl)->p.agg->field, (n));		\
 } while (0)
+
+/*
+ * The lease generation the engine's writes carry from now on (proto.h),
+ * and what it is.  Any thread.
+ */
+void bft_engine_set_gen(struct bft_engine *cl, uint64_t gen);
+uint64_t bft_engine_gen(const struct bft_engine *cl);
+/* The lease the engine's metrics report, or NULL.  Any thread. */
+struct bft_lease;
+void bft_engine_set_lease(struct bft_engine *cl, const struct bft_lease *l);
 
 /* The address of block b of the engine's volume (proto.h). */
 uint64_t bft_engine_addr(const struct bft_engine *cl, uint64_t b);

@@ -40,6 +40,7 @@ struct bftblk {
 	size_t nopts;
 	struct bft_engine_stats *stats_agg;	/* engine_int.h's p.agg */
 	bool shared;			/* shared=on: no lease (lease.c) */
+	bool shared_gen;		/* ... and its generation read (atomic) */
 	unsigned lease_s;		/* lease=: its period */
 	unsigned want_t;
 	uint64_t cache_bytes;

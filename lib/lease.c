@@ -4,15 +4,27 @@
  * the protocol like any block, so that no single server decides who
  * holds a volume and t liars cannot forge or hide a claim.
  *
- * A holder rewrites its claim every period/3 with its counter + 1.  An
- * opener that finds another's claim reads it again after a period: a
- * claim that changed is a live holder (refused, naming it); one that
- * did not is a holder gone (crashed or cut off), taken over.  A holder
- * that has not renewed for a period stops writing (EIO), so that once
- * an opener took over, the old holder no longer writes: both rely on
- * their monotonic clocks running at about the same rate, as any lease
- * does.  A clean close writes the claim released, so the next opener
- * waits for nothing.  Read-only handles and shared=on take no lease.
+ * A holder renews every period/3: it reads the register, and only when
+ * its own claim is there does it write it again with its counter + 1.
+ * An opener that finds another's claim reads it again after a period:
+ * a claim that changed is a live holder (refused, naming it); one that
+ * did not is a holder gone (crashed or cut off), taken over.  A clean
+ * close writes the claim released, so the next opener waits for
+ * nothing.  Read-only handles and shared=on take no lease.
+ *
+ * Timing decides only who gets the volume; it does not keep two
+ * holders apart.  That is the servers' part: every acquisition starts a
+ * new generation (proto.h), every write of the holder carries it, and a
+ * correct server refuses a STORE or COMPLETE under a generation below
+ * that of the newest claim it holds.  The new holder's claim reached
+ * n-t servers before it writes anything, so an old holder's write that
+ * arrives later, however late, finds a correct server among any n-t it
+ * could complete at that refuses it (README, "One writer per volume").
+ * The clocks only make the old holder stop on its own: a holder that has
+ * not confirmed its claim for a period is fenced and fails writes until
+ * it takes the lease again the way an opener does, which it can only
+ * while nobody else took it; a holder whose claim another replaced has
+ * lost it for good, and its handle never writes again.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -29,6 +41,7 @@
 #include "crypto.h"
 #include "error_int.h"
 #include "lease_int.h"
+#include "write_int.h"
 
 #define LEASE_MAGIC	"BFTLEASE"
 #define LEASE_VERSION	1u
@@ -61,8 +74,13 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Layout: magic 8, version 4, period 4, counter 8, released 1, nonce 16, holder. */
+/*
+ * Layout: magic 8, version 4, period 4, counter 8, released 1, nonce 16,
+ * holder 160, then the holder's wall clock at its last renewal (ms
+ * since the epoch, 8; zero in claims of older versions), for status.
+ */
 #define OFF_HOLDER	41
+#define OFF_WALL	(OFF_HOLDER + LEASE_HOLDER_LEN)
 
 static void
 encode(const struct bft_lease_claim *c, uint8_t *blk)
@@ -74,6 +92,7 @@ encode(const struct bft_lease_claim *c, uint8_t *blk)
 	blk[24] = c->released;
 	memcpy(blk + 25, c->nonce, sizeof c->nonce);
 	memcpy(blk + OFF_HOLDER, c->holder, sizeof c->holder);
+	le_put64(blk + OFF_WALL, c->wall_ms);
 }
 
 /* False for a block never written, or not a claim. */
@@ -91,6 +110,7 @@ decode(const uint8_t *blk, struct bft_lease_claim *c)
 	memcpy(c->nonce, blk + 25, sizeof c->nonce);
 	memcpy(c->holder, blk + OFF_HOLDER, sizeof c->holder);
 	c->holder[sizeof c->holder - 1] = '\0';
+	c->wall_ms = le_get64(blk + OFF_WALL);
 	return true;
 }
 
@@ -130,15 +150,27 @@ claim_read(struct bft_lease *l, struct bft_lease_claim *c, bool *valid,
 	return r;
 }
 
+static uint64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static int
 claim_write(struct bft_lease *l, const struct bft_lease_claim *c)
 {
 	struct op *op = bft_op_new(l->eng, OP_WRITE);
 	int r = -1;
 
+	struct bft_lease_claim stamped = *c;
+
 	if (op == NULL)
 		return lib_fail(ENOMEM, NULL);
-	encode(c, l->wbuf);
+	stamped.wall_ms = wall_ms();
+	encode(&stamped, l->wbuf);
 	op->block = l->addr;
 	op->data = l->wbuf;
 	if (bft_op_prepare_write(op) != 0)
@@ -155,61 +187,232 @@ ours(const struct bft_lease *l, const struct bft_lease_claim *c)
 	return memcmp(c->nonce, l->mine.nonce, sizeof c->nonce) == 0;
 }
 
-/* Renews every period/3 until stopped; gives up writes after a period. */
+/* The generation every write of this holder carries from now on. */
+static void
+set_gen(struct bft_lease *l, uint64_t gen)
+{
+	__atomic_store_n(&l->gen, gen, __ATOMIC_RELEASE);
+	bft_engine_set_gen(l->eng, gen);
+	if (l->data_eng != NULL && l->data_eng != l->eng)
+		bft_engine_set_gen(l->data_eng, gen);
+}
+
+/*
+ * Waits ms, or less once the lease is being released (then false).  The
+ * renewer's waits, so that closing a handle never waits out a period.
+ */
+static bool
+nap(struct bft_lease *l, uint64_t ms)
+{
+	struct timespec until;
+	uint64_t ns = ms * 1000000;
+	bool go_on;
+
+	if (!l->running) {
+		usleep((useconds_t)(ms * 1000));
+		return true;
+	}
+	/* cv waits on the monotonic clock (lease_start). */
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	ns += (uint64_t)until.tv_nsec;
+	until.tv_sec += (time_t)(ns / 1000000000);
+	until.tv_nsec = (long)(ns % 1000000000);
+	pthread_mutex_lock(&l->mu);
+	while (!l->stopping && pthread_cond_timedwait(&l->cv, &l->mu,
+	    &until) != ETIMEDOUT)
+		;
+	go_on = !l->stopping;
+	pthread_mutex_unlock(&l->mu);
+	return go_on;
+}
+
+/*
+ * The opener's path, for a first acquisition and for a fenced holder
+ * taking its lease again: a claim of another (or our own stale one)
+ * that is not released must stay unchanged for a period before it is
+ * taken over, and the claim is written under a new generation, then
+ * read back.  0, or -1 with the error recorded: EBUSY naming a live
+ * holder or the one that took it, EINTR when released meanwhile.
+ */
+static int
+take(struct bft_lease *l, unsigned guard_ms)
+{
+	struct bft_lease_claim c, again;
+	struct bft_ts ts, ts2;
+	uint64_t gen;
+	bool valid;
+
+	if (claim_read(l, &c, &valid, &ts) != 0)
+		return -1;
+	if (l->running && (!valid || !ours(l, &c)))
+		return lib_fail(EBUSY, "volume %" PRIu32 " was taken by %s",
+		    l->vol, valid ? c.holder : "another opener");
+	if (valid && !c.released) {
+		/* Wait out the holder's own period: a live one renews in it. */
+		uint64_t wait = c.period_ms > l->period_ms ? c.period_ms :
+		    l->period_ms;
+
+		/* An admin waiting its turn says so: it may be a while. */
+		if (!l->running)
+			note(l, l->vol == BFT_VOL_TABLE ? BFTBLK_LOG_WARN :
+			    BFTBLK_LOG_INFO, "held by %s; checking it is "
+			    "alive for %.1f s", c.holder, (double)wait / 1000);
+		if (!nap(l, wait))
+			return lib_fail(EINTR, "the handle is closing");
+		if (claim_read(l, &again, &valid, &ts2) != 0)
+			return -1;
+		if (valid && !again.released && bft_ts_cmp(&ts, &ts2) != 0)
+			return lib_fail(EBUSY, "volume %" PRIu32 " is in use "
+			    "by %s, which renews its lease (every %.1f s); "
+			    "stop it first, open read-only, or use "
+			    "shared=on if the volume's users coordinate "
+			    "writes themselves", l->vol, again.holder,
+			    (double)again.period_ms / 3000);
+		if (l->running && (!valid || !ours(l, &again)))
+			return lib_fail(EBUSY, "volume %" PRIu32 " was taken "
+			    "by %s", l->vol, valid ? again.holder :
+			    "another opener");
+		if (valid && !again.released && !l->running)
+			note(l, BFTBLK_LOG_WARN, "%s did not renew in %.1f s: "
+			    "taking the volume over", again.holder,
+			    (double)wait / 1000);
+		c = again;
+		ts = ts2;
+	}
+	if ((gen = bft_next_gen(&ts)) == 0)
+		return lib_fail(EOVERFLOW, "volume %" PRIu32 "'s lease has "
+		    "used up its generations", l->vol);
+	/* Before the claim: once it is out, servers refuse older writes. */
+	set_gen(l, gen);
+	l->mine.counter = c.counter + 1;
+	l->mine.released = false;
+	/*
+	 * Flushed, so that the n-t servers that fence older holders from
+	 * now on still do after a power failure.
+	 */
+	if (claim_write(l, &l->mine) != 0 || io_flush(l->eng) != 0 ||
+	    claim_read(l, &again, &valid, &ts2) != 0)
+		return -1;
+	if (!valid || !ours(l, &again))
+		return lib_fail(EBUSY, "volume %" PRIu32 " was just taken by "
+		    "%s", l->vol, valid ? again.holder : "another opener");
+	/*
+	 * A register is not compare-and-swap: a rival's claim write that
+	 * began before our read-back may complete after it and win.  Every
+	 * such write ends within the I/O timeout, so a claim still ours
+	 * after that long is ours alone.
+	 */
+	if (guard_ms > 0) {
+		if (!nap(l, guard_ms))
+			return lib_fail(EINTR, "the handle is closing");
+		if (claim_read(l, &again, &valid, &ts2) != 0)
+			return -1;
+		if (!valid || !ours(l, &again))
+			return lib_fail(EBUSY, "volume %" PRIu32 " was just "
+			    "taken by %s", l->vol, valid ? again.holder :
+			    "another opener");
+	}
+	return 0;
+}
+
+/* Marks the lease lost for good: another holder's claim replaced ours. */
+static void
+set_lost(struct bft_lease *l, const char *holder)
+{
+	note(l, BFTBLK_LOG_WARN, "lost: %s holds it now; this handle writes "
+	    "no more", holder);
+	__atomic_store_n(&l->lost, true, __ATOMIC_RELEASE);
+}
+
+/*
+ * One renewal: the claim is read, and written again only when it is
+ * still ours, so that a holder cut off for a while never overwrites a
+ * claim it has not seen.  Whatever the outcome, a holder that has not
+ * confirmed its claim for a period is fenced.  False once lost.
+ */
+static bool
+renew(struct bft_lease *l)
+{
+	struct bft_lease_claim c;
+	uint64_t t0 = now_ms(), last;
+	struct bft_ts ts;
+	bool valid;
+
+	if (claim_read(l, &c, &valid, &ts) == 0) {
+		if (!valid || !ours(l, &c)) {
+			set_lost(l, valid ? c.holder : "nobody");
+			return false;
+		}
+		l->mine.counter = c.counter + 1;
+		if (claim_write(l, &l->mine) == 0)
+			__atomic_store_n(&l->renewed_ms, t0, __ATOMIC_RELEASE);
+		else
+			note(l, BFTBLK_LOG_WARN, "renewal not written: %s",
+			    lib_errmsg());
+	} else {
+		note(l, BFTBLK_LOG_WARN, "renewal not confirmed: %s",
+		    lib_errmsg());
+	}
+	last = __atomic_load_n(&l->renewed_ms, __ATOMIC_ACQUIRE);
+	if (now_ms() - last >= l->period_ms &&
+	    !__atomic_load_n(&l->fenced, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&l->fenced, true, __ATOMIC_RELEASE);
+		note(l, BFTBLK_LOG_WARN, "fenced: no renewal confirmed for "
+		    "%.1f s: writes fail until the lease is taken again",
+		    (double)(now_ms() - last) / 1000);
+	}
+	return true;
+}
+
+/*
+ * A fenced holder takes its lease again as an opener would: only when
+ * its own claim stayed unchanged for a period, under a new generation.
+ * False once lost.
+ */
+static bool
+regain(struct bft_lease *l)
+{
+	uint64_t t0 = now_ms();
+	int err;
+
+	if (take(l, 0) == 0) {
+		__atomic_store_n(&l->renewed_ms, t0, __ATOMIC_RELEASE);
+		__atomic_store_n(&l->fenced, false, __ATOMIC_RELEASE);
+		note(l, BFTBLK_LOG_WARN, "taken again after fencing, "
+		    "generation %" PRIu64, l->gen);
+		return true;
+	}
+	if ((err = lib_take_errno()) == EBUSY || err == EOVERFLOW) {
+		set_lost(l, lib_errmsg());
+		return false;
+	}
+	return true;	/* unreachable servers, or closing: try again */
+}
+
 static void *
 renewer(void *arg)
 {
 	struct bft_lease *l = arg;
-	struct bft_lease_claim c;
-	struct bft_ts ts;
-	bool valid;
 
-	pthread_mutex_lock(&l->mu);
-	while (!l->stopping) {
-		struct timespec until;
-		uint64_t ns = l->period_ms / 3 * 1000000;
-
-		/* cv waits on the monotonic clock (bft_lease_acquire). */
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		ns += (uint64_t)until.tv_nsec;
-		until.tv_sec += (time_t)(ns / 1000000000);
-		until.tv_nsec = (long)(ns % 1000000000);
-		while (!l->stopping && pthread_cond_timedwait(&l->cv, &l->mu,
-		    &until) != ETIMEDOUT)
-			;
-		if (l->stopping)
+	while (nap(l, l->period_ms / 3)) {
+		if (__atomic_load_n(&l->fenced, __ATOMIC_ACQUIRE) ?
+		    !regain(l) : !renew(l))
 			break;
-		pthread_mutex_unlock(&l->mu);
-		if (claim_read(l, &c, &valid, &ts) == 0 &&
-		    (!valid || !ours(l, &c))) {
-			note(l, BFTBLK_LOG_WARN, "lost: %s holds it now", valid ?
-			    c.holder : "nobody");
-			__atomic_store_n(&l->lost, true, __ATOMIC_RELEASE);
-			pthread_mutex_lock(&l->mu);
-			break;
-		}
-		l->mine.counter++;
-		if (claim_write(l, &l->mine) == 0)
-			__atomic_store_n(&l->renewed_ms, now_ms(),
-			    __ATOMIC_RELEASE);
-		pthread_mutex_lock(&l->mu);
 	}
-	pthread_mutex_unlock(&l->mu);
 	return NULL;
 }
 
 int
-bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng, uint32_t vol,
-    unsigned period_s, unsigned guard_ms, const char *name)
+bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng,
+    struct bft_engine *data_eng, uint32_t vol, unsigned period_s,
+    unsigned guard_ms, const char *name)
 {
-	struct bft_lease_claim c, again;
-	struct bft_ts ts, ts2;
 	pthread_condattr_t ca;
 	char host[64] = "?";
-	bool valid;
 
 	memset(l, 0, sizeof *l);
 	l->eng = eng;
+	l->data_eng = data_eng;
 	l->vol = vol;
 	l->addr = bft_addr(BFT_LEASE_VOL, vol);
 	l->period_ms = period_s * 1000;
@@ -221,100 +424,93 @@ bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng, uint32_t vol,
 	    host, (long)getpid(), name);
 	bft_random(l->mine.nonce, sizeof l->mine.nonce);
 	l->mine.period_ms = l->period_ms;
-	if (claim_read(l, &c, &valid, &ts) != 0)
+	if (take(l, guard_ms) != 0)
 		return -1;
-	if (valid && !c.released) {
-		/* Wait out the holder's own period: a live one renews in it. */
-		uint64_t wait = c.period_ms > l->period_ms ? c.period_ms :
-		    l->period_ms;
-
-		/* An admin waiting its turn says so: it may be a while. */
-		note(l, vol == BFT_VOL_TABLE ? BFTBLK_LOG_WARN : BFTBLK_LOG_INFO,
-		    "held by %s; checking it is alive for %.1f s", c.holder,
-		    (double)wait / 1000);
-		usleep((useconds_t)(wait * 1000));
-		if (claim_read(l, &again, &valid, &ts2) != 0)
-			return -1;
-		if (valid && !again.released && bft_ts_cmp(&ts, &ts2) != 0)
-			return lib_fail(EBUSY, "volume %" PRIu32 " is in use "
-			    "by %s, which renews its lease (every %.1f s); "
-			    "stop it first, open read-only, or use "
-			    "shared=on if the volume's users coordinate "
-			    "writes themselves", vol, again.holder,
-			    (double)again.period_ms / 3000);
-		if (valid && !again.released)
-			note(l, BFTBLK_LOG_WARN, "%s did not renew in %.1f s: taking "
-			    "the volume over", again.holder,
-			    (double)wait / 1000);
-		c = again;
-	}
-	l->mine.counter = c.counter + 1;
-	if (claim_write(l, &l->mine) != 0 ||
-	    claim_read(l, &again, &valid, &ts2) != 0)
-		return -1;
-	if (!valid || !ours(l, &again))
-		return lib_fail(EBUSY, "volume %" PRIu32 " was just taken by "
-		    "%s", vol, valid ? again.holder : "another opener");
-	/*
-	 * A register is not compare-and-swap: a rival's claim write that
-	 * began before our read-back may complete after it and win.  Every
-	 * such write ends within the I/O timeout, so a claim still ours
-	 * after that long is ours alone.
-	 */
-	if (guard_ms > 0) {
-		usleep((useconds_t)guard_ms * 1000);
-		if (claim_read(l, &again, &valid, &ts2) != 0)
-			return -1;
-		if (!valid || !ours(l, &again))
-			return lib_fail(EBUSY, "volume %" PRIu32 " was just "
-			    "taken by %s", vol, valid ? again.holder :
-			    "another opener");
-	}
 	l->renewed_ms = now_ms();
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->cv, &ca);
 	pthread_condattr_destroy(&ca);
+	l->running = true;
 	if (pthread_create(&l->thread, NULL, renewer, l) != 0) {
+		l->running = false;
 		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->mu);
 		return lib_fail(EAGAIN, "cannot start the lease's thread");
 	}
 	l->held = true;
-	note(l, BFTBLK_LOG_INFO, "acquired (renewed every %.1f s)",
-	    (double)l->period_ms / 3000);
+	if (l->data_eng != NULL)
+		bft_engine_set_lease(l->data_eng, l);
+	note(l, BFTBLK_LOG_INFO, "acquired, generation %" PRIu64 " (renewed "
+	    "every %.1f s)", l->gen, (double)l->period_ms / 3000);
 	return 0;
+}
+
+enum bft_lease_state
+bft_lease_state(const struct bft_lease *l)
+{
+	if (!l->held)
+		return BFT_LEASE_NONE;
+	if (__atomic_load_n(&l->lost, __ATOMIC_ACQUIRE))
+		return BFT_LEASE_LOST;
+	if (__atomic_load_n(&l->fenced, __ATOMIC_ACQUIRE) ||
+	    now_ms() - __atomic_load_n(&l->renewed_ms, __ATOMIC_ACQUIRE) >=
+	    l->period_ms)
+		return BFT_LEASE_FENCED;
+	return BFT_LEASE_HELD;
 }
 
 bool
 bft_lease_may_write(const struct bft_lease *l)
 {
-	if (!l->held)
-		return true;
-	return !__atomic_load_n(&l->lost, __ATOMIC_ACQUIRE) &&
-	    now_ms() - __atomic_load_n(&l->renewed_ms, __ATOMIC_ACQUIRE) <
-	    l->period_ms;
+	enum bft_lease_state s = bft_lease_state(l);
+
+	return s == BFT_LEASE_NONE || s == BFT_LEASE_HELD;
+}
+
+uint64_t
+bft_lease_renewed_age_ms(const struct bft_lease *l)
+{
+	return l->held ? now_ms() - __atomic_load_n(&l->renewed_ms,
+	    __ATOMIC_ACQUIRE) : 0;
+}
+
+/* Writes the claim released if it is still ours.  0 or -1. */
+static int
+release_ours(struct bft_lease *l)
+{
+	struct bft_lease_claim c;
+	struct bft_ts ts;
+	bool valid;
+
+	if (claim_read(l, &c, &valid, &ts) != 0 || !valid || !ours(l, &c))
+		return -1;
+	l->mine.released = true;
+	l->mine.counter = c.counter + 1;
+	return claim_write(l, &l->mine);
 }
 
 void
 bft_lease_release(struct bft_lease *l)
 {
 	if (l->held) {
+		if (l->data_eng != NULL)
+			bft_engine_set_lease(l->data_eng, NULL);
 		pthread_mutex_lock(&l->mu);
 		l->stopping = true;
 		pthread_cond_signal(&l->cv);
 		pthread_mutex_unlock(&l->mu);
 		pthread_join(l->thread, NULL);
+		l->running = false;
 		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->mu);
-		/* A lost lease is someone else's now: leave their claim. */
-		if (!l->lost) {
-			l->mine.released = true;
-			l->mine.counter++;
-			if (claim_write(l, &l->mine) == 0)
-				note(l, BFTBLK_LOG_INFO, "released");
-		}
+		/*
+		 * A lost lease is someone else's now: leave their claim.  A
+		 * fenced one may be too: release only a claim read as ours.
+		 */
+		if (!l->lost && release_ours(l) == 0)
+			note(l, BFTBLK_LOG_INFO, "released");
 		l->held = false;
 	}
 	free(l->buf);
@@ -323,8 +519,8 @@ bft_lease_release(struct bft_lease *l)
 }
 
 int
-bft_lease_probe(struct bft_engine *eng, uint32_t vol, char *holder,
-    size_t len)
+bft_lease_probe(struct bft_engine *eng, uint32_t vol,
+    struct bft_lease_info *info)
 {
 	struct bft_lease l = { .eng = eng, .vol = vol,
 	    .addr = bft_addr(BFT_LEASE_VOL, vol) };
@@ -333,6 +529,7 @@ bft_lease_probe(struct bft_engine *eng, uint32_t vol, char *holder,
 	bool valid;
 	int r = -1;
 
+	memset(info, 0, sizeof *info);
 	if ((l.buf = malloc(BFT_BLOCK_SIZE)) == NULL) {
 		lib_fail(ENOMEM, NULL);
 		return -1;
@@ -340,7 +537,11 @@ bft_lease_probe(struct bft_engine *eng, uint32_t vol, char *holder,
 	if (claim_read(&l, &c, &valid, &ts) != 0)
 		goto out;
 	r = 0;
-	if (!valid || c.released)
+	info->gen = bft_ts_gen(&ts);
+	if (!valid)
+		goto out;
+	info->claim = c;
+	if (c.released)
 		goto out;
 	/* A live holder renews every period/3: wait a little longer. */
 	usleep((useconds_t)(c.period_ms / 3 + 1000) * 1000);
@@ -348,11 +549,49 @@ bft_lease_probe(struct bft_engine *eng, uint32_t vol, char *holder,
 		r = -1;
 		goto out;
 	}
+	info->gen = bft_ts_gen(&ts2);
+	if (valid)
+		info->claim = again;
 	if (valid && !again.released && bft_ts_cmp(&ts, &ts2) != 0) {
-		snprintf(holder, len, "%s", again.holder);
+		info->live = true;
 		r = 1;
 	}
 out:
 	free(l.buf);
 	return r;
+}
+
+int
+bft_lease_read(struct bft_engine *eng, uint32_t vol,
+    struct bft_lease_info *info)
+{
+	struct bft_lease l = { .eng = eng, .vol = vol,
+	    .addr = bft_addr(BFT_LEASE_VOL, vol) };
+	struct bft_lease_claim c;
+	struct bft_ts ts;
+	bool valid;
+	int r;
+
+	memset(info, 0, sizeof *info);
+	if ((l.buf = malloc(BFT_BLOCK_SIZE)) == NULL)
+		return lib_fail(ENOMEM, NULL);
+	r = claim_read(&l, &c, &valid, &ts);
+	free(l.buf);
+	if (r == 0) {
+		info->gen = bft_ts_gen(&ts);
+		if (valid)
+			info->claim = c;
+	}
+	return r;
+}
+
+int
+bft_lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen)
+{
+	struct bft_lease_info info;
+
+	if (bft_lease_read(eng, vol, &info) != 0)
+		return -1;
+	*gen = info.gen;
+	return 0;
 }

@@ -24,44 +24,80 @@ struct bft_lease_claim {
 	bool released;
 	uint8_t nonce[16];
 	char holder[LEASE_HOLDER_LEN];	/* "host, pid P, NAME" */
+	uint64_t wall_ms;		/* holder's clock at writing; 0: unknown */
 };
 
 struct bft_lease {
-	struct bft_engine *eng;
+	struct bft_engine *eng;		/* the claims' */
+	struct bft_engine *data_eng;	/* the volume's, or NULL */
 	uint32_t vol;
 	uint64_t addr;			/* the register */
 	uint64_t period_ms;
 	uint8_t *buf, *wbuf;		/* a block each: reads, writes */
 	struct bft_lease_claim mine;
+	uint64_t gen;			/* this holder's generation (atomic) */
 	bool held;			/* acquired, renewer running */
+	bool running;			/* the renewer's thread exists */
 	bool lost;			/* another holder took it (atomic) */
-	uint64_t renewed_ms;		/* last renewal, monotonic (atomic) */
+	bool fenced;			/* no confirmed renewal (atomic) */
+	uint64_t renewed_ms;		/* last confirmed, monotonic (atomic) */
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stopping;
 };
 
+enum bft_lease_state {
+	BFT_LEASE_NONE,			/* no lease taken */
+	BFT_LEASE_HELD,
+	BFT_LEASE_FENCED,		/* not confirmed for a period */
+	BFT_LEASE_LOST,			/* another holder replaced our claim */
+};
+
 /*
  * Takes volume vol's lease for this handle (name: its key's), waiting a
- * period when another holds it.  With guard_ms, reads its claim again
- * that long after taking it, so that a rival whose claim write was in
- * flight cannot hold it too (set it to the I/O timeout).  0, or -1 with
- * the error recorded (EBUSY naming the live holder).
+ * period when another holds it, under a new generation that eng's and
+ * data_eng's (if not NULL) writes carry from then on.  With guard_ms,
+ * reads its claim again that long after taking it, so that a rival
+ * whose claim write was in flight cannot hold it too (set it to the I/O
+ * timeout).  0, or -1 with the error recorded (EBUSY naming the live
+ * holder).
  */
 int bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng,
-    uint32_t vol, unsigned period_s, unsigned guard_ms, const char *name);
+    struct bft_engine *data_eng, uint32_t vol, unsigned period_s,
+    unsigned guard_ms, const char *name);
+
+/* What bft_lease_probe found of a volume's lease. */
+struct bft_lease_info {
+	uint64_t gen;			/* the newest claim's generation */
+	struct bft_lease_claim claim;	/* zero: never claimed */
+	bool live;			/* renewed while watched */
+};
 /*
- * Whether a live holder has volume vol's lease: 1 (holder filled in),
- * 0, or -1 with the error recorded.  A claim that is not released is
- * read again after a third of its period and a second: a live holder
- * renews in that time.
+ * Whether a live holder has volume vol's lease: 1, 0, or -1 with the
+ * error recorded; *info says what the register holds.  A claim that is
+ * not released is read again after a third of its period and a second:
+ * a live holder renews in that time.
  */
-int bft_lease_probe(struct bft_engine *eng, uint32_t vol, char *holder,
-    size_t len);
-/* Whether writes may go on: no lease taken, or renewed within a period. */
+int bft_lease_probe(struct bft_engine *eng, uint32_t vol,
+    struct bft_lease_info *info);
+/* One read of volume vol's lease register into *info.  0 or -1. */
+int bft_lease_read(struct bft_engine *eng, uint32_t vol,
+    struct bft_lease_info *info);
+/*
+ * The generation of volume vol's newest claim into *gen: what a
+ * shared=on writer's writes carry.  0, or -1 with the error recorded.
+ */
+int bft_lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen);
+enum bft_lease_state bft_lease_state(const struct bft_lease *l);
+/* Whether writes may go on: no lease taken, or held and confirmed. */
 bool bft_lease_may_write(const struct bft_lease *l);
-/* Stops renewing and, unless lost, writes the claim released. */
+/* Since the last confirmed renewal, in ms; 0 without a lease. */
+uint64_t bft_lease_renewed_age_ms(const struct bft_lease *l);
+/*
+ * Stops renewing and, unless lost, writes the claim released if it is
+ * still ours.
+ */
 void bft_lease_release(struct bft_lease *l);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "conn_int.h"
+#include "lease_int.h"
 #include "promhttp.h"
 
 #define P "bftblk_client_"
@@ -114,6 +115,27 @@ put_servers(struct bft_prom *p, const struct bft_engine *cl)
 	}
 }
 
+/* The writer lease this handle holds, if it took one (lease.c). */
+static void
+put_lease(struct bft_prom *p, const struct bft_engine *cl)
+{
+	const struct bft_lease *l = __atomic_load_n(&cl->lease,
+	    __ATOMIC_ACQUIRE);
+
+	if (l == NULL)
+		return;
+	bft_prom_one(p, P "lease_state", "gauge", "The volume's writer lease: "
+	    "1 held, 2 fenced (not confirmed for a period: writes fail), 3 "
+	    "lost to another holder.", (uint64_t)bft_lease_state(l));
+	bft_prom_one(p, P "lease_generation", "gauge", "The lease generation "
+	    "this holder's writes carry.", __atomic_load_n(&l->gen,
+	    __ATOMIC_ACQUIRE));
+	bft_prom_family(p, P "lease_renewed_age_seconds", "gauge",
+	    "Since the lease's last confirmed renewal.");
+	bft_prom_double(p, P "lease_renewed_age_seconds", "",
+	    (double)bft_lease_renewed_age_ms(l) / 1000);
+}
+
 static void
 fill(void *arg, struct bft_prom *p)
 {
@@ -128,6 +150,7 @@ fill(void *arg, struct bft_prom *p)
 	bft_prom_u64(p, P "info", l, 1);
 	put_engine(p, &cl->stats);
 	put_servers(p, cl);
+	put_lease(p, cl);
 	bft_prom_family(p, P "op_duration_seconds", "histogram",
 	    "Time from an operation's start on the engine to its end, by "
 	    "kind.");

@@ -221,8 +221,21 @@ static void
 clock_done(struct op *op)
 {
 	struct bft_engine *cl = op->cl;
+	uint64_t gen = bft_engine_gen(cl), num;
 
-	op->ts.num++;
+	/*
+	 * Never below the holder's generation: its writes order after an
+	 * older holder's.  A genuine timestamp of a newer generation here
+	 * means a newer holder wrote the block: this one is fenced.
+	 */
+	if ((num = bft_write_num(op->ts.num, gen)) == 0) {
+		op_done(op, EIO, bft_ts_gen(&op->ts) > gen ?
+		    bft_status_str(BFT_EFENCED) :
+		    "the lease generation's timestamps of this block are used "
+		    "up: open the volume again");
+		return;
+	}
+	op->ts.num = num;
 	op->ts.wid = cl->writer_id;
 	bft_ts_sign(&op->ts, op->block, cl->p.key->kw);
 	for (unsigned i = 0; i < cl->n; i++)

@@ -26,6 +26,13 @@ struct bft_engine {
 	struct bft_engine_params p;
 	unsigned n, t;
 	uint64_t writer_id;		/* loop thread only */
+	/*
+	 * The lease generation this engine's writes carry (proto.h), set
+	 * by the lease's thread (lease.c) and read by the loop's: atomic.
+	 */
+	uint64_t lease_gen;
+	/* The handle's lease, for metrics.c; NULL without one (atomic). */
+	const struct bft_lease *lease;
 	struct tscache_entry tscache[TSCACHE_SIZE];
 	/*
 	 * Until when (loop time, ms) the 1-round read asks another server

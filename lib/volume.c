@@ -73,7 +73,7 @@ lock_take(struct bftblk *h, struct bft_lease *lock)
 	int err;
 
 	for (;;) {
-		if (bft_lease_acquire(lock, h->eng, BFT_VOL_TABLE,
+		if (bft_lease_acquire(lock, h->eng, NULL, BFT_VOL_TABLE,
 		    LOCK_PERIOD_S, guard, h->key.name) == 0)
 			return 0;
 		bft_lease_release(lock);
@@ -175,6 +175,32 @@ end(struct bft_lease *lock, struct voltab *vt)
 {
 	bft_lease_release(lock);
 	free(vt);
+}
+
+int
+bftblk_lease_get(struct bftblk *h, uint32_t volume_id,
+    struct bftblk_lease *out)
+{
+	struct bft_engine *eng = lib_engine(h);
+	struct bft_lease_info li;
+
+	memset(out, 0, sizeof *out);
+	if (eng == NULL)
+		return lib_handle_fail(h, ENOTCONN, "the handle is not "
+		    "connected");
+	if (volume_id > BFT_ADDR_MAX_VOL)
+		return lib_handle_fail(h, EINVAL, "no volume has id %" PRIu32,
+		    volume_id);
+	if (bft_lease_read(eng, volume_id, &li) != 0)
+		return failed(h);
+	out->generation = li.gen;
+	out->claimed = li.claim.period_ms != 0 || li.claim.counter != 0;
+	out->released = li.claim.released;
+	out->renewals = li.claim.counter;
+	out->renewed_ms = li.claim.wall_ms;
+	out->period_ms = li.claim.period_ms;
+	snprintf(out->holder, sizeof out->holder, "%s", li.claim.holder);
+	return 0;
 }
 
 int
@@ -347,7 +373,7 @@ bftblk_volume_resize(struct bftblk *h, const char *name, uint64_t size,
 	struct bft_lease lock;
 	struct voltab *vt = NULL;
 	struct vt_entry *e;
-	char holder[LEASE_HOLDER_LEN];
+	struct bft_lease_info li;
 	unsigned bi;
 	int r;
 
@@ -368,11 +394,10 @@ bftblk_volume_resize(struct bftblk *h, const char *name, uint64_t size,
 			    e->size, size);
 			goto out;
 		}
-		if ((r = bft_lease_probe(h->eng, e->id, holder,
-		    sizeof holder)) != 0) {
+		if ((r = bft_lease_probe(h->eng, e->id, &li)) != 0) {
 			r = r < 0 ? failed(h) : lib_handle_fail(h, EBUSY,
 			    "volume '%s' is in use by %s: stop it before "
-			    "shrinking", name, holder);
+			    "shrinking", name, li.claim.holder);
 			goto out;
 		}
 		if ((r = trim_tail(h, e, size / BFT_BLOCK_SIZE,
@@ -400,7 +425,7 @@ bftblk_volume_delete(struct bftblk *h, const char *name, int force,
 	struct bft_lease lock;
 	struct voltab *vt = NULL;
 	struct vt_entry *e;
-	char holder[LEASE_HOLDER_LEN];
+	struct bft_lease_info li;
 	unsigned bi, left = 0;
 	int r;
 
@@ -416,10 +441,10 @@ bftblk_volume_delete(struct bftblk *h, const char *name, int force,
 		goto out;
 	}
 	if (e->state == VT_LIVE && !force &&
-	    (r = bft_lease_probe(h->eng, e->id, holder, sizeof holder)) != 0) {
+	    (r = bft_lease_probe(h->eng, e->id, &li)) != 0) {
 		r = r < 0 ? failed(h) : lib_handle_fail(h, EBUSY, "volume "
 		    "'%s' is in use by %s: stop it first, or --force",
-		    name, holder);
+		    name, li.claim.holder);
 		goto out;
 	}
 	e->state = VT_DELETING;
