@@ -7,6 +7,7 @@
  * status_format.c's.
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +140,67 @@ load_clients(struct status_report *r, char **paths, unsigned npaths)
 	return 0;
 }
 
+/* Adds id to the sorted set ids[0..*n) unless present or full. */
+static void
+add_id(uint32_t *ids, unsigned *n, uint32_t id)
+{
+	unsigned k = 0;
+
+	while (k < *n && ids[k] < id)
+		k++;
+	if ((k < *n && ids[k] == id) || *n == STATUS_MAX_VOLS)
+		return;
+	memmove(ids + k + 1, ids + k, (*n - k) * sizeof *ids);
+	ids[k] = id;
+	(*n)++;
+}
+
+/*
+ * Reads the lease of every volume the servers list, through the
+ * protocol like any client (a lease is a register), with a handle of
+ * the status key's: read-only keys can.  The reserved volumes have no
+ * lease of their own.
+ */
+static void
+read_leases(struct status_report *r, const char *conf, const char *keypath,
+    unsigned timeout_s)
+{
+	uint32_t ids[STATUS_MAX_VOLS];
+	unsigned nids = 0;
+	struct timespec now;
+	struct bftblk *h;
+	char opts[96];
+
+	for (unsigned i = 0; i < r->n; i++)
+		for (unsigned k = 0; k < r->servers[i].nvols; k++)
+			if (r->servers[i].vols[k].id < BFT_VOL_TABLE)
+				add_id(ids, &nids, r->servers[i].vols[k].id);
+	if (nids == 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	r->now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec /
+	    1000000;
+	snprintf(opts, sizeof opts, "shared=on cache=0 timeout=%u "
+	    "io-timeout=%u", timeout_s, timeout_s);
+	if (bftblk_open(conf, keypath, opts, &h) != 0) {
+		snprintf(r->lease_err, sizeof r->lease_err, "%s",
+		    bftblk_errmsg(NULL));
+		return;
+	}
+	for (unsigned k = 0; k < nids; k++) {
+		struct status_lease *sl = &r->leases[r->nleases];
+
+		sl->id = ids[k];
+		if (bftblk_lease_get(h, ids[k], &sl->l) != 0) {
+			snprintf(r->lease_err, sizeof r->lease_err, "volume %"
+			    PRIu32 ": %s", ids[k], bftblk_errmsg(h));
+			break;
+		}
+		r->nleases++;
+	}
+	bftblk_close(h);
+}
+
 static int
 status(const char *dir, const char *keys, bool json, unsigned timeout_s,
     char **clients, unsigned nclients)
@@ -177,6 +239,7 @@ status(const char *dir, const char *keys, bool json, unsigned timeout_s,
 	for (unsigned i = 0; i < cfg.n; i++)
 		if (a[i].started)
 			pthread_join(a[i].thread, NULL);
+	read_leases(&r, conf, keypath, timeout_s);
 	status_assess(&r);
 	if ((json ? status_print_json(&r, stdout) :
 	    status_print_text(&r, stdout)) != 0 || fflush(stdout) != 0) {

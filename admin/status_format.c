@@ -568,7 +568,9 @@ status_print_json(const struct status_report *r, FILE *fp)
 			fputc(',', fp);
 		json_server(&r->servers[i], fp);
 	}
-	fputs("],\"clients\":[", fp);
+	fputc(']', fp);
+	status_json_leases(r, fp);
+	fputs(",\"clients\":[", fp);
 	for (unsigned c = 0; c < r->nclients; c++) {
 		if (c > 0)
 			fputc(',', fp);

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "bftblk.h"
 #include "config.h"
 #include "wire.h"
 
@@ -92,9 +93,24 @@ struct status_client {
 int status_client_load(const char *path, unsigned n,
     struct status_client *c, char *err, size_t errlen);
 
+/* A volume's writer lease, read through the protocol (status.c). */
+struct status_lease {
+	uint32_t id;
+	struct bftblk_lease l;
+};
+
 struct status_report {
 	unsigned n, t;
 	struct status_server servers[BFT_MAX_N];
+	/*
+	 * The leases of the volumes the servers list, and the local wall
+	 * clock they were read at (Unix ms); lease_err says why there are
+	 * none when reading them failed.
+	 */
+	unsigned nleases;
+	struct status_lease leases[STATUS_MAX_VOLS];
+	uint64_t now_ms;
+	char lease_err[256];
 	unsigned nclients;
 	struct status_client clients[STATUS_MAX_CLIENTS];
 	/* status_assess() fills these. */
@@ -133,5 +149,7 @@ void status_human_bytes(uint64_t v, char *out, size_t len);
  */
 void status_print_volumes(const struct status_report *r, FILE *fp);
 void status_json_volumes(const struct status_server *s, FILE *fp);
+/* The report's "leases" array (and "leases_error"), after "servers". */
+void status_json_leases(const struct status_report *r, FILE *fp);
 
 #endif

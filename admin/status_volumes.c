@@ -36,6 +36,56 @@ next_id(const struct status_report *r, int64_t after)
 	return best;
 }
 
+static const struct bftblk_lease *
+lease_of(const struct status_report *r, uint32_t id)
+{
+	for (unsigned k = 0; k < r->nleases; k++)
+		if (r->leases[k].id == id)
+			return &r->leases[k].l;
+	return NULL;
+}
+
+/*
+ * Whether the holder renewed within its period, by its own clock
+ * against ours: clocks apart by more than a period make this a guess,
+ * which is why it is only printed, never acted on.
+ */
+static bool
+lease_fresh(const struct bftblk_lease *l, uint64_t now_ms)
+{
+	return l->renewed_ms != 0 && now_ms < l->renewed_ms + l->period_ms;
+}
+
+/* "  lease: ..." for volume id, or nothing when it was not read. */
+static void
+print_lease(const struct status_report *r, uint32_t id, FILE *fp)
+{
+	const struct bftblk_lease *l = lease_of(r, id);
+	double age;
+
+	if (l == NULL)
+		return;
+	if (!l->claimed) {
+		fprintf(fp, "  lease: never taken\n");
+		return;
+	}
+	if (l->released) {
+		fprintf(fp, "  lease: free (released by %s), generation %"
+		    PRIu64 "\n", l->holder, l->generation);
+		return;
+	}
+	age = l->renewed_ms == 0 ? -1 : ((double)r->now_ms -
+	    (double)l->renewed_ms) / 1000;
+	fprintf(fp, "  lease: %s %s, generation %" PRIu64, lease_fresh(l,
+	    r->now_ms) ? "held by" : "stale claim of", l->holder,
+	    l->generation);
+	if (age >= 0)
+		fprintf(fp, ", renewed %.1f s ago", age < 0 ? 0 : age);
+	fprintf(fp, " (every %.1f s)%s\n", (double)l->period_ms / 3000,
+	    lease_fresh(l, r->now_ms) ? "" : ": its holder is gone or "
+	    "cut off, and the next opener takes the volume over");
+}
+
 void
 status_print_volumes(const struct status_report *r, FILE *fp)
 {
@@ -66,12 +116,40 @@ status_print_volumes(const struct status_report *r, FILE *fp)
 		else
 			fprintf(fp, "%s to %s live on %u servers\n", a, b,
 			    answered);
+		print_lease(r, (uint32_t)id, fp);
 	}
+	if (r->lease_err[0] != '\0')
+		fprintf(fp, "leases: not read: %s\n", r->lease_err);
 	for (unsigned i = 0; i < r->n; i++)
 		more |= r->servers[i].more_vols;
 	if (more)
 		fprintf(fp, "(more than %u volumes on a server: only the "
 		    "first are shown)\n", STATUS_MAX_VOLS);
+}
+
+void
+status_json_leases(const struct status_report *r, FILE *fp)
+{
+	fputs(",\"leases\":[", fp);
+	for (unsigned k = 0; k < r->nleases; k++) {
+		const struct bftblk_lease *l = &r->leases[k].l;
+
+		fprintf(fp, "%s{\"volume\":%" PRIu32 ",\"claimed\":%s,"
+		    "\"released\":%s,\"generation\":%" PRIu64 ",\"renewals\":%"
+		    PRIu64 ",\"renewed_ms\":%" PRIu64 ",\"period_ms\":%" PRIu32
+		    ",\"fresh\":%s,\"holder\":", k ? "," : "", r->leases[k].id,
+		    l->claimed ? "true" : "false", l->released ? "true" :
+		    "false", l->generation, l->renewals, l->renewed_ms,
+		    l->period_ms, l->claimed && !l->released &&
+		    lease_fresh(l, r->now_ms) ? "true" : "false");
+		status_json_string(fp, l->holder);
+		fputc('}', fp);
+	}
+	fputc(']', fp);
+	if (r->lease_err[0] != '\0') {
+		fputs(",\"leases_error\":", fp);
+		status_json_string(fp, r->lease_err);
+	}
 }
 
 void

@@ -201,6 +201,20 @@ test_text(void **state)
 		r.servers[i].vols[0] = (struct status_vol){ 0, 1024, 3 << 20 };
 		r.servers[i].vols[1] = (struct status_vol){ 7, 1024, 1536 };
 	}
+	/*
+	 * Volume 0's holder renewed 2.5 s ago within a 6 s period; volume
+	 * 7's last holder has not renewed for 10 s: a stale claim.
+	 */
+	r.now_ms = 1000000;
+	r.nleases = 2;
+	r.leases[0].id = 0;
+	r.leases[0].l = (struct bftblk_lease){ .claimed = 1, .generation = 3,
+	    .renewals = 9, .renewed_ms = 997500, .period_ms = 6000 };
+	snprintf(r.leases[0].l.holder, sizeof r.leases[0].l.holder,
+	    "a, pid 1, client");
+	r.leases[1].id = 7;
+	r.leases[1].l = r.leases[0].l;
+	r.leases[1].l.renewed_ms = 990000;
 	status_assess(&r);
 	print(status_print_text);
 	assert_string_equal(text,
@@ -220,9 +234,25 @@ test_text(void **state)
 	    "server 3 10.0.0.4:7700: unreachable (channel: unknown client "
 	    "key)\n"
 	    "volume 0: 3.0 MiB live on each of 3 servers\n"
-	    "volume 7: 0 B to 1.5 KiB live on 3 servers\n");
+	    "  lease: held by a, pid 1, client, generation 3, renewed 2.5 s "
+	    "ago (every 2.0 s)\n"
+	    "volume 7: 0 B to 1.5 KiB live on 3 servers\n"
+	    "  lease: stale claim of a, pid 1, client, generation 3, renewed "
+	    "10.0 s ago (every 2.0 s): its holder is gone or cut off, and the "
+	    "next opener takes the volume over\n");
+	/* Released, never taken, and leases that could not be read. */
+	r.leases[0].l.released = 1;
+	r.leases[1].l = (struct bftblk_lease){ 0 };
+	snprintf(r.lease_err, sizeof r.lease_err, "no quorum");
+	print(status_print_text);
+	assert_non_null(strstr(text, "volume 0: 3.0 MiB live on each of 3 "
+	    "servers\n  lease: free (released by a, pid 1, client), "
+	    "generation 3\nvolume 7: 0 B to 1.5 KiB live on 3 servers\n"
+	    "  lease: never taken\nleases: not read: no quorum\n"));
 	for (unsigned i = 0; i < 3; i++)
 		r.servers[i].nvols = 0;
+	r.nleases = 0;
+	r.lease_err[0] = '\0';
 
 	/* Without a rate or anything rebuilt yet, no ETA to give. */
 	healthy(1, 0);
@@ -274,7 +304,8 @@ test_json(void **state)
 	    "{\"id\":5,\"end\":2048,\"bytes_live\":100}],"
 	    "\"volumes_truncated\":false},"
 	    "{\"index\":1,\"address\":\"10.0.0.2:7700\",\"reachable\":false,"
-	    "\"error\":\"say \\\"no\\\"\\\\\\n\"}],\"clients\":[]}\n");
+	    "\"error\":\"say \\\"no\\\"\\\\\\n\"}],\"leases\":[],"
+	    "\"clients\":[]}\n");
 }
 
 /* Client c of r: fresh, every server connected and quiet. */
