@@ -200,7 +200,8 @@ $(BUILD)/tests/test_status_format: $(BUILD)/admin/status_format.o \
     $(BUILD)/admin/status_clients.o $(BUILD)/admin/status_volumes.o
 # Pieces of the engine that stand alone.
 $(BUILD)/tests/test_blockcache: $(BUILD)/lib/blockcache.o
-$(BUILD)/tests/test_coalesce: $(BUILD)/lib/coalesce.o
+$(BUILD)/tests/test_coalesce: $(BUILD)/lib/coalesce.o $(BUILD)/lib/error.o
+$(BUILD)/tests/test_error: $(BUILD)/lib/error.o
 $(BUILD)/tests/test_op_pool: $(BUILD)/lib/op_pool.o
 # The engine's rounds, driven by hand: every engine object but the real
 # connections, a fake connection layer in their place, and the server's

@@ -5,15 +5,18 @@
  */
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "coalesce_int.h"
+#include "error_int.h"
 
 #define NBUCKETS 256		/* a power of two */
 
 struct waiter {
 	struct wpatch *patch;
 	int result;
+	char why[256];			/* the batch's reason when it failed */
 	bool done;
 	struct waiter *next;
 };
@@ -98,8 +101,11 @@ lead(struct batch *b, coalesce_write_fn write, void *ctx, unsigned *merged)
 	pthread_mutex_unlock(&lock);
 	r = write(ctx, b->block, taken->patch);
 	pthread_mutex_lock(&lock);
+	/* The reason is this thread's: each waiter takes a copy home. */
 	for (w = taken; w != NULL; w = w->next) {
 		w->result = r;
+		if (r != 0)
+			snprintf(w->why, sizeof w->why, "%s", lib_errmsg());
 		w->done = true;
 	}
 	*merged += n - 1;
@@ -139,5 +145,7 @@ coalesce_write(uint64_t block, struct wpatch *p, coalesce_write_fn write,
 	r = self.result;
 	batch_put(b);
 	pthread_mutex_unlock(&lock);
+	if (r != 0)
+		lib_fail(r, "%s", self.why);
 	return r;
 }

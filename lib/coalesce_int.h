@@ -28,7 +28,8 @@ struct wpatch {
 
 /*
  * Writes block with every patch of list applied in order, over its
- * current value.  0, or the errno every request of the batch fails with.
+ * current value.  0, or the errno every request of the batch fails with,
+ * its reason recorded (lib_fail).
  */
 typedef int (*coalesce_write_fn)(void *ctx, uint64_t block,
     const struct wpatch *list);
@@ -36,7 +37,8 @@ typedef int (*coalesce_write_fn)(void *ctx, uint64_t block,
 /*
  * Applies p (which must lie inside block) together with whatever else
  * is queued for block, through write.  Returns write's result (0 or an
- * errno) for the batch p went out in, and adds to *merged the patches that rode along
+ * errno, with write's reason recorded on this thread too) for the batch
+ * p went out in, and adds to *merged the patches that rode along
  * with this caller's when it led.  The caller's buffer must stay valid
  * until it returns, which it does.
  */

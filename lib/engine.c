@@ -613,8 +613,11 @@ bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
 	unsigned ntodo = nops;
 	int err = 0;
 
-	if (nops > BFT_RUN_MAX)
+	if (nops > BFT_RUN_MAX) {
+		lib_fail(EINVAL, "%u operations at once, at most %u", nops,
+		    BFT_RUN_MAX);
 		return EINVAL;
+	}
 	memcpy(todo, ops, nops * sizeof ops[0]);
 	while (ntodo > 0) {
 		unsigned nparked = 0;

@@ -12,6 +12,7 @@ static _Thread_local char last_msg[512];
 int
 lib_fail(int err, const char *fmt, ...)
 {
+	char msg[sizeof last_msg];
 	va_list ap;
 
 	last_errno = err;
@@ -19,9 +20,15 @@ lib_fail(int err, const char *fmt, ...)
 		snprintf(last_msg, sizeof last_msg, "%s", strerror(err));
 		return -1;
 	}
+	/*
+	 * Through a copy: callers wrap the reason they are handed
+	 * ("...: %s", lib_errmsg()), and formatting a buffer into itself is
+	 * undefined.
+	 */
 	va_start(ap, fmt);
-	vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	memcpy(last_msg, msg, sizeof last_msg);
 	return -1;
 }
 

@@ -273,10 +273,9 @@ io_write(struct bft_engine *cl, struct bft_blockcache *bc,
 		    write_batch, &x, &merged);
 
 		bft_engine_note_coalesced(cl, merged);
+		/* The batch's reason, recorded by coalesce_write. */
 		if (err != 0)
-			return lib_fail(err, "block %llu: the write it went "
-			    "out in failed: %s", (unsigned long long)first,
-			    strerror(err));
+			return -1;
 		return fua ? io_flush(cl) : 0;
 	}
 	block_lock(&range, bft_engine_addr(cl, first),

@@ -5,7 +5,9 @@
  * in exactly one batch, of its own block; a request must get the result
  * of the batch its patch went out in; no two batches of one block may
  * run at once; and patches arriving while a batch runs must actually be
- * merged, else nothing here tested the batching.
+ * merged, else nothing here tested the batching.  A request of a failed
+ * batch gets the reason the writer recorded for it, on its own thread,
+ * whoever led: the batch's number is in it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,12 +15,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include <cmocka.h>
 
 #include "../../lib/coalesce_int.h"
+#include "../../lib/error_int.h"
 
 #define THREADS 8
 #define PER_THREAD 200
@@ -27,6 +31,7 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned written[THREADS][PER_THREAD];	/* times each was written */
 static int batch_of[THREADS][PER_THREAD];	/* result its batch returned */
+static unsigned batch_no[THREADS][PER_THREAD];	/* the batch it went in */
 static unsigned running[BLOCKS], overlap_seen, batches, max_batch;
 static unsigned bad_patch;	/* checked in the main thread: cmocka's
 				   asserts may not fire on other threads */
@@ -47,6 +52,8 @@ fake_write(void *ctx, uint64_t block, const struct wpatch *list)
 	r = fail_every && ++batches % fail_every == 0 ? EIO : 0;
 	if (!fail_every)
 		batches++;
+	if (r != 0)
+		lib_fail(r, "batch %u failed", batches);
 	for (const struct wpatch *p = list; p != NULL; p = p->next, n++) {
 		unsigned who = (unsigned)p->offset;
 
@@ -57,6 +64,7 @@ fake_write(void *ctx, uint64_t block, const struct wpatch *list)
 		}
 		written[who / PER_THREAD][who % PER_THREAD]++;
 		batch_of[who / PER_THREAD][who % PER_THREAD] = r;
+		batch_no[who / PER_THREAD][who % PER_THREAD] = batches;
 	}
 	if (n > max_batch)
 		max_batch = n;
@@ -72,6 +80,7 @@ struct submitter {
 	unsigned id;
 	unsigned merged;
 	int results[PER_THREAD];
+	char why[PER_THREAD][32];	/* lib_errmsg() after a failure */
 };
 
 static void *
@@ -89,6 +98,9 @@ submit(void *arg)
 
 		s->results[i] = coalesce_write(block, &p, fake_write, NULL,
 		    &s->merged);
+		if (s->results[i] != 0)
+			snprintf(s->why[i], sizeof s->why[i], "%s",
+			    lib_errmsg());
 	}
 	return NULL;
 }
@@ -116,6 +128,13 @@ run(unsigned every)
 		for (unsigned i = 0; i < PER_THREAD; i++) {
 			assert_int_equal(written[t][i], 1);
 			assert_int_equal(s[t].results[i], batch_of[t][i]);
+			if (s[t].results[i] != 0) {
+				char want[32];
+
+				snprintf(want, sizeof want, "batch %u failed",
+				    batch_no[t][i]);
+				assert_string_equal(s[t].why[i], want);
+			}
 			failed += s[t].results[i] != 0;
 		}
 	}
