@@ -1,6 +1,6 @@
 /*
  * The block cache: a chained hash table over a fixed array of slots,
- * replaced by CLOCK sweep.  See blockcache.h for what it promises.
+ * replaced by CLOCK sweep.  See blockcache_int.h for what it promises.
  */
 #include <pthread.h>
 #include <stdlib.h>

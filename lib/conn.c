@@ -2,7 +2,7 @@
  * Connections to the servers: connect and reconnect with backoff, the
  * HELLO exchange, framing of what arrives, and one write per connection
  * per loop iteration for what goes out.  What replies mean is the round
- * machinery's business (client.c).
+ * machinery's business (engine.c).
  */
 #include <netdb.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * The plugin's event loop internals shared by the connection layer
- * (conn.c) and the round machinery (client.c); loop thread only.
+ * (conn.c) and the round machinery (engine.c); loop thread only.
  */
 #ifndef BFTBLK_CONN_INT_H
 #define BFTBLK_CONN_INT_H

@@ -79,7 +79,7 @@ struct op {
 
 	/*
 	 * Write whose value the submitter built from the block cache
-	 * (blockcache.h) instead of a read: data is the cached value at
+	 * (blockcache_int.h) instead of a read: data is the cached value at
 	 * base, patched.  It may only commit if base is still the block's
 	 * newest completed timestamp; when the servers show a newer one,
 	 * it finishes early with stale set and nothing committed, and the
@@ -88,7 +88,7 @@ struct op {
 	bool based, stale;
 	struct bft_ts base;
 	bool committed;			/* COMPLETE reached n-t servers */
-	bool partial;			/* data is a bounce buffer (chunk.h) */
+	bool partial;			/* data is a bounce buffer (chunk_int.h) */
 
 	/* Write: prepared by the submitter, ts and vec by CLOCK. */
 	bool fast;			/* CLOCK skipped on a cached timestamp */

@@ -69,7 +69,7 @@ bft_op_new(struct bft_engine *cl, enum op_kind kind)
 	} else if ((op = malloc(sizeof *op)) == NULL) {
 		return NULL;
 	}
-	/* Only the scalars: the arrays are set before use (client.h). */
+	/* Only the scalars: the arrays are set before use (engine_int.h). */
 	memset(op, 0, offsetof(struct op, vec));
 	op->kind = kind;
 	op->cl = cl;

@@ -47,7 +47,7 @@ struct bft_engine {
 	 */
 	uint64_t lat_ns[BFT_MAX_N];
 	struct bft_engine_stats stats;
-	struct engine_loop *lp;		/* event loop internals (client.c) */
+	struct engine_loop *lp;		/* event loop internals (engine.c, conn_int.h) */
 	/* Finished ops kept with their buffers for reuse (op_pool.c). */
 	pthread_mutex_t pool_lock;
 	struct op *pool;

@@ -9,7 +9,7 @@
  * keep this process's writes of the same block apart, so within the
  * process the cache is exact; other writers are what the validation is
  * for.  Small writes to one block in flight together are written as
- * one (coalesce.h).
+ * one (coalesce_int.h).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -232,7 +232,7 @@ struct write_ctx {
 };
 
 /*
- * One block built from a batch of small writes (coalesce.h).  Batches
+ * One block built from a batch of small writes (coalesce_int.h).  Batches
  * and block locks are keyed by address, not block number: a process may
  * hold handles on several volumes, whose block numbers coincide, and a
  * batch must never carry one volume's patch into another's block.
