@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "bftblk.h"
 #include "config.h"
 #include "crypto.h"
 #include "keys.h"
@@ -84,7 +85,8 @@ admin_usage(FILE *fp)
 	    "  Asks every server for its status and prints the cluster's "
 	    "health: OK,\n"
 	    "  DEGRADED, AT RISK or UNAVAILABLE (exit 0, 1, 1, 2; 3 when it "
-	    "cannot tell).\n");
+	    "cannot tell).\n"
+	    "usage: bftblk [COMMAND...] --help | --version\n");
 }
 
 int
@@ -94,6 +96,20 @@ main(int argc, char **argv)
 	if (argc < 2) {
 		admin_usage(stderr);
 		return 2;
+	}
+	/* Anywhere on the line, as every tool answers them. */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0) {
+			admin_usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("bftblk %s (libbftblk %s)\n",
+			    BFTBLK_VERSION_STRING, bftblk_version(NULL, NULL,
+			    NULL));
+			return 0;
+		}
 	}
 	if (bft_crypto_init() != 0) {
 		bft_log("cannot initialise crypto");
@@ -115,7 +131,7 @@ main(int argc, char **argv)
 		return admin_server(argc - 1, argv + 1);
 	if (strcmp(argv[1], "status") == 0)
 		return admin_status(argc - 1, argv + 1);
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+	if (strcmp(argv[1], "help") == 0) {
 		admin_usage(stdout);
 		return 0;
 	}

@@ -109,7 +109,8 @@ status_print_volumes(const struct status_report *r, FILE *fp)
 		status_human_bytes(lo, a, sizeof a);
 		status_human_bytes(hi, b, sizeof b);
 		fprintf(fp, "volume %" PRId64 "%s: ", id, id == BFT_VOL_LEASES ?
-		    " (the writers' leases)" : "");
+		    " (the writers' leases)" : id == BFT_VOL_TABLE ?
+		    " (the volume table)" : "");
 		if (lo == hi)
 			fprintf(fp, "%s live on each of %u servers\n", a,
 			    answered);

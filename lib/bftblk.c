@@ -327,6 +327,18 @@ out_stop:
 	return r;
 }
 
+const char *
+bftblk_version(int *major, int *minor, int *patch)
+{
+	if (major != NULL)
+		*major = BFTBLK_VERSION_MAJOR;
+	if (minor != NULL)
+		*minor = BFTBLK_VERSION_MINOR;
+	if (patch != NULL)
+		*patch = BFTBLK_VERSION_PATCH;
+	return BFTBLK_VERSION_STRING;
+}
+
 int
 bftblk_open(const char *config, const char *keys, const char *options,
     struct bftblk **hp)

@@ -24,6 +24,30 @@
 extern "C" {
 #endif
 
+/*
+ * The project's version, kept here and nowhere else: the server, the
+ * admin tool and the plugin print these, and the Makefile reads them.
+ * A front end compiled against one version may check at run time that
+ * the library it loaded is the same or newer (bftblk_version()).
+ */
+#define BFTBLK_VERSION_MAJOR	0
+#define BFTBLK_VERSION_MINOR	2
+#define BFTBLK_VERSION_PATCH	0
+#define BFTBLK_VERSION_STR_(a, b, c)	#a "." #b "." #c
+#define BFTBLK_VERSION_STR(a, b, c)	BFTBLK_VERSION_STR_(a, b, c)
+#define BFTBLK_VERSION_STRING	BFTBLK_VERSION_STR(BFTBLK_VERSION_MAJOR, \
+	BFTBLK_VERSION_MINOR, BFTBLK_VERSION_PATCH)
+/* One number that grows with every version: for #if comparisons. */
+#define BFTBLK_VERSION_CODE(a, b, c)	((a) * 10000 + (b) * 100 + (c))
+#define BFTBLK_VERSION	BFTBLK_VERSION_CODE(BFTBLK_VERSION_MAJOR, \
+	BFTBLK_VERSION_MINOR, BFTBLK_VERSION_PATCH)
+
+/*
+ * The loaded library's version: "MAJOR.MINOR.PATCH", and each number
+ * into the pointers that are not NULL.
+ */
+const char *bftblk_version(int *major, int *minor, int *patch);
+
 #define BFTBLK_BLOCK_SIZE	65536
 #define BFTBLK_MAX_SERVERS	16
 

@@ -365,7 +365,7 @@ plug_flush(void *h, uint32_t flags)
 static struct nbdkit_plugin plugin = {
 	.name			= "bftblk",
 	.longname		= "bftblk Byzantine-fault-tolerant block device",
-	.version		= "0.1",
+	.version		= BFTBLK_VERSION_STRING,
 	.description		= "Disk on n = 3t+1 servers with M-PoWerStore",
 	.load			= plug_load,
 	.unload			= plug_unload,

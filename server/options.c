@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bftblk.h"
 #include "log.h"
 #include "options.h"
 #include "test_hooks.h"
@@ -30,6 +31,7 @@ usage(FILE *f)
 	    "[--client-store-window MS]\n"
 	    "                     [--max-preauth N] [--max-preauth-per-addr N]\n"
 	    "                     [--metrics HOST:PORT]\n"
+	    "       bftblk-server --help | --version\n"
 	    BFT_TEST_USAGE);
 }
 
@@ -116,6 +118,7 @@ bft_server_parse_args(int argc, char **argv, struct bft_server_opts *o)
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		BFT_TEST_LONGOPTS
 		{ NULL, 0, NULL, 0 },
 	};
@@ -220,6 +223,9 @@ bft_server_parse_args(int argc, char **argv, struct bft_server_opts *o)
 		}
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("bftblk-server %s\n", BFTBLK_VERSION_STRING);
 			exit(0);
 		default:
 			/* The test server's options; production has none. */

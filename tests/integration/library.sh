@@ -18,11 +18,16 @@ syms=$(nm -D --defined-only "$BUILD/libbftblk.so" | awk '$2 ~ /^[TDBRVW]$/ {prin
 [ -n "$syms" ] || fail "libbftblk.so exports nothing"
 other=$(grep -v '^bftblk_' <<<"$syms" || true)
 [ -z "$other" ] || fail "libbftblk.so exports non-bftblk_ symbols: $other"
-for f in bftblk_open bftblk_pread bftblk_pwrite bftblk_flush bftblk_close \
-    bftblk_errmsg bftblk_get_stats; do
-	grep -qx "$f@@LIBBFTBLK_1" <<<"$syms" || grep -qx "$f" <<<"$syms" ||
-	    fail "libbftblk.so does not export $f"
-done
+# Every function of the public header, and nothing else (the peer
+# reads of bftblk_peer.h are the server's, through the static library).
+public=$(grep -o '\bbftblk_[a-z_]*(' "$SRCDIR/lib/bftblk.h" |
+    tr -d '(' | grep -v '_fn$' | sort -u)
+exported=$(sed 's/@.*//' <<<"$syms" | sort -u)
+[ "$public" = "$exported" ] ||
+    fail "libbftblk.so's symbols differ from bftblk.h's functions:" \
+    "$(diff <(echo "$public") <(echo "$exported") | grep '^[<>]' | tr '\n' ' ')"
+grep -q bftblk_peer_read <<<"$exported" &&
+    fail "libbftblk.so exports the server's peer reads"
 psyms=$(nm -D --defined-only "$PLUGIN" | awk '$2 ~ /^[TDBRVW]$/ {print $3}')
 [ "$psyms" = plugin_init ] ||
     fail "the plugin exports more than plugin_init: $(tr '\n' ' ' <<<"$psyms")"
