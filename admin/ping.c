@@ -39,7 +39,7 @@ wait_connected(struct bftblk *h, struct bftblk_stats *s, unsigned timeout_ms)
 
 	for (;;) {
 		up = 0;
-		if (bftblk_get_stats(h, s) != 0)
+		if (bftblk_get_stats(h, s, sizeof *s) != 0)
 			return 0;
 		for (unsigned i = 0; i < s->nservers; i++)
 			up += s->server[i].connected != 0;
@@ -89,7 +89,7 @@ ping(const char *dir, const char *keys, unsigned timeout_s)
 	    bftblk_set_option(h, "timeout", opt) != 0 ||
 	    /* A check that only reads: it must not take the disk's lease. */
 	    bftblk_set_option(h, "shared", "on") != 0 ||
-	    bftblk_connect(h) != 0 || bftblk_get_info(h, &info) != 0) {
+	    bftblk_connect(h) != 0 || bftblk_get_info(h, &info, sizeof info) != 0) {
 		bft_log("%s", bftblk_errmsg(h));
 		goto out_close;
 	}

@@ -191,7 +191,7 @@ read_leases(struct status_report *r, const char *conf, const char *keypath,
 		struct status_lease *sl = &r->leases[r->nleases];
 
 		sl->id = ids[k];
-		if (bftblk_lease_get(h, ids[k], &sl->l) != 0) {
+		if (bftblk_lease_get(h, ids[k], &sl->l, sizeof sl->l) != 0) {
 			snprintf(r->lease_err, sizeof r->lease_err, "volume %"
 			    PRIu32 ": %s", ids[k], bftblk_errmsg(h));
 			break;

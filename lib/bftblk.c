@@ -513,6 +513,17 @@ bftblk_flush(struct bftblk *h)
 }
 
 
+int
+lib_check_size(const struct bftblk *h, const char *what, size_t size,
+    size_t known)
+{
+	if (size != known)
+		return failf(h, EINVAL, "struct %s of %zu bytes: this "
+		    "libbftblk (%s) has %zu; rebuild against its bftblk.h",
+		    what, size, BFTBLK_VERSION_STRING, known);
+	return 0;
+}
+
 struct bft_engine *
 lib_engine(struct bftblk *h)
 {

@@ -127,8 +127,15 @@ struct bftblk_info {
 	const char *ec_backend;		/* liberasurecode's backend */
 	const char *encryption;		/* "off" or the AEAD's name */
 };
-/* After bftblk_load; the strings live as long as h. */
-int bftblk_get_info(struct bftblk *h, struct bftblk_info *info);
+/*
+ * After bftblk_load; the strings live as long as h.  size is sizeof
+ * *info as the caller was compiled: the structs these calls fill only
+ * grow at their end, so a program built against an older header gets
+ * the fields it knows, and one built against a newer header than the
+ * library is refused (-EINVAL) rather than handed garbage.
+ */
+int bftblk_get_info(struct bftblk *h, struct bftblk_info *info,
+    size_t size);
 
 #define BFTBLK_FUA	1u		/* flush once written */
 
@@ -168,7 +175,8 @@ struct bftblk_stats {
 	unsigned nservers;
 	struct bftblk_server_stats server[BFTBLK_MAX_SERVERS];
 };
-int bftblk_get_stats(struct bftblk *h, struct bftblk_stats *s);
+/* size: sizeof *s, as for bftblk_get_info. */
+int bftblk_get_stats(struct bftblk *h, struct bftblk_stats *s, size_t size);
 
 /*
  * Named volumes: the cluster's volume table, kept in registers of a
@@ -209,8 +217,9 @@ struct bftblk_lease {
 	uint32_t period_ms;
 	char holder[BFTBLK_LEASE_HOLDER_MAX];	/* "host, pid P, key name" */
 };
+/* size: sizeof *out, as for bftblk_get_info. */
 int bftblk_lease_get(struct bftblk *h, uint32_t volume_id,
-    struct bftblk_lease *out);
+    struct bftblk_lease *out, size_t size);
 
 /* Every volume, by *vols (free() it) and *n, in table order. */
 int bftblk_volume_list(struct bftblk *h, struct bftblk_volume **vols,

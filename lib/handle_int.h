@@ -64,6 +64,14 @@ struct bftblk {
 	struct bft_blockcache *cache;	/* NULL with cache=0 */
 };
 
+/*
+ * A public struct's size as the caller was compiled (bftblk.h): at most
+ * what this library knows, and at least its first version's, which is
+ * all of it today.  0, or -EINVAL failed on h.
+ */
+int lib_check_size(const struct bftblk *h, const char *what, size_t size,
+    size_t known);
+
 /* "k=v k=v" (options.c): each through bftblk_set_option. */
 int lib_set_options(struct bftblk *h, const char *options);
 

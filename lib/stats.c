@@ -6,12 +6,16 @@
 #include "handle_int.h"
 
 int
-bftblk_get_info(struct bftblk *h, struct bftblk_info *info)
+bftblk_get_info(struct bftblk *h, struct bftblk_info *out, size_t size)
 {
+	struct bftblk_info info;
+
 	if (!h->loaded)
 		return lib_handle_fail(h, ENOTCONN, "the handle is not "
 		    "loaded yet");
-	*info = (struct bftblk_info){
+	if (lib_check_size(h, "bftblk_info", size, sizeof info) != 0)
+		return -EINVAL;
+	info = (struct bftblk_info){
 		.size = h->export_size, .block_size = BFT_BLOCK_SIZE,
 		.t = h->cfg.t, .n = h->cfg.n,
 		.readonly = h->key.role != BFT_ROLE_RW,
@@ -19,17 +23,21 @@ bftblk_get_info(struct bftblk *h, struct bftblk_info *info)
 		.ec_backend = bft_ec_backend(h->ec),
 		.encryption = h->encrypt ? bft_aead_name(h->vc.aead) : "off",
 	};
+	memcpy(out, &info, size);
 	return 0;
 }
 
 int
-bftblk_get_stats(struct bftblk *h, struct bftblk_stats *s)
+bftblk_get_stats(struct bftblk *h, struct bftblk_stats *out, size_t size)
 {
 	const struct bft_engine_stats *e;
+	struct bftblk_stats all, *s = &all;
 
 	if (h->eng == NULL)
 		return lib_handle_fail(h, ENOTCONN, "the handle is not "
 		    "connected");
+	if (lib_check_size(h, "bftblk_stats", size, sizeof all) != 0)
+		return -EINVAL;
 	e = bft_engine_stats(h->eng);
 	memset(s, 0, sizeof *s);
 	s->reads = e->reads;
@@ -65,5 +73,6 @@ bftblk_get_stats(struct bftblk *h, struct bftblk_stats *s)
 		ss->forged_ts = es->forged_ts;
 		ss->bad_fragments = es->bad_fragments;
 	}
+	memcpy(out, &all, size);
 	return 0;
 }

@@ -179,12 +179,16 @@ end(struct bft_lease *lock, struct voltab *vt)
 
 int
 bftblk_lease_get(struct bftblk *h, uint32_t volume_id,
-    struct bftblk_lease *out)
+    struct bftblk_lease *lease, size_t size)
 {
 	struct bft_engine *eng = lib_engine(h);
+	struct bftblk_lease all, *out = &all;
 	struct bft_lease_info li;
+	int r;
 
 	memset(out, 0, sizeof *out);
+	if ((r = lib_check_size(h, "bftblk_lease", size, sizeof all)) != 0)
+		return r;
 	if (eng == NULL)
 		return lib_handle_fail(h, ENOTCONN, "the handle is not "
 		    "connected");
@@ -200,6 +204,7 @@ bftblk_lease_get(struct bftblk *h, uint32_t volume_id,
 	out->renewed_ms = li.claim.wall_ms;
 	out->period_ms = li.claim.period_ms;
 	snprintf(out->holder, sizeof out->holder, "%s", li.claim.holder);
+	memcpy(lease, &all, size);
 	return 0;
 }
 

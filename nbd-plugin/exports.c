@@ -125,7 +125,7 @@ exports_open(const char *name)
 		e->vol = v;
 		if (bftblk_open_volume(base->h, name, clone_options,
 		    &e->h) != 0 ||
-		    bftblk_get_info(e->h, &e->info) != 0) {
+		    bftblk_get_info(e->h, &e->info, sizeof e->info) != 0) {
 			nbdkit_error("export '%s': %s", name[0] ? name :
 			    "(volume 0)",
 			    bftblk_errmsg(e->h != NULL ? e->h : base->h));

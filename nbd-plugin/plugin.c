@@ -189,7 +189,7 @@ static int
 plug_config_complete(void)
 {
 	if ((!pinned && bftblk_set_option(lib, "shared", "on") != 0) ||
-	    bftblk_load(lib) != 0 || bftblk_get_info(lib, &base.info) != 0) {
+	    bftblk_load(lib) != 0 || bftblk_get_info(lib, &base.info, sizeof base.info) != 0) {
 		plugin_error("%s", bftblk_errmsg(lib));
 		return -1;
 	}
@@ -214,7 +214,7 @@ plug_cleanup(void)
 {
 	struct bftblk_stats s;
 
-	if (bftblk_get_stats(lib, &s) != 0)
+	if (bftblk_get_stats(lib, &s, sizeof s) != 0)
 		return;
 	plugin_debug("bftblk: %" PRIu64 " reads (%" PRIu64 " in one round, "
 	    "%" PRIu64 " fell back, %" PRIu64 " restarts, %" PRIu64

@@ -126,7 +126,7 @@ test_peer_reads_only(void **state)
 	(void)state;
 	h = handle("server-key", key2, NULL, NULL);
 	assert_int_equal(bftblk_load(h), 0);
-	assert_int_equal(bftblk_get_info(h, &info), 0);
+	assert_int_equal(bftblk_get_info(h, &info, sizeof info), 0);
 	assert_true(info.readonly);
 	assert_string_equal(info.client_name, "server-2");
 	assert_int_equal(bftblk_connect(h), 0);
@@ -135,9 +135,18 @@ test_peer_reads_only(void **state)
 	assert_int_equal(bftblk_zero(h, sizeof buf, 0, 0), -EPERM);
 	assert_int_equal(bftblk_trim(h, sizeof buf, 0, BFTBLK_FUA), -EPERM);
 	/* Nothing listens: no server is connected, its own least of all. */
-	assert_int_equal(bftblk_get_stats(h, &st), 0);
+	assert_int_equal(bftblk_get_stats(h, &st, sizeof st), 0);
 	assert_int_equal(st.nservers, 4);
 	assert_false(st.server[2].connected);
+	/*
+	 * A caller compiled against another header is refused, not handed
+	 * bytes past its struct: the library writes nothing then.
+	 */
+	memset(&st, 0xa5, sizeof st);
+	assert_int_equal(bftblk_get_stats(h, &st, sizeof st + 8), -EINVAL);
+	assert_non_null(strstr(bftblk_errmsg(h), "struct bftblk_stats"));
+	assert_int_equal(st.nservers, 0xa5a5a5a5);
+	assert_int_equal(bftblk_get_info(h, &info, sizeof info - 8), -EINVAL);
 	bftblk_close(h);
 
 	/* The one-call open takes it with keys NULL. */
