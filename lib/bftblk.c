@@ -2,7 +2,7 @@
  * The public face of the library (bftblk.h): a handle's options, loading
  * the configuration and keys, the engine's start and stop, and I/O calls
  * that check their arguments and turn internal failures into a negative
- * errno and a sentence.  The block layer under it is chunk.c and write.c,
+ * errno and a sentence.  The block layer under it is read.c and write.c (over plan.c),
  * the rounds engine.c.
  */
 #include <errno.h>
@@ -15,7 +15,7 @@
 
 #include "blockcache_int.h"
 #include "bftblk.h"
-#include "chunk_int.h"
+#include "read_int.h"
 #include "config.h"
 #include "crypto.h"
 #include "ec.h"

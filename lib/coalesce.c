@@ -1,49 +1,50 @@
 /*
  * The queues of small writes per block, and the hand-over of the
- * leader's role.  One mutex guards every queue: it is held only to
- * link and unlink waiters, never across a write.
+ * leader's role.  One mutex per engine guards every queue: it is held
+ * only to link and unlink waiters, never across a write.
  */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "coalesce_int.h"
 #include "error_int.h"
 
-#define NBUCKETS 256		/* a power of two */
-
-struct waiter {
-	struct wpatch *patch;
-	int result;
-	char why[256];			/* the batch's reason when it failed */
-	bool done;
-	struct waiter *next;
-};
-
 /* A block some request is writing or waiting to write. */
-struct batch {
+struct coalesce_batch {
 	uint64_t block;
-	struct waiter *head, **tail;	/* queued, not yet taken */
-	unsigned users;			/* requests inside coalesce_write */
+	struct coalesce_waiter *head, **tail;	/* queued, not yet taken */
+	unsigned users;			/* requests between enter and return */
 	bool leading;			/* a taken batch is being written */
 	pthread_cond_t turn;		/* a batch finished */
-	struct batch *next;
+	struct coalesce_batch *next;
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct batch *buckets[NBUCKETS];
-
-static struct batch **
-bucket(uint64_t block)
+void
+coalesce_init(struct coalesce *co)
 {
-	return &buckets[(block ^ block >> 17) & (NBUCKETS - 1)];
+	memset(co, 0, sizeof *co);
+	pthread_mutex_init(&co->lock, NULL);
 }
 
-static struct batch *
-batch_get(uint64_t block)
+void
+coalesce_destroy(struct coalesce *co)
 {
-	struct batch **pp = bucket(block), *b;
+	pthread_mutex_destroy(&co->lock);
+}
+
+static struct coalesce_batch **
+bucket(struct coalesce *co, uint64_t block)
+{
+	return &co->buckets[(block ^ block >> 17) & (COALESCE_BUCKETS - 1)];
+}
+
+static struct coalesce_batch *
+batch_get(struct coalesce *co, uint64_t block)
+{
+	struct coalesce_batch **pp = bucket(co, block), *b;
 
 	for (b = *pp; b != NULL; b = b->next)
 		if (b->block == block)
@@ -62,13 +63,13 @@ batch_get(uint64_t block)
 }
 
 static void
-batch_put(struct batch *b)
+batch_put(struct coalesce *co, struct coalesce_batch *b)
 {
-	struct batch **pp;
+	struct coalesce_batch **pp;
 
 	if (--b->users > 0)
 		return;
-	for (pp = bucket(b->block); *pp != b; pp = &(*pp)->next)
+	for (pp = bucket(co, b->block); *pp != b; pp = &(*pp)->next)
 		;
 	*pp = b->next;
 	pthread_cond_destroy(&b->turn);
@@ -76,76 +77,92 @@ batch_put(struct batch *b)
 }
 
 /*
- * Takes every queued waiter, writes their patches as one block with the
- * lock dropped, and hands each its result.  Called with the lock held.
+ * Takes every queued waiter as w's batch, its patches linked into one
+ * list.  Called with the lock held; the caller owns each patch and
+ * waits, so linking them is safe.
  */
-static void
-lead(struct batch *b, coalesce_write_fn write, void *ctx, unsigned *merged)
+static const struct wpatch *
+take(struct coalesce_batch *b, struct coalesce_waiter *w)
 {
-	struct waiter *taken = b->head, *w;
+	struct coalesce_waiter *t;
 	struct wpatch **pp;
-	unsigned n;
-	int r;
 
+	w->taken = b->head;
+	w->ntaken = 0;
 	b->head = NULL;
 	b->tail = &b->head;
 	b->leading = true;
-	/* The caller owns each patch and waits, so linking them is safe. */
-	pp = &taken->patch->next;
-	n = 1;
-	for (w = taken->next; w != NULL; w = w->next, n++) {
-		*pp = w->patch;
-		pp = &w->patch->next;
+	pp = &w->taken->patch;
+	for (t = w->taken; t != NULL; t = t->next, w->ntaken++) {
+		*pp = t->patch;
+		pp = &t->patch->next;
 	}
 	*pp = NULL;
-	pthread_mutex_unlock(&lock);
-	r = write(ctx, b->block, taken->patch);
-	pthread_mutex_lock(&lock);
-	/* The reason is this thread's: each waiter takes a copy home. */
-	for (w = taken; w != NULL; w = w->next) {
-		w->result = r;
-		if (r != 0)
-			snprintf(w->why, sizeof w->why, "%s", lib_errmsg());
-		w->done = true;
-	}
-	*merged += n - 1;
-	b->leading = false;
-	pthread_cond_broadcast(&b->turn);
+	return w->taken->patch;
 }
 
-int
-coalesce_write(uint64_t block, struct wpatch *p, coalesce_write_fn write,
-    void *ctx, unsigned *merged)
+const struct wpatch *
+coalesce_enter(struct coalesce *co, uint64_t block, struct wpatch *p,
+    struct coalesce_waiter *w)
 {
-	struct waiter self = { .patch = p };
-	struct batch *b;
-	int r;
+	struct coalesce_batch *b;
+	const struct wpatch *list = NULL;
 
+	memset(w, 0, sizeof *w);
+	w->patch = p;
 	p->next = NULL;
-	pthread_mutex_lock(&lock);
-	if ((b = batch_get(block)) == NULL) {
+	pthread_mutex_lock(&co->lock);
+	if ((b = batch_get(co, block)) == NULL) {
 		/* No memory for a queue: this request goes alone. */
-		pthread_mutex_unlock(&lock);
-		return write(ctx, block, p);
+		pthread_mutex_unlock(&co->lock);
+		w->taken = w;
+		w->ntaken = 1;
+		return p;
 	}
+	w->batch = b;
 	b->users++;
-	*b->tail = &self;
-	b->tail = &self.next;
+	*b->tail = w;
+	b->tail = &w->next;
 	/*
 	 * While no batch is being written, a waiter still queued is taken
 	 * by whoever leads next; the first to wake takes the role, so a
 	 * leader never serves more than the one batch it took.
 	 */
-	while (!self.done) {
-		if (!b->leading)
-			lead(b, write, ctx, merged);
-		else
-			pthread_cond_wait(&b->turn, &lock);
+	while (!w->done) {
+		if (!b->leading) {
+			list = take(b, w);
+			break;
+		}
+		pthread_cond_wait(&b->turn, &co->lock);
 	}
-	r = self.result;
-	batch_put(b);
-	pthread_mutex_unlock(&lock);
-	if (r != 0)
-		lib_fail(r, "%s", self.why);
-	return r;
+	if (list == NULL)
+		batch_put(co, b);
+	pthread_mutex_unlock(&co->lock);
+	if (list == NULL && w->result != 0)
+		lib_fail(w->result, "%s", w->why);
+	return list;
+}
+
+int
+coalesce_leave(struct coalesce *co, struct coalesce_waiter *w, int result,
+    unsigned *merged)
+{
+	struct coalesce_batch *b = w->batch;
+
+	*merged += w->ntaken - 1;
+	if (b == NULL)
+		return result;
+	pthread_mutex_lock(&co->lock);
+	/* The reason is this thread's: each waiter takes a copy home. */
+	for (struct coalesce_waiter *t = w->taken; t != NULL; t = t->next) {
+		t->result = result;
+		if (result != 0 && t != w)
+			snprintf(t->why, sizeof t->why, "%s", lib_errmsg());
+		t->done = true;
+	}
+	b->leading = false;
+	pthread_cond_broadcast(&b->turn);
+	batch_put(co, b);
+	pthread_mutex_unlock(&co->lock);
+	return result;
 }

@@ -12,37 +12,58 @@
  * by a write that begins after the request arrived and completes before
  * it returns.  NBD orders no two requests in flight together, so patches
  * that overlap apply in arrival order.
+ *
+ * The queues belong to an engine (its writer), so two handles in one
+ * process never wait for each other.  Nothing here writes: the leader
+ * is handed its batch, writes it on its own, and says how it went.
  */
 #ifndef BFTBLK_COALESCE_INT_H
 #define BFTBLK_COALESCE_INT_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
-/* The bytes of one request: [offset, offset+count) of the disk. */
-struct wpatch {
-	const uint8_t *src;		/* NULL: zeros */
-	uint32_t count;
-	uint64_t offset;
-	struct wpatch *next;
+#include "plan_int.h"
+
+#define COALESCE_BUCKETS 256		/* a power of two */
+
+struct coalesce {
+	pthread_mutex_t lock;		/* links and unlinks, never a write */
+	struct coalesce_batch *buckets[COALESCE_BUCKETS];
 };
 
-/*
- * Writes block with every patch of list applied in order, over its
- * current value.  0, or the errno every request of the batch fails with,
- * its reason recorded (lib_fail).
- */
-typedef int (*coalesce_write_fn)(void *ctx, uint64_t block,
-    const struct wpatch *list);
+/* One request's place in its block's queue, on its caller's stack. */
+struct coalesce_waiter {
+	struct wpatch *patch;
+	struct coalesce_batch *batch;	/* NULL: no memory, it went alone */
+	struct coalesce_waiter *next;
+	struct coalesce_waiter *taken;	/* a leader's: the batch it writes */
+	unsigned ntaken;
+	int result;
+	char why[256];			/* the batch's reason when it failed */
+	bool done;
+};
+
+void coalesce_init(struct coalesce *co);
+void coalesce_destroy(struct coalesce *co);
 
 /*
- * Applies p (which must lie inside block) together with whatever else
- * is queued for block, through write.  Returns write's result (0 or an
- * errno, with write's reason recorded on this thread too) for the batch
- * p went out in, and adds to *merged the patches that rode along
- * with this caller's when it led.  The caller's buffer must stay valid
- * until it returns, which it does.
+ * Queues p (which must lie inside block) and waits for its turn.
+ * Returns the patches to write, p's among them, when the caller leads a
+ * batch: it writes them as one block and then calls coalesce_leave.
+ * NULL when another request's batch carried p: w->result is then 0, or
+ * the errno it failed with, its reason recorded on this thread
+ * (error_int.h).  p and w must stay valid until then.
  */
-int coalesce_write(uint64_t block, struct wpatch *p, coalesce_write_fn write,
-    void *ctx, unsigned *merged);
+const struct wpatch *coalesce_enter(struct coalesce *co, uint64_t block,
+    struct wpatch *p, struct coalesce_waiter *w);
+/*
+ * The leader's write of its batch ended with result (0 or an errno, its
+ * reason recorded on this thread): every request in the batch gets it.
+ * Returns result; *merged grows by the patches that rode along.
+ */
+int coalesce_leave(struct coalesce *co, struct coalesce_waiter *w,
+    int result, unsigned *merged);
 
 #endif

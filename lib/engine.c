@@ -124,6 +124,18 @@ bft_engine_gen(const struct bft_engine *cl)
 	return __atomic_load_n(&cl->lease_gen, __ATOMIC_ACQUIRE);
 }
 
+struct block_locks *
+bft_engine_locks(struct bft_engine *cl)
+{
+	return &cl->locks;
+}
+
+struct coalesce *
+bft_engine_coalesce(struct bft_engine *cl)
+{
+	return &cl->co;
+}
+
 void
 bft_engine_set_lease(struct bft_engine *cl, const struct bft_lease *l)
 {
@@ -443,6 +455,8 @@ engine_new(const struct bft_engine_params *p)
 	cl->writer_id = p->writer_id;
 	cl->lp = lp;
 	pthread_mutex_init(&cl->pool_lock, NULL);
+	block_locks_init(&cl->locks);
+	coalesce_init(&cl->co);
 	pthread_mutex_init(&lp->qlock, NULL);
 	uv_async_init(&lp->loop, &lp->wake, on_wake);
 	lp->wake.data = lp;
@@ -483,6 +497,8 @@ engine_free(struct bft_engine *cl)
 	pthread_mutex_destroy(&lp->qlock);
 	op_pool_drain(cl);
 	pthread_mutex_destroy(&cl->pool_lock);
+	block_locks_destroy(&cl->locks);
+	coalesce_destroy(&cl->co);
 	free(lp);
 	free(cl);
 }
@@ -613,11 +629,9 @@ bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
 	unsigned ntodo = nops;
 	int err = 0;
 
-	if (nops > BFT_RUN_MAX) {
-		lib_fail(EINVAL, "%u operations at once, at most %u", nops,
-		    BFT_RUN_MAX);
-		return EINVAL;
-	}
+	if (nops > BFT_RUN_MAX)
+		return lib_fail(EINVAL, "%u operations at once, at most %u",
+		    nops, BFT_RUN_MAX);
 	memcpy(todo, ops, nops * sizeof ops[0]);
 	while (ntodo > 0) {
 		unsigned nparked = 0;
@@ -652,7 +666,7 @@ bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
 		}
 		ntodo = err ? 0 : nparked;
 	}
-	return err;
+	return err ? -1 : 0;
 }
 
 void

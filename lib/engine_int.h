@@ -88,7 +88,7 @@ struct op {
 	bool based, stale;
 	struct bft_ts base;
 	bool committed;			/* COMPLETE reached n-t servers */
-	bool partial;			/* data is a bounce buffer (chunk_int.h) */
+	bool partial;			/* data is a bounce buffer (plan_int.h) */
 
 	/* Write: prepared by the submitter, ts and vec by CLOCK. */
 	bool fast;			/* CLOCK skipped on a cached timestamp */
@@ -212,6 +212,12 @@ uint64_t bft_engine_gen(const struct bft_engine *cl);
 struct bft_lease;
 void bft_engine_set_lease(struct bft_engine *cl, const struct bft_lease *l);
 
+/* The write path's shared state, one per engine (write.c). */
+struct block_locks;
+struct coalesce;
+struct block_locks *bft_engine_locks(struct bft_engine *cl);
+struct coalesce *bft_engine_coalesce(struct bft_engine *cl);
+
 /* The address of block b of the engine's volume (proto.h). */
 uint64_t bft_engine_addr(const struct bft_engine *cl, uint64_t b);
 
@@ -260,8 +266,9 @@ int bft_op_finish_read(struct op *op);
 
 /*
  * Runs up to BFT_RUN_MAX ops to completion from a caller's thread,
- * sealing encrypted writes when they park.  Returns 0, or the errno of
- * the first failure (logged with its block).
+ * sealing encrypted writes when they park.  0, or -1 with the first
+ * failure recorded (error_int.h) and logged with its block; each op's
+ * own outcome is in its err and why.
  */
 #define BFT_RUN_MAX 64
 int bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops);

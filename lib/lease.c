@@ -37,7 +37,6 @@
 #include <unistd.h>
 
 #include "bytes_int.h"
-#include "chunk_int.h"
 #include "crypto.h"
 #include "error_int.h"
 #include "lease_int.h"
@@ -126,7 +125,7 @@ claim_read(struct bft_lease *l, struct bft_lease_claim *c, bool *valid,
 		return lib_fail(ENOMEM, NULL);
 	op->block = l->addr;
 	op->data = l->buf;
-	if (chunk_run(l->eng, &op, 1) != 0 && op->wrong_size) {
+	if (bft_engine_run(l->eng, &op, 1) != 0 && op->wrong_size) {
 		/*
 		 * A claim sealed by an encrypted handle of an older version:
 		 * nobody can read it, so it holds nothing.  Overwritten by
@@ -175,7 +174,7 @@ claim_write(struct bft_lease *l, const struct bft_lease_claim *c)
 	op->data = l->wbuf;
 	if (bft_op_prepare_write(op) != 0)
 		lib_fail(EIO, "erasure coding the lease failed");
-	else if (chunk_run(l->eng, &op, 1) == 0)
+	else if (bft_engine_run(l->eng, &op, 1) == 0)
 		r = 0;
 	bft_op_free(op);
 	return r;

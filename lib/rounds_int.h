@@ -7,6 +7,8 @@
 #ifndef BFTBLK_ROUNDS_INT_H
 #define BFTBLK_ROUNDS_INT_H
 
+#include "blocklock_int.h"
+#include "coalesce_int.h"
 #include "engine_int.h"
 #include "wire.h"
 
@@ -48,6 +50,12 @@ struct bft_engine {
 	uint64_t lat_ns[BFT_MAX_N];
 	struct bft_engine_stats stats;
 	struct engine_loop *lp;		/* event loop internals (engine.c, conn_int.h) */
+	/*
+	 * The write path's (write.c): block range locks, and the queues of
+	 * small writes in flight together.  Any thread.
+	 */
+	struct block_locks locks;
+	struct coalesce co;
 	/* Finished ops kept with their buffers for reuse (op_pool.c). */
 	pthread_mutex_t pool_lock;
 	struct op *pool;

@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "bytes_int.h"
-#include "chunk_int.h"
 #include "error_int.h"
 #include "voltab_int.h"
 
@@ -242,7 +241,7 @@ read_blocks(struct bft_engine *eng, unsigned first, unsigned n,
 		ops[i]->block = bft_addr(BFT_VOL_TABLE, first + i);
 		ops[i]->data = bufs + (size_t)i * BFT_BLOCK_SIZE;
 	}
-	if (chunk_run(eng, ops, n) != 0)
+	if (bft_engine_run(eng, ops, n) != 0)
 		goto out;
 	for (unsigned i = 0; i < n; i++)
 		if (bft_op_finish_read(ops[i]) != 0) {
@@ -305,7 +304,7 @@ vt_write(struct bft_engine *eng, const struct voltab *vt, unsigned bi)
 	op->data = blk;
 	if (bft_op_prepare_write(op) != 0)
 		lib_fail(EIO, "erasure coding the volume table failed");
-	else if (chunk_run(eng, &op, 1) == 0)
+	else if (bft_engine_run(eng, &op, 1) == 0)
 		r = 0;
 out:
 	bft_op_free(op);

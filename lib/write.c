@@ -10,6 +10,11 @@
  * process the cache is exact; other writers are what the validation is
  * for.  Small writes to one block in flight together are written as
  * one (coalesce_int.h).
+ *
+ * A write goes one way down: its plan (plan.c), the range lock, the
+ * cache, the reads of what is missing (read.c), the patches applied,
+ * the commit (the engine), the unlock.  Coalescing hands the leader its
+ * batch and takes the result back; it never calls in here.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -18,25 +23,11 @@
 
 
 #include "blocklock_int.h"
-#include "chunk_int.h"
 #include "coalesce_int.h"
 #include "error_int.h"
+#include "plan_int.h"
+#include "read_int.h"
 #include "write_int.h"
-
-/* The requests' bytes (or zeros) for block b into its bounce buffer. */
-static void
-patch(uint8_t *tmp, uint64_t b, const struct wpatch *list)
-{
-	for (const struct wpatch *p = list; p != NULL; p = p->next) {
-		uint64_t ib, io, n;
-
-		chunk_overlap(b, p->offset, p->count, &ib, &io, &n);
-		if (p->src)
-			memcpy(tmp + ib, p->src + io, n);
-		else
-			memset(tmp + ib, 0, n);
-	}
-}
 
 /* Whether every byte of a block is zero. */
 static bool
@@ -67,7 +58,7 @@ write_ops(struct bft_engine *cl, struct bft_blockcache *bc,
 		/*
 		 * A block of zeros is stored as the zero value, which holds
 		 * no fragment on servers.  With encryption only a zero or
-		 * trim request's blocks are (chunk.c): that servers learn
+		 * trim request's blocks are (plan.c): that servers learn
 		 * which blocks were trimmed is inherent to freeing them, but
 		 * which written blocks hold zeros is the volume's content.
 		 * A partial block's bytes change between attempts.
@@ -83,7 +74,7 @@ write_ops(struct bft_engine *cl, struct bft_blockcache *bc,
 			    "failed", (unsigned long long)ops[i]->block);
 		}
 	}
-	r = chunk_run(cl, ops, nops);
+	r = bft_engine_run(cl, ops, nops);
 	for (unsigned i = 0; i < nops; i++) {
 		if (ops[i]->committed && ops[i]->partial)
 			bft_bc_put(bc, ops[i]->block, &ops[i]->ts,
@@ -102,7 +93,7 @@ write_ops(struct bft_engine *cl, struct bft_blockcache *bc,
  * for cache misses and for cache-built writes that came back stale.
  */
 static int
-rmw(struct bft_engine *cl, struct bft_blockcache *bc, struct chunk *c,
+rmw(struct bft_engine *cl, struct bft_blockcache *bc, struct plan *c,
     const unsigned *idx, unsigned n, const struct wpatch *list)
 {
 	struct op *ops[CHUNK];
@@ -111,10 +102,10 @@ rmw(struct bft_engine *cl, struct bft_blockcache *bc, struct chunk *c,
 		ops[j] = c->ops[idx[j]];
 		ops[j]->based = false;
 	}
-	if (chunk_read(cl, bc, ops, n, true) != 0)
+	if (read_blocks(cl, bc, ops, n, true) != 0)
 		return -1;
 	for (unsigned j = 0; j < n; j++)
-		patch(c->tmp[idx[j]], bft_addr_block(ops[j]->block), list);
+		plan_patch(c->tmp[idx[j]], bft_addr_block(ops[j]->block), list);
 	return write_ops(cl, bc, ops, n);
 }
 
@@ -130,7 +121,7 @@ rmw(struct bft_engine *cl, struct bft_blockcache *bc, struct chunk *c,
  */
 static int
 drop_zero_blocks(struct bft_engine *cl, struct bft_blockcache *bc,
-    struct chunk *c)
+    struct plan *c)
 {
 	struct op *reads[CHUNK];
 	unsigned idx[CHUNK], nr = 0, kept = 0;
@@ -154,7 +145,7 @@ drop_zero_blocks(struct bft_engine *cl, struct bft_blockcache *bc,
 		reads[j]->block = c->ops[idx[j]]->block;
 		reads[j]->data = buf + (size_t)j * BFT_BLOCK_SIZE;
 	}
-	if (chunk_read(cl, bc, reads, nr, false) != 0)
+	if (read_blocks(cl, bc, reads, nr, false) != 0)
 		goto out_free;
 	for (unsigned j = 0; j < nr; j++)
 		skip[idx[j]] = reads[j]->zero || all_zero(reads[j]->data);
@@ -187,7 +178,7 @@ out_free:
  */
 static int
 write_chunk(struct bft_engine *cl, struct bft_blockcache *bc,
-    struct chunk *c, const struct wpatch *list)
+    struct plan *c, const struct wpatch *list)
 {
 	unsigned stale[CHUNK], nstale = 0, hits = 0, nmiss = 0;
 	struct op *miss[CHUNK];
@@ -210,12 +201,12 @@ write_chunk(struct bft_engine *cl, struct bft_blockcache *bc,
 	if (list->src == NULL && list->next == NULL &&
 	    drop_zero_blocks(cl, bc, c) != 0)
 		return -1;
-	if (chunk_read(cl, bc, miss, nmiss, true) != 0)
+	if (read_blocks(cl, bc, miss, nmiss, true) != 0)
 		return -1;
 	for (unsigned i = 0; i < c->nops; i++)
 		if (c->tmp[i] != NULL)
-			patch(c->tmp[i], bft_addr_block(c->ops[i]->block),
-			    list);
+			plan_patch(c->tmp[i],
+			    bft_addr_block(c->ops[i]->block), list);
 	if (write_ops(cl, bc, c->ops, c->nops) != 0)
 		return -1;
 	for (unsigned i = 0; i < c->nops; i++)
@@ -226,34 +217,55 @@ write_chunk(struct bft_engine *cl, struct bft_blockcache *bc,
 	return rmw(cl, bc, c, stale, nstale, list);
 }
 
-struct write_ctx {
-	struct bft_engine *cl;
-	struct bft_blockcache *bc;
-};
-
 /*
  * One block built from a batch of small writes (coalesce_int.h).  Batches
  * and block locks are keyed by address, not block number: a process may
  * hold handles on several volumes, whose block numbers coincide, and a
  * batch must never carry one volume's patch into another's block.
+ * 0, or the errno with the reason recorded.
  */
 static int
-write_batch(void *ctx, uint64_t addr, const struct wpatch *list)
+write_batch(struct bft_engine *cl, struct bft_blockcache *bc, uint64_t addr,
+    const struct wpatch *list)
 {
-	struct write_ctx *x = ctx;
+	struct block_locks *locks = bft_engine_locks(cl);
 	struct block_range range;
-	struct chunk c;
+	struct plan p;
 	int r;
 
-	block_lock(&range, addr, addr);
-	r = chunk_init(&c, x->cl, bft_addr_block(addr), 1, list->offset,
+	block_lock(locks, &range, addr, addr);
+	r = plan_init(&p, cl, bft_addr_block(addr), 1, list->offset,
 	    list->count, list->src, OP_WRITE);
 	if (r == 0) {
-		r = write_chunk(x->cl, x->bc, &c, list);
-		chunk_free(&c);
+		r = write_chunk(cl, bc, &p, list);
+		plan_free(&p);
 	}
-	block_unlock(&range);
+	block_unlock(locks, &range);
 	return r == 0 ? 0 : lib_take_errno();
+}
+
+/* A write inside one block: in a batch with the others in flight. */
+static int
+write_small(struct bft_engine *cl, struct bft_blockcache *bc, uint64_t addr,
+    struct wpatch *req)
+{
+	struct coalesce *co = bft_engine_coalesce(cl);
+	const struct wpatch *list;
+	struct coalesce_waiter w;
+	unsigned merged = 0;
+	int err;
+
+	if ((list = coalesce_enter(co, addr, req, &w)) == NULL)
+		/* Another request's batch wrote it; the reason is recorded. */
+		return w.result == 0 ? 0 : -1;
+	err = coalesce_leave(co, &w, write_batch(cl, bc, addr, list), &merged);
+	bft_engine_note_coalesced(cl, merged);
+	if (err != 0) {
+		/* write_batch took the errno; the reason is still here. */
+		lib_fail(err, "%s", lib_errmsg());
+		return -1;
+	}
+	return 0;
 }
 
 int
@@ -263,37 +275,31 @@ io_write(struct bft_engine *cl, struct bft_blockcache *bc,
 	uint64_t first = offset / BFT_BLOCK_SIZE;
 	uint64_t last = (offset + count - 1) / BFT_BLOCK_SIZE;
 	struct wpatch req = { .src = src, .count = count, .offset = offset };
+	struct block_locks *locks = bft_engine_locks(cl);
 	struct block_range range;
 	int r = 0;
 
 	if (first == last && count < BFT_BLOCK_SIZE) {
-		struct write_ctx x = { .cl = cl, .bc = bc };
-		unsigned merged = 0;
-		int err = coalesce_write(bft_engine_addr(cl, first), &req,
-		    write_batch, &x, &merged);
-
-		bft_engine_note_coalesced(cl, merged);
-		/* The batch's reason, recorded by coalesce_write. */
-		if (err != 0)
+		if (write_small(cl, bc, bft_engine_addr(cl, first), &req) != 0)
 			return -1;
 		return fua ? io_flush(cl) : 0;
 	}
-	block_lock(&range, bft_engine_addr(cl, first),
+	block_lock(locks, &range, bft_engine_addr(cl, first),
 	    bft_engine_addr(cl, last));
 	for (uint64_t b = first; r == 0 && b <= last; b += CHUNK) {
 		unsigned nb = (unsigned)(last - b + 1 < CHUNK ?
 		    last - b + 1 : CHUNK);
-		struct chunk c;
+		struct plan p;
 
-		if (chunk_init(&c, cl, b, nb, offset, count, src,
+		if (plan_init(&p, cl, b, nb, offset, count, src,
 		    OP_WRITE) != 0) {
 			r = -1;
 			break;
 		}
-		r = write_chunk(cl, bc, &c, &req);
-		chunk_free(&c);
+		r = write_chunk(cl, bc, &p, &req);
+		plan_free(&p);
 	}
-	block_unlock(&range);
+	block_unlock(locks, &range);
 	if (r == 0 && fua)
 		r = io_flush(cl);
 	return r;
@@ -307,7 +313,7 @@ io_flush(struct bft_engine *cl)
 
 	if (op == NULL)
 		return lib_fail(ENOMEM, NULL);
-	r = chunk_run(cl, &op, 1);
+	r = bft_engine_run(cl, &op, 1);
 	bft_op_free(op);
 	return r;
 }

@@ -36,6 +36,7 @@ static unsigned running[BLOCKS], overlap_seen, batches, max_batch;
 static unsigned bad_patch;	/* checked in the main thread: cmocka's
 				   asserts may not fire on other threads */
 static unsigned fail_every;	/* every fail_every-th batch fails (0: none) */
+static struct coalesce co;
 
 /* The patch's offset encodes who sent it: thread * PER_THREAD + i. */
 static int
@@ -96,8 +97,16 @@ submit(void *arg)
 			.offset = s->id * PER_THREAD + i,
 		};
 
-		s->results[i] = coalesce_write(block, &p, fake_write, NULL,
-		    &s->merged);
+		struct coalesce_waiter w;
+		const struct wpatch *list = coalesce_enter(&co, block, &p,
+		    &w);
+
+		/* Led: write the batch handed over, and say how it went. */
+		if (list != NULL)
+			s->results[i] = coalesce_leave(&co, &w,
+			    fake_write(NULL, block, list), &s->merged);
+		else
+			s->results[i] = w.result;
 		if (s->results[i] != 0)
 			snprintf(s->why[i], sizeof s->why[i], "%s",
 			    lib_errmsg());
@@ -116,6 +125,7 @@ run(unsigned every)
 	memset(running, 0, sizeof running);
 	overlap_seen = batches = max_batch = bad_patch = 0;
 	fail_every = every;
+	coalesce_init(&co);
 	for (unsigned t = 0; t < THREADS; t++) {
 		s[t] = (struct submitter){ .id = t };
 		assert_int_equal(pthread_create(&th[t], NULL, submit, &s[t]),
@@ -123,6 +133,10 @@ run(unsigned every)
 	}
 	for (unsigned t = 0; t < THREADS; t++)
 		assert_int_equal(pthread_join(th[t], NULL), 0);
+	/* Every queue went away with its last request. */
+	for (unsigned k = 0; k < COALESCE_BUCKETS; k++)
+		assert_null(co.buckets[k]);
+	coalesce_destroy(&co);
 	for (unsigned t = 0; t < THREADS; t++) {
 		merged += s[t].merged;
 		for (unsigned i = 0; i < PER_THREAD; i++) {
