@@ -116,7 +116,12 @@ bool bft_store_lc_held(struct bft_store *st, uint64_t block);
  */
 #define BFT_STORE_PAGE	1024u	/* blocks per index page */
 /* The first address at or after addr in a page, or UINT64_MAX. */
-uint64_t bft_store_next_page(const struct bft_store *st, uint64_t addr);
+uint64_t bft_store_next_page(struct bft_store *st, uint64_t addr);
+/*
+ * The page-map steps every such walk took since open: a walk's cost,
+ * which the tests bound.
+ */
+uint64_t bft_store_idx_steps(const struct bft_store *st);
 /* The blocks the pages cover: what a walk over them visits. */
 uint64_t bft_store_indexed(const struct bft_store *st);
 /*

@@ -84,11 +84,10 @@ st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc)
 		return 0;
 	i = (size_t)(cv - st->vols);
 	v = &st->vols[i];
-	for (uint64_t p = 0; p < v->npages; p++) {
+	for (uint64_t p = 0; (p = st_pm_next(&v->map, p, &st->idx_steps)) !=
+	    UINT64_MAX; p++) {
 		struct blk_idx *page = v->pages[p];
 
-		if (page == NULL)
-			continue;
 		for (unsigned k = 0; k < IDX_PAGE; k++)
 			if (blk_drop(st, bft_addr(vol, p << IDX_PAGE_SHIFT | k),
 			    &page[k]))
@@ -98,6 +97,7 @@ st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc)
 		st->pages_made--;
 	}
 	free(v->pages);
+	st_pm_free(&v->map);
 	memmove(&st->vols[i], &st->vols[i + 1], (st->nvols - i - 1) *
 	    sizeof *st->vols);
 	st->nvols--;

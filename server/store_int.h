@@ -76,11 +76,25 @@ struct seg {
  */
 struct blk_idx;
 
+/*
+ * Which slots of a page table hold a page (store_pagemap.c).  Four
+ * levels of 64-way bitmaps answer "the next page" in a few steps for
+ * 2^24 slots (2^34 blocks, past any volume but a huge volume 0, whose
+ * top level is then scanned word by word).
+ */
+#define PM_LEVELS	4
+struct pagemap {
+	uint64_t *w[PM_LEVELS];
+	uint64_t nslots;
+};
+
 /* One volume's page table: pages[p] covers blocks p * IDX_PAGE on. */
 struct idx_vol {
 	uint32_t vol;
 	uint64_t npages;
 	struct blk_idx **pages;		/* NULL until written */
+	struct pagemap map;		/* which pages[p] are not NULL */
+	uint64_t hi;			/* one past the highest page */
 	uint64_t live;			/* bytes of the records it points to */
 };
 
@@ -169,6 +183,8 @@ struct bft_store {
 	struct idx_vol *vols;		/* ascending ids; volume 0 first */
 	size_t nvols, volcap;
 	uint64_t pages_made;
+	/* Page-map steps of every walk: what the tests bound a walk by. */
+	uint64_t idx_steps;
 	struct side_tab side;
 	struct mcache mc;
 	struct seg *segs;		/* ascending numbers; last is active */
@@ -375,7 +391,16 @@ void st_idx_free(struct bft_store *st);
  * The first address at or after *addr whose page exists, in address
  * order (volume, then block), into *addr; false when there is none.
  */
-bool st_idx_next(const struct bft_store *st, uint64_t *addr);
+bool st_idx_next(struct bft_store *st, uint64_t *addr);
+
+/*
+ * store_pagemap.c.  st_pm_next: the first slot at or after slot that
+ * holds a page, or UINT64_MAX; adds the words it read to *steps.
+ */
+int st_pm_grow(struct pagemap *m, uint64_t nslots);
+void st_pm_set(struct pagemap *m, uint64_t slot);
+void st_pm_free(struct pagemap *m);
+uint64_t st_pm_next(const struct pagemap *m, uint64_t slot, uint64_t *steps);
 /* Whether this store may hold addr (volume 0 is the cluster's disk). */
 static inline bool
 st_addr_ok(const struct bft_store *st, uint64_t addr)
