@@ -32,6 +32,7 @@ bft_status_str(int status)
 	case BFT_ESTALE:	return "timestamp already completed with other data";
 	case BFT_EPERM:		return "not permitted for this client's role";
 	case BFT_EAGAIN:	return "not rebuilt yet on this new server";
+	case BFT_EGONE:		return "volume deleted";
 	default:		return "unknown status";
 	}
 }

@@ -127,6 +127,7 @@ enum bft_status {
 	BFT_ESTALE = 8,		/* STORE for a timestamp already completed */
 	BFT_EPERM = 9,		/* the client's role does not allow this */
 	BFT_EAGAIN = 10,	/* a new server has not rebuilt this block yet */
+	BFT_EGONE = 12,		/* the block's volume was deleted */
 };
 
 const char *bft_status_str(int status);

@@ -167,6 +167,7 @@ int bft_store_hist_at(struct bft_store *st, uint64_t block, unsigned i,
  * with the same (num, wid).  Returns 0, or a negative errno (-ENOSPC,
  * -EIO, ...) with the state unchanged: a failed append leaves no trace.
  * -ESTALE if meta->ts < lc.ts, which the GC rule would drop at once;
+ * -EIDRM for a block of a dropped volume;
  * -ERANGE for a block beyond the disk.
  */
 int bft_store_put_hist(struct bft_store *st, uint64_t block,
@@ -175,7 +176,8 @@ int bft_store_put_hist(struct bft_store *st, uint64_t block,
 /*
  * Persists lc = *c for block (the caller checked c->ts > lc.ts), then
  * drops every Hist entry of the block with ts < c->ts.  Returns 0 or a
- * negative errno with the state unchanged (-EINVAL if c->ts <= lc.ts).
+ * negative errno with the state unchanged (-EINVAL if c->ts <= lc.ts,
+ * -EIDRM for a block of a dropped volume).
  */
 int bft_store_set_lc(struct bft_store *st, uint64_t block,
 		     const struct bft_cand *c);
@@ -210,15 +212,20 @@ int bft_store_read_hist(struct bft_store *st, uint64_t block,
  * is gone from the index and its records become garbage for compaction.
  * A DROP record is appended first, so that replay forgets the volume
  * at the same point of the log; it stays in the log for good (44
- * bytes, not counted as live), copied forward by compaction.
+ * bytes, not counted as live), copied forward by compaction.  The
+ * volume stays dropped: put_hist and set_lc refuse its blocks with
+ * -EIDRM from then on, also after a restart.
  * *blocks_dropped (may be NULL): the blocks that held anything.  0,
- * nothing appended, for a volume the store holds nothing of; -EINVAL
+ * nothing appended, for a volume dropped before; -EINVAL
  * for volume 0 and the reserved volumes (BFT_VOL_TABLE,
  * BFT_VOL_LEASES); or a negative errno with the state unchanged.  Not
  * synced: bft_store_sync() makes it durable.
  */
 int bft_store_drop_volume(struct bft_store *st, uint32_t vol,
     uint64_t *blocks_dropped);
+
+/* Whether vol was dropped: no block of it is accepted again. */
+bool bft_store_dropped(const struct bft_store *st, uint32_t vol);
 
 /* fdatasync of everything written so far.  0 or a negative errno. */
 int bft_store_sync(struct bft_store *st);

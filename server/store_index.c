@@ -144,6 +144,9 @@ st_idx_free(struct bft_store *st)
 	}
 	free(st->vols);
 	st->vols = NULL;
+	free(st->dropped);
+	st->dropped = NULL;
+	st->ndropped = st->dropcap = 0;
 	st->nvols = st->volcap = 0;
 	st->pages_made = 0;
 }

@@ -183,6 +183,12 @@ struct bft_store {
 	struct idx_vol *vols;		/* ascending ids; volume 0 first */
 	size_t nvols, volcap;
 	uint64_t pages_made;
+	/*
+	 * The volumes ever dropped, ascending (store_drop.c): no record
+	 * of them is accepted again.
+	 */
+	uint32_t *dropped;
+	size_t ndropped, dropcap;
 	/* Page-map steps of every walk: what the tests bound a walk by. */
 	uint64_t idx_steps;
 	struct side_tab side;
@@ -274,9 +280,14 @@ void st_side_drop(struct bft_store *st, long i);
  * and replay share: vol leaves the index and every record its entries
  * pointed to stops being live.  The DROP record is counted in its
  * segment's drops, not its live bytes: it is not data, but compaction
- * must copy it forward.  Returns the blocks that held anything.
+ * must copy it forward; vol is remembered as dropped.  *blocks_dropped:
+ * the blocks that held anything.  0, or -ENOMEM (only when there was no
+ * room reserved to remember vol).
  */
-uint64_t st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc);
+int st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc,
+    uint64_t *blocks_dropped);
+/* Remembers vol as dropped (replay, a checkpoint).  0 or -ENOMEM. */
+int st_dropped_add(struct bft_store *st, uint32_t vol);
 
 /*
  * store_meta.c: the cache, and reading a record's metadata back.

@@ -27,12 +27,15 @@ replay_rec(struct bft_store *st, const struct bft_rec_hdr *h, uint64_t loc,
 {
 	struct bft_hist_meta m;
 	struct bft_cand c;
+	uint64_t blocks;
 
 	/* In log order, as bft_store_drop_volume() did it. */
-	if (h->type == BFT_REC_DROP) {
-		st_drop_apply(st, bft_rec_decode_drop(st->rbuf), loc);
+	if (h->type == BFT_REC_DROP)
+		return st_drop_apply(st, bft_rec_decode_drop(st->rbuf), loc,
+		    &blocks);
+	/* Written after its DROP by a server that did not refuse it. */
+	if (bft_store_dropped(st, bft_addr_vol(h->block)))
 		return 0;
-	}
 	if (st_idx_make(st, h->block) < 0)
 		return -ENOMEM;
 	if (h->type == BFT_REC_LC) {
