@@ -372,6 +372,19 @@ dispatch(struct conn *c)
 			    (unsigned long long)net->eperm);
 		return send_reply(c);
 	}
+	/*
+	 * FLUSH makes the sender's writes durable.  A client that may not
+	 * write has none to make durable, and a sync waits for the disk on
+	 * the event loop, every client with it: its FLUSH is answered at
+	 * once.
+	 */
+	if (net->req.type == BFT_FLUSH &&
+	    !bft_role_permits(c->client->role, BFT_STORE)) {
+		net->h->stats.requests[BFT_FLUSH]++;
+		net->h->stats.flush_unsynced++;
+		refuse(c, BFT_OK);
+		return send_reply(c);
+	}
 	if (net->req.type == BFT_STORE && !bft_quota_admit_store(
 	    &net->quotas, c->client, net->h->st, uv_now(net->loop))) {
 		refuse(c, BFT_EBUSY);

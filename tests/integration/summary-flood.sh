@@ -45,7 +45,7 @@ END=$(((VOL << 40) | (LAST + 1 - (1 << 20))))
 log "step 2: SUMMARY floods beside a writer"
 flood()
 {
-	"$TC" summary-flood --config "$CONF" --keys "$CLUSTER_DIR/$1.key" \
+	"$TC" flood --config "$CONF" --keys "$CLUSTER_DIR/$1.key" \
 	    --servers 0,1 --block "$2" --hold 20 --count 100000 \
 	    >"$TESTDIR/log/flood-$1-$3.log" 2>&1
 }
@@ -76,7 +76,7 @@ cat "$TESTDIR/log/flood-client-mid.log" "$TESTDIR/log/flood-client-end.log" >&2
 [ "$r1" -eq 0 ] && [ "$r2" -eq 0 ] || fail "the floods exited $r1 $r2"
 [ "${wr:-0}" -eq 0 ] || fail "the writer was held up by the SUMMARY flood"
 for f in mid end; do
-	ok=$(sed -n 's/^summary-flood: \([0-9]*\) answered ok.*/\1/p' \
+	ok=$(sed -n 's/^flood: \([0-9]*\) answered ok.*/\1/p' \
 	    "$TESTDIR/log/flood-client-$f.log")
 	[ -n "$ok" ] && [ "$ok" -ge 200 ] ||
 	    fail "the $f flood was answered only ${ok:-0} times"
@@ -85,11 +85,11 @@ log "the writer kept its latency under 1 s through the floods"
 
 log "step 3: the read-only key may not compare states"
 client_add reader ro
-"$TC" summary-flood --config "$CONF" --keys "$CLUSTER_DIR/reader.key" \
+"$TC" flood --config "$CONF" --keys "$CLUSTER_DIR/reader.key" \
     --block "$MID" --count 3 >"$TESTDIR/log/flood-reader.log" 2>&1 ||
     { cat "$TESTDIR/log/flood-reader.log" >&2; fail "reader flood failed"; }
 cat "$TESTDIR/log/flood-reader.log" >&2
-grep -q "^summary-flood: 0 answered ok, $((3 * CLUSTER_N)) refused (status 9)" \
+grep -q "^flood: 0 answered ok, $((3 * CLUSTER_N)) refused (status 9)" \
     "$TESTDIR/log/flood-reader.log" ||
     fail "a read-only key's SUMMARY was not refused with EPERM"
 log "ok"

@@ -1,12 +1,13 @@
 /*
- * summary-flood, collect-save and filter-back: what a client that may
+ * flood, collect-save and filter-back: what a client that may
  * only read (or a peer) tries against the servers' event loops and
  * against deleted volumes.
  *
- * summary-flood sends SUMMARYs of --block (1024 ranges of 1024 blocks)
- * to each server of --servers in turn, one at a time, for --hold
- * seconds or --count rounds, whichever ends first, and prints
- * "summary-flood: N answered ok, M refused (status S), slowest X ms".
+ * flood sends SUMMARYs of --block (1024 ranges of 1024 blocks), or
+ * with --mode flush FLUSHes, to each server of --servers in turn, one
+ * at a time, for --hold seconds or --count rounds, whichever ends
+ * first, and prints "flood: N answered ok, M refused (status S),
+ * slowest X ms".
  *
  * collect-save COLLECTs --block's lc from the first server of
  * --servers that has one and writes the candidate to --data-seed (a file name):
@@ -33,8 +34,9 @@ now_s(void)
 }
 
 int
-tc_cmd_summary_flood(void)
+tc_cmd_flood(void)
 {
+	bool flush = opt.mode != NULL && strcmp(opt.mode, "flush") == 0;
 	uint64_t ok = 0, refused = 0, rounds = opt.count ? opt.count :
 	    UINT64_MAX;
 	double start, t0, slowest = 0;
@@ -48,9 +50,9 @@ tc_cmd_summary_flood(void)
 	for (uint64_t r = 0; r < rounds && (opt.hold == 0 ||
 	    now_s() - start < (double)opt.hold); r++) {
 		FOR_EACH(i, mask) {
-			tc_new_req(BFT_SUMMARY);
-			req.count = 1u << 20;
-			req.span = 1024;
+			tc_new_req(flush ? BFT_FLUSH : BFT_SUMMARY);
+			req.count = flush ? 0 : 1u << 20;
+			req.span = flush ? 0 : 1024;
 			t0 = now_s();
 			if ((st = tc_xfer(i)) < 0)
 				errx(1, "server %u: no answer", i);
@@ -64,7 +66,9 @@ tc_cmd_summary_flood(void)
 			}
 		}
 	}
-	printf("summary-flood: %" PRIu64 " answered ok, %" PRIu64 " refused "
+	if (opt.mode != NULL && !flush && strcmp(opt.mode, "summary") != 0)
+		errx(1, "--mode summary or flush");
+	printf("flood: %" PRIu64 " answered ok, %" PRIu64 " refused "
 	    "(status %d), slowest %.0f ms\n", ok, refused, last,
 	    slowest * 1000);
 	return 0;

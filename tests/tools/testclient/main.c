@@ -188,15 +188,15 @@ main(int argc, char **argv)
 		return tc_cmd_peek();
 	if (strcmp(cmd, "pipeline") == 0)
 		return tc_cmd_pipeline();
-	if (strcmp(cmd, "summary-flood") == 0)
-		return tc_cmd_summary_flood();
+	if (strcmp(cmd, "flood") == 0)
+		return tc_cmd_flood();
 	if (strcmp(cmd, "collect-save") == 0)
 		return tc_cmd_collect_save();
 	if (strcmp(cmd, "filter-back") == 0)
 		return tc_cmd_filter_back();
 usage:
 	fprintf(stderr, "usage: %s pattern|partial-write|stutter|forge-filter"
-	    "|forge-repair|probe|tamper|peek|pipeline|summary-flood"
+	    "|forge-repair|probe|tamper|peek|pipeline|flood"
 	    "|collect-save|filter-back [options] (see the source)\n",
 	    argv[0]);
 	return 1;

@@ -65,7 +65,7 @@ int tc_cmd_peek(void);
 int tc_cmd_pipeline(void);
 
 /* attack.c */
-int tc_cmd_summary_flood(void);
+int tc_cmd_flood(void);
 int tc_cmd_collect_save(void);
 int tc_cmd_filter_back(void);
 
