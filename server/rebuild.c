@@ -38,10 +38,10 @@ bft_rebuild_mark_new(const char *data_dir)
 	int fd;
 
 	snprintf(path, sizeof path, "%s/%s", data_dir, BFT_REBUILD_MARKER);
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	if (fsync(fd) < 0) {
+	if (fchmod(fd, 0600) < 0 || fsync(fd) < 0) {
 		close(fd);
 		return -1;
 	}

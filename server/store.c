@@ -70,8 +70,7 @@ st_seg_create(struct bft_store *st)
 	if ((err = st_seg_reserve(st)) < 0)
 		return err;
 	bft_seg_name(name, no);
-	fd = openat(st->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
-	    0644);
+	fd = st_open_private(st->dirfd, name, O_RDWR | O_EXCL);
 	if (fd < 0)
 		return -errno;
 	st->segs[st->nseg++] = (struct seg){ .no = no, .fd = fd };

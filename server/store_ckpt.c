@@ -124,8 +124,7 @@ ckpt_write(struct ckpt_job *job)
 	if (fsync(job->dirfd) < 0)
 		return -errno;
 	w.buf = job->buf;
-	w.fd = openat(job->dirfd, CKPT_TMP, O_WRONLY | O_CREAT | O_TRUNC |
-	    O_CLOEXEC, 0644);
+	w.fd = st_open_private(job->dirfd, CKPT_TMP, O_WRONLY | O_TRUNC);
 	if (w.fd < 0)
 		return -errno;
 	if ((err = ckpt_emit(&w, job)) < 0)

@@ -284,6 +284,14 @@ void st_side_drop(struct bft_store *st, long i);
  * the blocks that held anything.  0, or -ENOMEM (only when there was no
  * room reserved to remember vol).
  */
+/*
+ * store_open.c: opens name in dirfd with O_CREAT and flags, mode 0600
+ * whatever the umask: an unencrypted volume's fragments are plain
+ * slices of its blocks, readable by no other local user.  A descriptor,
+ * or -1 with errno set.
+ */
+int st_open_private(int dirfd, const char *name, int flags);
+
 int st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc,
     uint64_t *blocks_dropped);
 /* Remembers vol as dropped (replay, a checkpoint).  0 or -ENOMEM. */
