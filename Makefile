@@ -193,6 +193,9 @@ $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 $(BUILD)/tests/test_peer_key $(BUILD)/tests/test_voltab: $(call obj,$(LIB_SRC))
 $(BUILD)/tests/unit/test_peer_key.o $(BUILD)/tests/unit/test_voltab.o: \
 	override CFLAGS += -Ilib
+# The rebuild's judging of claims, driven by hand (no peers, no thread).
+$(BUILD)/tests/test_rebuild_claims: $(BUILD)/server/rebuild_claims.o
+$(BUILD)/tests/unit/test_rebuild_claims.o: override CFLAGS += -Ilib
 # bftblk status's judging and printing, without sockets.
 $(BUILD)/tests/test_status_format: $(BUILD)/admin/status_format.o \
     $(BUILD)/admin/status_clients.o $(BUILD)/admin/status_volumes.o
