@@ -231,8 +231,9 @@ job_make(struct bft_store *st, bool copy)
 		if (st->side.e[i].block != SIDE_EMPTY)
 			job->side[k++] = st->side.e[i];
 	h->nside = k;
-	memcpy(job->dropped, st->dropped, st->ndropped * sizeof *st->dropped);
-	h->ndropped = st->ndropped;
+	if ((h->ndropped = st->ndropped) > 0)
+		memcpy(job->dropped, st->dropped, st->ndropped *
+		    sizeof *st->dropped);
 	for (uint64_t a = 0; h->npages < st->pages_made &&
 	    st_idx_next(st, &a); a += IDX_PAGE) {
 		job->page_no[h->npages] = a;
