@@ -75,6 +75,7 @@ st_seg_create(struct bft_store *st)
 		return -errno;
 	st->segs[st->nseg++] = (struct seg){ .no = no, .fd = fd };
 	st->dir_dirty = true;
+	st->dir_gen++;
 	return 0;
 }
 

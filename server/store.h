@@ -231,6 +231,21 @@ bool bft_store_dropped(const struct bft_store *st, uint32_t vol);
 int bft_store_sync(struct bft_store *st);
 
 /*
+ * The same sync off the event loop, in three steps: flush_begin, on
+ * the loop, takes what the sync must cover (duplicates of the dirty
+ * segments' descriptors, and of the directory's when it changed), or
+ * returns NULL when out of memory; flush_run makes those durable on
+ * another thread and touches nothing of the store; flush_end, on the
+ * loop again, returns 0 or the negative errno, and marks clean only
+ * what no append changed since flush_begin.  The store must stay open
+ * until flush_end.
+ */
+struct bft_store_flush;
+struct bft_store_flush *bft_store_flush_begin(struct bft_store *st);
+void bft_store_flush_run(struct bft_store_flush *f);
+int bft_store_flush_end(struct bft_store *st, struct bft_store_flush *f);
+
+/*
  * Compaction for a store that is not being written: appends drive it
  * otherwise (a step after each), so garbage made without them, by a
  * DROP or by trims before the writes stopped, would stay on disk until

@@ -197,6 +197,7 @@ struct bft_store {
 	size_t nseg, segcap;
 	size_t nretired;		/* segments waiting for a sync to go */
 	bool dir_dirty;			/* segments created or removed */
+	uint64_t dir_gen;		/* times dir_dirty was set */
 	bool tail_dirty;		/* junk past the active segment's size */
 	uint64_t next_seq;
 	uint64_t replay_min_seq;	/* a tail record below it: not our log */

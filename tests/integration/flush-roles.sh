@@ -9,6 +9,10 @@
 #    its bftblk_server_store_syncs_total (Prometheus, --metrics) must
 #    not move, and bftblk_server_unsynced_flushes_total must count 300.
 # 3. The control: 5 FLUSHes from the writer's key are 5 syncs.
+# 4. Four writer FLUSH loops at once beside a writer on the disk: every
+#    FLUSH is answered ok, in order, and the syncs (which run off the
+#    event loop, one at a time, later FLUSHes waiting for the next) are
+#    no more than the FLUSHes; the writer's data reads back.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 command -v curl >/dev/null || skip "no curl (apt-get install curl)"
@@ -57,4 +61,42 @@ log "step 3: the writer's FLUSHes sync"
     { cat "$TESTDIR/log/flush-writer.log" >&2; fail "writer's FLUSHes"; }
 s2=$(metric store_syncs_total)
 [ "$s2" -ge $((s1 + 5)) ] || fail "5 writer FLUSHes made $((s2 - s1)) syncs"
-log "ok: the writer's 5 FLUSHes made $((s2 - s1)) syncs"
+log "the writer's 5 FLUSHes made $((s2 - s1)) syncs"
+
+log "step 4: four FLUSH loops beside a writer"
+pids=()
+for k in 1 2 3 4; do
+	"$TC" flood --mode flush --config "$CONF" \
+	    --keys "$CLUSTER_DIR/client.key" --servers 0 --hold 5 \
+	    >"$TESTDIR/log/flush-loop-$k.log" 2>&1 & pids+=($!)
+done
+nbdsh_run nbd "
+import time
+start = time.monotonic()
+n = 0
+while time.monotonic() - start < 4 and n < 5000:
+    h.pwrite(bytes([n % 251 + 1]) * 65536, (n % 32) * 65536)
+    h.flush()
+    n += 1
+for b in range(32):
+    last = max(i for i in range(n) if i % 32 == b) if n > b else None
+    if last is not None:
+        assert h.pread(65536, b * 65536) == bytes([last % 251 + 1]) * 65536
+print('writer: %d writes with flush beside the loops, all read back' % n)
+" >"$TESTDIR/log/writer.log" 2>&1 ||
+    { cat "$TESTDIR/log/writer.log" >&2; fail "the writer beside the loops"; }
+cat "$TESTDIR/log/writer.log" >&2
+total=0
+for k in 1 2 3 4; do
+	wait "${pids[$((k - 1))]}" || fail "FLUSH loop $k failed"
+	ok=$(sed -n 's/^flood: \([0-9]*\) answered ok, 0 refused.*/\1/p' \
+	    "$TESTDIR/log/flush-loop-$k.log")
+	[ -n "$ok" ] && [ "$ok" -gt 0 ] ||
+	    { cat "$TESTDIR/log/flush-loop-$k.log" >&2;
+	    fail "FLUSH loop $k: not every FLUSH answered ok"; }
+	total=$((total + ok))
+done
+s3=$(metric store_syncs_total)
+log "$total FLUSHes from four loops (and the writer's), $((s3 - s2)) syncs"
+[ $((s3 - s2)) -gt 0 ] || fail "no sync for the writers' FLUSHes"
+log "ok"
