@@ -5,14 +5,16 @@
 #    size=) with only its first and last blocks written, as a GPT
 #    backup header does: each server's page table for it spans millions
 #    of empty page slots.
-# 2. A writer's key floods servers 0 and 1 with SUMMARYs (1024 ranges
-#    of 1024 blocks) in the empty middle of the volume and over its
-#    last page, two such clients at once, for 20 s, while a writer on
-#    volume 0 writes and flushes a block at a time, timing each.  Each
-#    SUMMARY once walked the empty slots one by one (over 2 s of a
-#    server's event loop) and the writer's writes waited seconds: now
-#    the slowest write must take under 1 s, and the flood must have
-#    been answered hundreds of times.
+# 2. A writer's key floods servers 0, 1 and 2 with SUMMARYs (1024
+#    ranges of 1024 blocks) in the empty middle of the volume and over
+#    its last page, two such clients at once, for 20 s, while a writer
+#    on volume 0 writes and flushes a block at a time, timing each (a
+#    write needs n - t = 3 servers, so at least one flooded one).  Each
+#    SUMMARY once walked the empty slots one by one (2-8 s of a
+#    server's event loop here) and the floods were answered a few dozen
+#    times: now they must be answered hundreds of times, no SUMMARY and
+#    no write may take 3 s (a margin for a machine shared with other
+#    work; unloaded, the slowest write takes well under 0.1 s).
 # 3. The same flood from a read-only key is refused with EPERM (9) by
 #    every server: comparing states is for peers and writers.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -46,7 +48,7 @@ log "step 2: SUMMARY floods beside a writer"
 flood()
 {
 	"$TC" flood --config "$CONF" --keys "$CLUSTER_DIR/$1.key" \
-	    --servers 0,1 --block "$2" --hold 20 --count 100000 \
+	    --servers 0,1,2 --block "$2" --hold 20 --count 100000 \
 	    >"$TESTDIR/log/flood-$1-$3.log" 2>&1
 }
 flood client "$MID" mid & f1=$!
@@ -66,7 +68,7 @@ while time.monotonic() - start < 15 and n < 2000:
     n += 1
 print('writer: %d writes with flush, slowest %.3f s' % (n, worst))
 assert n >= 20, 'only %d writes in 15 s' % n
-assert worst < 1.0, 'a write took %.3f s while SUMMARYs were answered' % worst
+assert worst < 3.0, 'a write took %.3f s while SUMMARYs were answered' % worst
 " >"$TESTDIR/log/writer.log" 2>&1 || wr=$?
 cat "$TESTDIR/log/writer.log" >&2
 r1=0 r2=0
@@ -80,8 +82,12 @@ for f in mid end; do
 	    "$TESTDIR/log/flood-client-$f.log")
 	[ -n "$ok" ] && [ "$ok" -ge 200 ] ||
 	    fail "the $f flood was answered only ${ok:-0} times"
+	slow=$(sed -n 's/^flood: .*slowest \([0-9]*\) ms$/\1/p' \
+	    "$TESTDIR/log/flood-client-$f.log")
+	[ -n "$slow" ] && [ "$slow" -lt 3000 ] ||
+	    fail "a SUMMARY of the $f flood took ${slow:-?} ms"
 done
-log "the writer kept its latency under 1 s through the floods"
+log "the writer kept its latency under 3 s through the floods"
 
 log "step 3: the read-only key may not compare states"
 client_add reader ro
