@@ -185,7 +185,7 @@ $(EXAMPLE): docs/example.c lib/bftblk.h $(LIBBFTBLK_LINK)
 
 $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 	$(BUILD)/tests/test_store_crash $(BUILD)/tests/test_store_identity \
-	$(BUILD)/tests/test_store_drop \
+	$(BUILD)/tests/test_store_drop $(BUILD)/tests/test_store_flush \
 	$(BUILD)/tests/test_handler_info \
 	$(BUILD)/tests/test_handler $(BUILD)/tests/test_handler_vol \
 	$(BUILD)/tests/test_handler_fence \
@@ -194,6 +194,9 @@ $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 $(BUILD)/tests/test_peer_key $(BUILD)/tests/test_voltab: $(call obj,$(LIB_SRC))
 $(BUILD)/tests/unit/test_peer_key.o $(BUILD)/tests/unit/test_voltab.o: \
 	override CFLAGS += -Ilib
+# The rebuild's judging of claims, driven by hand (no peers, no thread).
+$(BUILD)/tests/test_rebuild_claims: $(BUILD)/server/rebuild_claims.o
+$(BUILD)/tests/unit/test_rebuild_claims.o: override CFLAGS += -Ilib
 # bftblk status's judging and printing, without sockets.
 $(BUILD)/tests/unit/test_status_format.o: override CFLAGS += -Ilib
 $(BUILD)/tests/test_status_format: $(BUILD)/admin/status_format.o \

@@ -388,12 +388,18 @@ bft_role_permits(enum bft_role role, uint8_t type)
 	case BFT_FILTER:
 	case BFT_REPAIR:
 	case BFT_FLUSH:
-	case BFT_SUMMARY:
-	case BFT_LCLIST:
 	case BFT_STATUS:
 	case BFT_VOLUMES:
 		return role == BFT_ROLE_RO || role == BFT_ROLE_RW ||
 		    role == BFT_ROLE_PEER;
+	/*
+	 * Comparing states is the rebuild's (server to server) and walks
+	 * the index: readers have no use for it, so it is no load they
+	 * can put on a server.
+	 */
+	case BFT_SUMMARY:
+	case BFT_LCLIST:
+		return role == BFT_ROLE_RW || role == BFT_ROLE_PEER;
 	case BFT_CLOCK:
 	case BFT_STORE:
 	case BFT_COMPLETE:

@@ -34,6 +34,7 @@ bft_status_str(int status)
 	case BFT_EAGAIN:	return "not rebuilt yet on this new server";
 	case BFT_EFENCED:	return "fenced: the volume's lease was taken "
 				    "by a newer holder";
+	case BFT_EGONE:		return "volume deleted";
 	default:		return "unknown status";
 	}
 }

@@ -166,6 +166,7 @@ enum bft_status {
 	BFT_EPERM = 9,		/* the client's role does not allow this */
 	BFT_EAGAIN = 10,	/* a new server has not rebuilt this block yet */
 	BFT_EFENCED = 11,	/* the volume's lease moved to a newer holder */
+	BFT_EGONE = 12,		/* the block's volume was deleted */
 };
 
 const char *bft_status_str(int status);

@@ -157,6 +157,7 @@ status_errno(int status)
 	case BFT_EPERM:		return EPERM;
 	case BFT_ENOSPC:	return ENOSPC;
 	case BFT_ERANGE:	return EINVAL;
+	case BFT_EGONE:		return ENOENT;
 	default:		return EIO;
 	}
 }

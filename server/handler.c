@@ -44,6 +44,12 @@ static int
 store_status(struct bft_handler *h, const char *peer, const char *what,
     uint64_t block, int err)
 {
+	/*
+	 * Not a failure of the store: a stale write-back or write into a
+	 * deleted volume, answered alike however often it comes.
+	 */
+	if (err == -EIDRM)
+		return BFT_EGONE;
 	h->stats.store_errors++;
 	bft_warn("conn %s: %s block %" PRIu64 ": store: %s", peer, what, block,
 	    strerror(-err));

@@ -29,6 +29,7 @@ struct bft_handler_stats {
 	uint64_t repairs;		/* lc set by REPAIR */
 	uint64_t store_errors;		/* ENOSPC or EIO from the store */
 	uint64_t hello_mismatch;
+	uint64_t flush_unsynced;	/* FLUSHes of clients that cannot write */
 };
 
 struct bft_handler {

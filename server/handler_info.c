@@ -58,15 +58,25 @@ in_disk(const struct bft_handler *h, const struct bft_msg *req)
 }
 
 /*
- * The next block at or after b that an index page holds, looked up at
- * page edges only: within a page, every block is one.
+ * A walk over the blocks an index page holds, carried across a
+ * request's ranges: the store is asked for the next page only when the
+ * walk leaves one, so a request costs a step per block it visits in a
+ * page and a few per page, never per empty range or empty page slot.
  */
+struct walk {
+	uint64_t b;			/* the next block to visit */
+	uint64_t page_end;		/* the end of b's page, if b is in one */
+};
+
+/* The next block in a page at or after w->b, or UINT64_MAX. */
 static uint64_t
-next_indexed(const struct bft_handler *h, uint64_t b, bool first)
+walk_next(struct bft_handler *h, struct walk *w)
 {
-	if (!first && b % BFT_STORE_PAGE != 0)
-		return b;
-	return bft_store_next_page(h->st, b);
+	if (w->b < w->page_end || w->b == UINT64_MAX)
+		return w->b;
+	if ((w->b = bft_store_next_page(h->st, w->b)) != UINT64_MAX)
+		w->page_end = (w->b | (BFT_STORE_PAGE - 1)) + 1;
+	return w->b;
 }
 
 /*
@@ -90,25 +100,22 @@ handle_summary(struct bft_handler *h, const struct bft_msg *req,
     struct bft_msg *rep)
 {
 	uint32_t nr = bft_summary_nranges(req->count, req->span);
-	uint64_t b = req->block, end = req->block + req->count;
+	uint64_t end = req->block + req->count, b;
+	struct walk w = { .b = req->block, .page_end = 0 };
 	struct bft_summary s;
 	struct bft_ts ts;
 
 	for (uint32_t r = 0; r < nr; r++) {
-		uint64_t stop = end - b > req->span ? b + req->span : end;
+		uint64_t start = req->block + (uint64_t)r * req->span;
+		uint64_t stop = end - start > req->span ? start + req->span :
+		    end;
 
 		bft_summary_init(&s);
-		for (bool first = true; b < stop; b++, first = false) {
-			/* Blocks outside every index page were never written. */
-			uint64_t next = next_indexed(h, b, first);
-
-			if (next >= stop) {
-				b = stop;
-				break;
-			}
-			b = next;
+		/* Blocks outside every index page were never written. */
+		while ((b = walk_next(h, &w)) < stop) {
 			ts = held_ts(h, b);
 			bft_summary_add(&s, b, &ts);
+			w.b = b + 1;
 		}
 		bft_summary_final(&s, h->infobuf +
 		    (size_t)r * BFT_SUMMARY_DIGEST_LEN);
@@ -121,13 +128,12 @@ static void
 handle_lclist(struct bft_handler *h, const struct bft_msg *req,
     struct bft_msg *rep)
 {
+	struct walk w = { .b = req->block, .page_end = 0 };
 	struct bft_ts ts;
 	uint32_t ne = 0;
+	uint64_t b;
 
-	for (uint64_t b = req->block; b < req->block + req->count; b++) {
-		if ((b = next_indexed(h, b, b == req->block)) >= req->block +
-		    req->count)
-			break;
+	for (; (b = walk_next(h, &w)) < req->block + req->count; w.b = b + 1) {
 		ts = held_ts(h, b);
 		if (bft_ts_is_zero(&ts))
 			continue;

@@ -75,6 +75,9 @@ put_requests(struct bft_prom *p, const struct bft_net *net)
 	    s->writebacks);
 	bft_prom_one(p, P "repairs_total", "counter",
 	    "Blocks whose lc a REPAIR set.", s->repairs);
+	bft_prom_one(p, P "unsynced_flushes_total", "counter",
+	    "FLUSHes of clients that cannot write, answered without a sync.",
+	    s->flush_unsynced);
 	bft_prom_family(p, P "request_duration_seconds", "histogram",
 	    "Time spent handling one request, by type.");
 	for (uint8_t t = BFT_HELLO; t <= BFT_MSG_TYPE_MAX; t++) {

@@ -21,7 +21,8 @@
 #include "net_int.h"
 #include "test_hooks.h"
 
-static void process(struct conn *c);
+#define process bft_net_process
+#define send_reply bft_net_send_reply
 
 static void on_tick(uv_timer_t *t);
 
@@ -303,7 +304,7 @@ queue_frame(struct conn *c, size_t off, const uint8_t *tail, size_t tail_len,
 }
 
 /* Encodes and seals net->rep into c->out; false if c was closed. */
-static bool
+bool
 send_reply(struct conn *c)
 {
 	struct bft_net *net = c->net;
@@ -372,6 +373,8 @@ dispatch(struct conn *c)
 			    (unsigned long long)net->eperm);
 		return send_reply(c);
 	}
+	if (net->req.type == BFT_FLUSH)
+		return bft_net_flush(c);
 	if (net->req.type == BFT_STORE && !bft_quota_admit_store(
 	    &net->quotas, c->client, net->h->st, uv_now(net->loop))) {
 		refuse(c, BFT_EBUSY);
@@ -415,7 +418,7 @@ dispatch(struct conn *c)
  * replies waiting to be written pass WQ_HIGH; the rest stay buffered
  * and reading stops until the client has taken its replies.
  */
-static void
+void
 process(struct conn *c)
 {
 	struct bft_net *net = c->net;
@@ -432,7 +435,7 @@ process(struct conn *c)
 			c->paused = true;
 			stop_reading(c);
 		}
-		if (c->paused)
+		if (c->paused || c->flush_wait)
 			break;
 		if (c->hs != HS_DONE) {
 			r = bft_handshake_step(c);
@@ -473,7 +476,9 @@ process(struct conn *c)
 			return;
 	}
 	flush(c);
-	if (!c->closing && !c->paused && !c->close_after_write &&
+	if (c->flush_wait)
+		stop_reading(c);
+	else if (!c->closing && !c->paused && !c->close_after_write &&
 	    !c->reading) {
 		if (uv_read_start(&c->u.stream, on_alloc, on_read) == 0)
 			c->reading = true;

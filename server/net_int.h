@@ -62,6 +62,21 @@ struct conn {
 	uint8_t client_pk[32];			/* what the hello claimed */
 	uint64_t accepted_ms;
 	unsigned nout, nw;	/* replies in out and in wbuf */
+	/*
+	 * A FLUSH waiting for the sync of generation flush_gen (net_flush.c):
+	 * nothing after it is read or answered until its reply is sent.
+	 */
+	bool flush_wait;
+	uint64_t flush_gen, flush_id, flush_block;
+};
+
+/* The FLUSH syncs, one at a time off the loop (net_flush.c). */
+struct bft_net_flush {
+	uv_work_t work;
+	struct bft_store_flush *job;
+	bool running;			/* generation gen is syncing */
+	bool wanted;			/* FLUSHes wait for gen + 1 */
+	uint64_t gen;
 };
 
 struct listener {
@@ -92,6 +107,7 @@ struct bft_net {
 	struct bft_prom_hist handle_ns[BFT_MSG_TYPE_MAX + 1];
 	/* One request and one reply at a time: the loop is single-threaded. */
 	struct bft_msg req, rep;
+	struct bft_net_flush fl;
 };
 
 
@@ -102,6 +118,17 @@ void bft_net_conn_open(struct conn *c, bool is_unix);
 void bft_net_conn_fail(struct conn *c, const char *reason);
 /* Closes c without a word. */
 void bft_net_conn_close(struct conn *c);
+/* Encodes and seals net->rep into c's output; false if c was closed. */
+bool bft_net_send_reply(struct conn *c);
+/* Handles c's buffered frames, sends what is due, reads on. */
+void bft_net_process(struct conn *c);
+
+/*
+ * net_flush.c: the FLUSH in net->req, from c.  A writer's is answered
+ * once a sync begun after it is durable, and c reads nothing more until
+ * then; anyone else's at once.  False if c was closed.
+ */
+bool bft_net_flush(struct conn *c);
 
 /* handshake.c: consumes handshake bytes from c's read buffer.  Returns
  * 1 when more bytes are needed, 0 when the channel is up, -1 when c was

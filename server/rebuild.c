@@ -38,10 +38,10 @@ bft_rebuild_mark_new(const char *data_dir)
 	int fd;
 
 	snprintf(path, sizeof path, "%s/%s", data_dir, BFT_REBUILD_MARKER);
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	if (fsync(fd) < 0) {
+	if (fchmod(fd, 0600) < 0 || fsync(fd) < 0) {
 		close(fd);
 		return -1;
 	}
@@ -273,24 +273,30 @@ rebuild_todo(struct bft_rebuild *rb)
 	for (size_t k = 0; k < total && !rb->stopping;
 	    k += BFTBLK_PEER_BATCH) {
 		unsigned nb = total - k < BFTBLK_PEER_BATCH ?
-		    (unsigned)(total - k) : BFTBLK_PEER_BATCH, ns = 0;
+		    (unsigned)(total - k) : BFTBLK_PEER_BATCH, ns = 0, nr = 0;
 		double batch_start = rb_now_s();
 
 		/* todo[failed..] is rewritten behind the read position. */
 		memcpy(batch, rb->todo + k, nb * sizeof batch[0]);
-		rb_rebuild_batch(rb, 0, batch, nb, sealed, &ns, &failed);
+		/* What only peers found lying since the scan listed stays. */
+		for (unsigned j = 0; j < nb; j++)
+			if (rb_claim_wanted(rb, batch[j]))
+				batch[nr++] = batch[j];
+		if (nr > 0)
+			rb_rebuild_batch(rb, 0, batch, nr, sealed, &ns,
+			    &failed);
 		if (ns > 0)
 			rb_rebuild_batch(rb, 1, sealed, ns, NULL, NULL, &failed);
 		done += nb;
-		bytes += (uint64_t)nb * BFT_BLOCK_SIZE;
-		rb->bytes += (uint64_t)nb * BFT_BLOCK_SIZE;
+		bytes += (uint64_t)nr * BFT_BLOCK_SIZE;
+		rb->bytes += (uint64_t)nr * BFT_BLOCK_SIZE;
 		set_progress(rb, BFT_REBUILD_REBUILDING, done, total);
 		if (rb_now_s() - last >= PROGRESS_S) {
 			log_progress(rb, done, total, failed, start, bytes,
 			    false);
 			last = rb_now_s();
 		}
-		throttle(rb, batch_start, (uint64_t)nb * BFT_BLOCK_SIZE);
+		throttle(rb, batch_start, (uint64_t)nr * BFT_BLOCK_SIZE);
 	}
 	rb_close_libs(rb);
 	if (total > 0)
@@ -376,6 +382,12 @@ pass(struct bft_rebuild *rb)
 	if (rb->ntodo > 0) {
 		bft_warn("rebuild: %zu blocks could not be rebuilt yet; trying "
 		    "again in %d s", rb->ntodo, RETRY_S);
+		return -1;
+	}
+	if (rb->deferred > 0) {
+		bft_log("rebuild: %" PRIu64 " blocks fewer than t+1 peers list "
+		    "newer are left for the next pass, in %d s", rb->deferred,
+		    RETRY_S);
 		return -1;
 	}
 	if (rb->fresh) {

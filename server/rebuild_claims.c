@@ -11,9 +11,19 @@
  * is never false: it lists an lc only after the write's COMPLETE, when
  * the value is stored at n-t servers and every later read returns it
  * or something newer.
+ *
+ * Judging only at the end of a pass would let a liar that lists every
+ * block cost a whole-disk read each time its distrust ends.  So reads
+ * judge as they go: once RB_EARLY_FALSE (64) of a peer's lone claims
+ * were found false, more than were found true, it is distrusted at
+ * once and the blocks only it listed are not read.  Reads go in
+ * batches of BFTBLK_PEER_BATCH (32), so a liar with k true claims costs
+ * at most max(64, k + 1) + 32 block reads of its lies per pass, and a
+ * pass only after its distrust ends.
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "log.h"
 #include "rebuild_int.h"
@@ -30,6 +40,10 @@ rb_claims_begin(struct bft_rebuild *rb)
 
 	rb->nlone = 0;
 	rb->ignored = 0;
+	rb->deferred = 0;
+	rb->judged = 0;
+	memset(rb->pass_false, 0, sizeof rb->pass_false);
+	memset(rb->pass_true, 0, sizeof rb->pass_true);
 	for (unsigned j = 0; j < rb->cfg->n; j++)
 		if ((rb->distrust & (1u << j)) &&
 		    now >= rb->distrust_until[j]) {
@@ -57,21 +71,49 @@ rb_claim(struct bft_rebuild *rb, uint64_t block, const struct bft_ts *own,
 			rb->lonecap = cap;
 		}
 	}
-	/* Beyond the cap a claim is rebuilt unchecked: never lost. */
-	if (rb->nlone < rb->lonecap)
-		rb->lone[rb->nlone++] = (struct rb_lone){
-			.block = block, .own = *own, .who = who,
-		};
+	/*
+	 * Beyond the cap a claim waits for the next pass (the peer lists it
+	 * again): rebuilt unchecked, a liar's would cost reads unbounded.
+	 */
+	if (rb->nlone == rb->lonecap) {
+		rb->deferred++;
+		return false;
+	}
+	rb->lone[rb->nlone++] = (struct rb_lone){
+		.block = block, .own = *own, .who = who,
+	};
 	return true;
 }
 
-void
-rb_claim_read(struct bft_rebuild *rb, uint64_t block,
-    const struct bftblk_proof *p)
+/* Peer j's lone claims are ignored from now, for its backoff. */
+static void
+distrust(struct bft_rebuild *rb, unsigned j, unsigned nfalse,
+    unsigned nclaims, const char *when)
+{
+	unsigned b = rb->backoff_s[j] ? rb->backoff_s[j] : BACKOFF_FIRST_S;
+
+	rb->distrust |= 1u << j;
+	rb->judged |= 1u << j;
+	rb->distrust_until[j] = rb_now_s() + b;
+	rb->backoff_s[j] = 2 * b < BACKOFF_MAX_S ? 2 * b : BACKOFF_MAX_S;
+	bft_warn("rebuild: peer %u alone listed %u blocks newer that "
+	    "reads found no newer (of %u it alone listed and were read%s): "
+	    "ignoring what it alone lists for %u s", j, nfalse, nclaims,
+	    when, b);
+}
+
+bool
+rb_claims_liar(unsigned nfalse, unsigned ntrue)
+{
+	return nfalse >= RB_EARLY_FALSE && nfalse > ntrue;
+}
+
+/* The lone claim of block, or NULL; the scan lists blocks ascending. */
+static struct rb_lone *
+lone_find(struct bft_rebuild *rb, uint64_t block)
 {
 	size_t lo = 0, hi = rb->nlone;
 
-	/* The scan lists blocks in ascending order. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -80,18 +122,49 @@ rb_claim_read(struct bft_rebuild *rb, uint64_t block,
 		else
 			hi = mid;
 	}
-	if (lo == rb->nlone || rb->lone[lo].block != block)
+	return lo < rb->nlone && rb->lone[lo].block == block ?
+	    &rb->lone[lo] : NULL;
+}
+
+bool
+rb_claim_wanted(struct bft_rebuild *rb, uint64_t block)
+{
+	const struct rb_lone *l = lone_find(rb, block);
+
+	if (l == NULL || l->read || (l->who & ~rb->distrust) != 0)
+		return true;
+	rb->ignored++;
+	return false;
+}
+
+void
+rb_claim_read(struct bft_rebuild *rb, uint64_t block,
+    const struct bftblk_proof *p)
+{
+	struct rb_lone *l = lone_find(rb, block);
+
+	if (l == NULL || l->read)
 		return;
-	rb->lone[lo].read = true;
-	rb->lone[lo].stale = p->zero ||
-	    bft_ts_cmp(&p->cand.ts, &rb->lone[lo].own) <= 0;
+	l->read = true;
+	l->stale = p->zero || bft_ts_cmp(&p->cand.ts, &l->own) <= 0;
+	for (unsigned j = 0; j < rb->cfg->n; j++) {
+		if (!(l->who & (1u << j)))
+			continue;
+		if (l->stale)
+			rb->pass_false[j]++;
+		else
+			rb->pass_true[j]++;
+		if (!(rb->distrust & (1u << j)) &&
+		    rb_claims_liar(rb->pass_false[j], rb->pass_true[j]))
+			distrust(rb, j, rb->pass_false[j], rb->pass_false[j] +
+			    rb->pass_true[j], ", judged during the pass");
+	}
 }
 
 void
 rb_claims_judge(struct bft_rebuild *rb)
 {
 	unsigned claims[BFT_MAX_N] = { 0 }, stale[BFT_MAX_N] = { 0 };
-	double now = rb_now_s();
 
 	for (size_t k = 0; k < rb->nlone; k++) {
 		const struct rb_lone *l = &rb->lone[k];
@@ -105,21 +178,15 @@ rb_claims_judge(struct bft_rebuild *rb)
 			}
 	}
 	for (unsigned j = 0; j < rb->cfg->n; j++) {
-		unsigned b;
-
+		/* Judged already while the pass read. */
+		if (rb->judged & (1u << j))
+			continue;
 		if (stale[j] < JUDGE_MIN || 2 * stale[j] <= claims[j]) {
 			if (claims[j] > 0 && stale[j] == 0)
 				rb->backoff_s[j] = 0;
 			continue;
 		}
-		b = rb->backoff_s[j] ? rb->backoff_s[j] : BACKOFF_FIRST_S;
-		rb->distrust |= 1u << j;
-		rb->distrust_until[j] = now + b;
-		rb->backoff_s[j] = 2 * b < BACKOFF_MAX_S ? 2 * b :
-		    BACKOFF_MAX_S;
-		bft_warn("rebuild: peer %u alone listed %u blocks newer that "
-		    "reads found no newer (of %u it alone listed): ignoring "
-		    "what it alone lists for %u s", j, stale[j], claims[j], b);
+		distrust(rb, j, stale[j], claims[j], "");
 	}
 	if (rb->ignored > 0)
 		bft_log("rebuild: %" PRIu64 " blocks listed newer only by "

@@ -79,6 +79,10 @@ struct bft_rebuild {
 	} *lone;
 	size_t nlone, lonecap;
 	uint64_t ignored;		/* distrusted peers' claims this pass */
+	uint64_t deferred;		/* lone claims past LONE_MAX: next pass */
+	/* Each peer's lone claims read this pass: found false, found true. */
+	unsigned pass_false[BFT_MAX_N], pass_true[BFT_MAX_N];
+	uint32_t judged;		/* peers distrusted during this pass */
 	uint32_t distrust;		/* peers whose lone claims are ignored */
 	double distrust_until[BFT_MAX_N];
 	unsigned backoff_s[BFT_MAX_N];	/* the next distrust's length */
@@ -131,6 +135,19 @@ void rb_claim_read(struct bft_rebuild *rb, uint64_t block,
 void rb_claims_judge(struct bft_rebuild *rb);
 /* Starts a scan's claims: distrust that has run out ends. */
 void rb_claims_begin(struct bft_rebuild *rb);
+/*
+ * Whether to read block still: false for a lone claim that only peers
+ * distrusted since the scan made (the pass's reads judge them as they
+ * go, so that a liar costs a bounded number of reads).
+ */
+bool rb_claim_wanted(struct bft_rebuild *rb, uint64_t block);
+/*
+ * Whether a peer whose lone claims read so far this pass were nfalse
+ * times false and ntrue times true is a liar, judged before the pass
+ * ends: RB_EARLY_FALSE false claims, more than its true ones.
+ */
+#define RB_EARLY_FALSE	64
+bool rb_claims_liar(unsigned nfalse, unsigned ntrue);
 
 /* Seconds on the monotonic clock. */
 double rb_now_s(void);

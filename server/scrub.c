@@ -19,6 +19,12 @@
 #include "scrub.h"
 
 #define TICK_MS		100
+/*
+ * Blocks a tick visits at most, whatever the rate: blocks holding no
+ * fragment cost no budget, and a tick must not hold the loop for a
+ * whole volume of them.
+ */
+#define TICK_BLOCKS	16384
 #define MAX_DAMAGED	4096	/* remembered until repaired */
 
 struct bft_scrub {
@@ -126,6 +132,7 @@ on_tick(uv_timer_t *t)
 	struct bft_scrub *s = t->data;
 	uint64_t now = uv_now(t->loop);
 	uint64_t budget;
+	unsigned visits = 0;
 
 	if (s->ndamaged > 0)
 		note_repairs(s);
@@ -141,8 +148,8 @@ on_tick(uv_timer_t *t)
 	/* Fragments' bytes this tick may read; unlimited: the whole disk. */
 	budget = s->o.rate ? s->o.rate * TICK_MS / 1000 : UINT64_MAX;
 	/* The last fragment may overrun the budget; the next tick pays. */
-	while (budget > 0 && (s->next = bft_store_next_page(s->h->st,
-	    s->next)) != UINT64_MAX) {
+	while (budget > 0 && visits++ < TICK_BLOCKS &&
+	    (s->next = bft_store_next_page(s->h->st, s->next)) != UINT64_MAX) {
 		uint32_t used = check_block(s, s->next++);
 
 		s->prog->scrub_done++;

@@ -70,12 +70,12 @@ st_seg_create(struct bft_store *st)
 	if ((err = st_seg_reserve(st)) < 0)
 		return err;
 	bft_seg_name(name, no);
-	fd = openat(st->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
-	    0644);
+	fd = st_open_private(st->dirfd, name, O_RDWR | O_EXCL);
 	if (fd < 0)
 		return -errno;
 	st->segs[st->nseg++] = (struct seg){ .no = no, .fd = fd };
 	st->dir_dirty = true;
+	st->dir_gen++;
 	return 0;
 }
 
@@ -158,6 +158,8 @@ bft_store_put_hist(struct bft_store *st, uint64_t block,
 
 	if (!st_addr_ok(st, block))
 		return -ERANGE;
+	if (bft_store_dropped(st, bft_addr_vol(block)))
+		return -EIDRM;
 	if (meta->frag_len > BFT_MAX_FRAG || (meta->frag_len > 0 &&
 	    frag == NULL))
 		return -EINVAL;
@@ -188,6 +190,8 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
 
 	if (!st_addr_ok(st, block))
 		return -ERANGE;
+	if (bft_store_dropped(st, bft_addr_vol(block)))
+		return -EIDRM;
 	/* Replay keeps the highest lc, so the index must never go back. */
 	if (bft_ts_cmp(&c->ts, &st_idx(st, block)->lc_ts) <= 0)
 		return -EINVAL;

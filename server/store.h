@@ -123,7 +123,12 @@ bool bft_store_lc_held(struct bft_store *st, uint64_t block);
  */
 #define BFT_STORE_PAGE	1024u	/* blocks per index page */
 /* The first address at or after addr in a page, or UINT64_MAX. */
-uint64_t bft_store_next_page(const struct bft_store *st, uint64_t addr);
+uint64_t bft_store_next_page(struct bft_store *st, uint64_t addr);
+/*
+ * The page-map steps every such walk took since open: a walk's cost,
+ * which the tests bound.
+ */
+uint64_t bft_store_idx_steps(const struct bft_store *st);
 /* The blocks the pages cover: what a walk over them visits. */
 uint64_t bft_store_indexed(const struct bft_store *st);
 /*
@@ -169,6 +174,7 @@ int bft_store_hist_at(struct bft_store *st, uint64_t block, unsigned i,
  * with the same (num, wid).  Returns 0, or a negative errno (-ENOSPC,
  * -EIO, ...) with the state unchanged: a failed append leaves no trace.
  * -ESTALE if meta->ts < lc.ts, which the GC rule would drop at once;
+ * -EIDRM for a block of a dropped volume;
  * -ERANGE for a block beyond the disk.
  */
 int bft_store_put_hist(struct bft_store *st, uint64_t block,
@@ -177,7 +183,8 @@ int bft_store_put_hist(struct bft_store *st, uint64_t block,
 /*
  * Persists lc = *c for block (the caller checked c->ts > lc.ts), then
  * drops every Hist entry of the block with ts < c->ts.  Returns 0 or a
- * negative errno with the state unchanged (-EINVAL if c->ts <= lc.ts).
+ * negative errno with the state unchanged (-EINVAL if c->ts <= lc.ts,
+ * -EIDRM for a block of a dropped volume).
  */
 int bft_store_set_lc(struct bft_store *st, uint64_t block,
 		     const struct bft_cand *c);
@@ -212,9 +219,11 @@ int bft_store_read_hist(struct bft_store *st, uint64_t block,
  * is gone from the index and its records become garbage for compaction.
  * A DROP record is appended first, so that replay forgets the volume
  * at the same point of the log; it stays in the log for good (44
- * bytes, not counted as live), copied forward by compaction.
+ * bytes, not counted as live), copied forward by compaction.  The
+ * volume stays dropped: put_hist and set_lc refuse its blocks with
+ * -EIDRM from then on, also after a restart.
  * *blocks_dropped (may be NULL): the blocks that held anything.  0,
- * nothing appended, for a volume the store holds nothing of; -EINVAL
+ * nothing appended, for a volume dropped before; -EINVAL
  * for volume 0 and the reserved volumes (BFT_VOL_TABLE,
  * BFT_VOL_LEASES); or a negative errno with the state unchanged.  Not
  * synced: bft_store_sync() makes it durable.
@@ -222,8 +231,26 @@ int bft_store_read_hist(struct bft_store *st, uint64_t block,
 int bft_store_drop_volume(struct bft_store *st, uint32_t vol,
     uint64_t *blocks_dropped);
 
+/* Whether vol was dropped: no block of it is accepted again. */
+bool bft_store_dropped(const struct bft_store *st, uint32_t vol);
+
 /* fdatasync of everything written so far.  0 or a negative errno. */
 int bft_store_sync(struct bft_store *st);
+
+/*
+ * The same sync off the event loop, in three steps: flush_begin, on
+ * the loop, takes what the sync must cover (duplicates of the dirty
+ * segments' descriptors, and of the directory's when it changed), or
+ * returns NULL when out of memory; flush_run makes those durable on
+ * another thread and touches nothing of the store; flush_end, on the
+ * loop again, returns 0 or the negative errno, and marks clean only
+ * what no append changed since flush_begin.  The store must stay open
+ * until flush_end.
+ */
+struct bft_store_flush;
+struct bft_store_flush *bft_store_flush_begin(struct bft_store *st);
+void bft_store_flush_run(struct bft_store_flush *f);
+int bft_store_flush_end(struct bft_store *st, struct bft_store_flush *f);
 
 /*
  * Compaction for a store that is not being written: appends drive it

@@ -6,8 +6,9 @@
  * The file, index.ckpt, is a stream of chunks of at most 1 MiB, each
  * followed by a CRC32C of its number and bytes: a header (struct
  * ck_hdr), the segments (struct ck_seg), the index's pages that exist,
- * each as its first block's address and its IDX_PAGE entries, and the
- * side entries.  It is written to a temporary name only after everything it
+ * each as its first block's address and its IDX_PAGE entries, the
+ * side entries, and the ids of the volumes dropped (ascending): their
+ * DROP records may lie before the position, where replay does not go.  It is written to a temporary name only after everything it
  * covers is durable, then fsynced and renamed over the last one.
  *
  * Why loading it gives the state a full replay gives: the log after the
@@ -38,8 +39,11 @@
 #define CKPT_FILE	"index.ckpt"
 #define CKPT_TMP	"index.ckpt.tmp"
 #define CKPT_MAGIC	"BFTIDX1"
-/* 2: pages.  A version 1 file is refused: the whole log is replayed. */
-#define CKPT_VERSION	2u
+/*
+ * 3: the dropped volumes.  2: pages.  An older file is refused: the
+ * whole log is replayed, and it finds every DROP record.
+ */
+#define CKPT_VERSION	3u
 
 struct ck_hdr {
 	char magic[8];
@@ -55,6 +59,7 @@ struct ck_hdr {
 	uint64_t pos_off;
 	uint64_t nside;
 	uint64_t npages;		/* pages that follow the segments */
+	uint64_t ndropped;		/* volume ids after the side entries */
 };
 
 struct ck_seg {
@@ -72,6 +77,7 @@ struct ckpt_job {
 	const struct blk_idx **pages;	/* theirs, or into copy */
 	struct blk_idx *copy;		/* the pages copied, or NULL */
 	struct side_ent *side;
+	uint32_t *dropped;
 	int dirfd;
 	int *fds;			/* segments to sync first */
 	size_t nfds;
@@ -97,7 +103,9 @@ ckpt_emit(struct ck_stream *w, const struct ckpt_job *job)
 		    < 0 || (err = ck_write(w, job->pages[i], IDX_PAGE *
 		    sizeof(struct blk_idx))) < 0)
 			return err;
-	if ((err = ck_write(w, job->side, h->nside * sizeof *job->side)) < 0)
+	if ((err = ck_write(w, job->side, h->nside * sizeof *job->side)) < 0 ||
+	    (err = ck_write(w, job->dropped, h->ndropped *
+	    sizeof *job->dropped)) < 0)
 		return err;
 	return ck_flush(w);
 }
@@ -116,8 +124,7 @@ ckpt_write(struct ckpt_job *job)
 	if (fsync(job->dirfd) < 0)
 		return -errno;
 	w.buf = job->buf;
-	w.fd = openat(job->dirfd, CKPT_TMP, O_WRONLY | O_CREAT | O_TRUNC |
-	    O_CLOEXEC, 0644);
+	w.fd = st_open_private(job->dirfd, CKPT_TMP, O_WRONLY | O_TRUNC);
 	if (w.fd < 0)
 		return -errno;
 	if ((err = ckpt_emit(&w, job)) < 0)
@@ -159,6 +166,7 @@ job_free(struct ckpt_job *job)
 	free(job->page_no);
 	free(job->pages);
 	free(job->side);
+	free(job->dropped);
 	free(job->segs);
 	ck_big_free(job->buf, CK_BUF_LEN);
 	free(job->fds);
@@ -185,10 +193,11 @@ job_make(struct bft_store *st, bool copy)
 	job->side = calloc(st->side.used + 1, sizeof *job->side);
 	job->page_no = calloc(st->pages_made + 1, sizeof *job->page_no);
 	job->pages = calloc(st->pages_made + 1, sizeof *job->pages);
+	job->dropped = calloc(st->ndropped + 1, sizeof *job->dropped);
 	job->buf = ck_big_alloc(CK_BUF_LEN);
 	if (job->dirfd < 0 || job->segs == NULL || job->fds == NULL ||
 	    job->side == NULL || job->page_no == NULL || job->pages == NULL ||
-	    job->buf == NULL)
+	    job->dropped == NULL || job->buf == NULL)
 		goto out_free;
 	h = &job->hdr;
 	memcpy(h->magic, CKPT_MAGIC, sizeof h->magic);
@@ -222,6 +231,9 @@ job_make(struct bft_store *st, bool copy)
 		if (st->side.e[i].block != SIDE_EMPTY)
 			job->side[k++] = st->side.e[i];
 	h->nside = k;
+	if ((h->ndropped = st->ndropped) > 0)
+		memcpy(job->dropped, st->dropped, st->ndropped *
+		    sizeof *st->dropped);
 	for (uint64_t a = 0; h->npages < st->pages_made &&
 	    st_idx_next(st, &a); a += IDX_PAGE) {
 		job->page_no[h->npages] = a;
@@ -375,7 +387,7 @@ hdr_check(const struct bft_store *st, const struct ck_hdr *h, char *why,
 		return fail(why, whylen, -EINVAL, "%s", "its identity is not "
 		    "the data dir's");
 	if (h->nseg > (1u << 24) || h->nside > h->nblocks * 1024 ||
-	    h->npages > (UINT64_C(1) << 30))
+	    h->npages > (UINT64_C(1) << 30) || h->ndropped > BFT_ADDR_MAX_VOL)
 		return fail(why, whylen, -EINVAL, "%s", "implausible sizes");
 	return 0;
 }
@@ -488,6 +500,27 @@ pages_read(struct bft_store *st, struct ck_stream *r, uint64_t npages,
 	return 0;
 }
 
+/* The dropped volumes, ascending, each one a DROP could name. */
+static int
+dropped_read(struct bft_store *st, struct ck_stream *r, uint64_t ndropped,
+    char *why, size_t whylen)
+{
+	uint32_t vol, prev = 0;
+	int err;
+
+	for (uint64_t i = 0; i < ndropped; i++) {
+		if ((err = ck_read(r, &vol, sizeof vol)) < 0)
+			return err;
+		if (!bft_rec_drop_ok(vol) || (i > 0 && vol <= prev))
+			return fail(why, whylen, -EINVAL, "%s", "a dropped "
+			    "volume no DROP can name, or out of order");
+		if ((err = st_dropped_add(st, vol)) < 0)
+			return err;
+		prev = vol;
+	}
+	return 0;
+}
+
 int
 st_ckpt_load(struct bft_store *st, uint32_t *seg_no, uint64_t *off,
     char *why, size_t whylen)
@@ -532,6 +565,8 @@ st_ckpt_load(struct bft_store *st, uint32_t *seg_no, uint64_t *off,
 		}
 		st_side_insert(st, &e);
 	}
+	if ((err = dropped_read(st, &r, h.ndropped, why, whylen)) < 0)
+		goto out_why;
 	if (ck_read(&r, &extra, 1) != -EBADMSG || r.fill != r.pos) {
 		err = fail(why, whylen, -EINVAL, "%s", "trailing bytes");
 		goto out;
@@ -558,42 +593,4 @@ out:
 	ck_big_free(r.buf, CK_BUF_LEN);
 	close(r.fd);
 	return err;
-}
-
-static bool
-loc_ok(struct bft_store *st, uint64_t loc, size_t len)
-{
-	const struct seg *s = st_seg_find(st, LOC_SEG(loc));
-
-	return s != NULL && !s->retired && LOC_OFF(loc) + len <= s->size;
-}
-
-bool
-st_ckpt_locs_ok(struct bft_store *st, char *why, size_t whylen)
-{
-	size_t lc = bft_rec_lc_len(st->n);
-
-	for (uint64_t b = 0; st_idx_next(st, &b); b++) {
-		const struct blk_idx *x = st_idx(st, b);
-
-		if ((x->lc_loc != 0 && !loc_ok(st, x->lc_loc, lc)) ||
-		    ((x->flags & IDX_HENT) && !loc_ok(st, x->h_loc,
-		    bft_rec_hist_len(st->n, x->h_frag_len)))) {
-			snprintf(why, whylen, "block %" PRIu64 "'s records are "
-			    "not where the checkpoint and the log after it "
-			    "say", b);
-			return false;
-		}
-	}
-	for (size_t i = 0; i < st->side.cap; i++) {
-		const struct side_ent *e = &st->side.e[i];
-
-		if (e->block != SIDE_EMPTY && !loc_ok(st, e->loc,
-		    bft_rec_hist_len(st->n, e->frag_len))) {
-			snprintf(why, whylen, "a pending entry of block %" PRIu64
-			    " is not where the checkpoint says", e->block);
-			return false;
-		}
-	}
-	return true;
 }

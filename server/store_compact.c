@@ -194,6 +194,7 @@ st_unlink_retired(struct bft_store *st)
 		st->nseg--;
 		st->nretired--;
 		st->dir_dirty = true;
+		st->dir_gen++;
 	}
 	return 0;
 }

@@ -25,6 +25,19 @@
  * "volume written again" warning).  Ids of deleted volumes are never
  * reused (docs/volumes.md), so this is rare, and it costs a segment of
  * disk rather than data.
+ *
+ * A dropped volume stays dropped.  Its old candidates still carry MACs
+ * that verify, and after the DROP its lc is zero, so a write-back
+ * (FILTER), a REPAIR, a STORE or the rebuild's adoption of one would
+ * bring it back, and nothing could remove it again: its name is gone
+ * from the volume table.  So the store remembers every volume ever
+ * dropped (st->dropped) and refuses records of them with -EIDRM.  The
+ * set follows the DROP records: replay adds each one it meets (they are
+ * never compacted away), and the index checkpoint carries it for the
+ * log before its position.  A DROP is appended even on a server that
+ * holds nothing of the volume, since that server, too, must refuse it
+ * from then on.  Replay skips records of a dropped volume found after
+ * its DROP: an older server accepted such writes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -60,6 +73,64 @@ blk_drop(struct bft_store *st, uint64_t addr, struct blk_idx *x)
 	return any;
 }
 
+/* Where vol is in st->dropped, or where it would go. */
+static size_t
+dropped_pos(const struct bft_store *st, uint32_t vol)
+{
+	size_t lo = 0, hi = st->ndropped;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->dropped[mid] < vol)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+bool
+bft_store_dropped(const struct bft_store *st, uint32_t vol)
+{
+	size_t i = dropped_pos(st, vol);
+
+	return i < st->ndropped && st->dropped[i] == vol;
+}
+
+/* Room for one more dropped volume.  0 or -ENOMEM. */
+static int
+dropped_reserve(struct bft_store *st)
+{
+	size_t cap = st->dropcap ? 2 * st->dropcap : 16;
+	uint32_t *nd;
+
+	if (st->ndropped < st->dropcap)
+		return 0;
+	if ((nd = realloc(st->dropped, cap * sizeof *nd)) == NULL)
+		return -ENOMEM;
+	st->dropped = nd;
+	st->dropcap = cap;
+	return 0;
+}
+
+int
+st_dropped_add(struct bft_store *st, uint32_t vol)
+{
+	size_t i = dropped_pos(st, vol);
+	int err;
+
+	if (i < st->ndropped && st->dropped[i] == vol)
+		return 0;
+	if ((err = dropped_reserve(st)) < 0)
+		return err;
+	memmove(&st->dropped[i + 1], &st->dropped[i], (st->ndropped - i) *
+	    sizeof *st->dropped);
+	st->dropped[i] = vol;
+	st->ndropped++;
+	return 0;
+}
+
 /* The DROP records of the segment holding loc: one more, or one less. */
 static void
 drops_add(struct bft_store *st, uint64_t loc, int delta)
@@ -70,25 +141,31 @@ drops_add(struct bft_store *st, uint64_t loc, int delta)
 		s->drops += (uint32_t)delta;
 }
 
-uint64_t
-st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc)
+int
+st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc,
+    uint64_t *blocks_dropped)
 {
 	const struct idx_vol *cv;
 	struct idx_vol *v;
 	uint64_t blocks = 0;
 	size_t i;
+	int err;
 
+	*blocks_dropped = 0;
 	drops_add(st, loc, 1);
 	/* Volume 0 stays first in vols, always: it is never dropped. */
-	if (vol == 0 || (cv = st_idx_vol(st, vol)) == NULL)
+	if (vol == 0)
+		return 0;
+	if ((err = st_dropped_add(st, vol)) < 0)
+		return err;
+	if ((cv = st_idx_vol(st, vol)) == NULL)
 		return 0;
 	i = (size_t)(cv - st->vols);
 	v = &st->vols[i];
-	for (uint64_t p = 0; p < v->npages; p++) {
+	for (uint64_t p = 0; (p = st_pm_next(&v->map, p, &st->idx_steps)) !=
+	    UINT64_MAX; p++) {
 		struct blk_idx *page = v->pages[p];
 
-		if (page == NULL)
-			continue;
 		for (unsigned k = 0; k < IDX_PAGE; k++)
 			if (blk_drop(st, bft_addr(vol, p << IDX_PAGE_SHIFT | k),
 			    &page[k]))
@@ -98,10 +175,12 @@ st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc)
 		st->pages_made--;
 	}
 	free(v->pages);
+	st_pm_free(&v->map);
 	memmove(&st->vols[i], &st->vols[i + 1], (st->nvols - i - 1) *
 	    sizeof *st->vols);
 	st->nvols--;
-	return blocks;
+	*blocks_dropped = blocks;
+	return 0;
 }
 
 int
@@ -116,13 +195,16 @@ bft_store_drop_volume(struct bft_store *st, uint32_t vol,
 		*blocks_dropped = 0;
 	if (!bft_rec_drop_ok(vol))
 		return -EINVAL;
-	/* Its DROP record, if it ever had blocks here, is in the log. */
-	if (st_idx_vol(st, vol) == NULL)
+	/* Its DROP record is in the log already. */
+	if (bft_store_dropped(st, vol))
 		return 0;
+	/* With room to remember it, the apply after the append cannot fail. */
+	if ((err = dropped_reserve(st)) < 0)
+		return err;
 	len = bft_rec_encode_drop(st->wbuf, st->n, st->next_seq, vol);
 	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
 		return err;
-	blocks = st_drop_apply(st, vol, loc);
+	(void)st_drop_apply(st, vol, loc, &blocks);
 	if (blocks_dropped != NULL)
 		*blocks_dropped = blocks;
 	st_compact_step(st, len);

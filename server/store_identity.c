@@ -37,8 +37,7 @@ identity_write(int dirfd, const struct bft_store_identity *id)
 	    "n = %" PRIu32 "\nt = %" PRIu32 "\nblock_size = %" PRIu32 "\n"
 	    "nblocks = %" PRIu64 "\n", BFT_STORE_FORMAT, hex, id->server_index,
 	    id->n, id->t, id->block_size, id->nblocks);
-	fd = openat(dirfd, IDENTITY_TMP, O_WRONLY | O_CREAT | O_TRUNC |
-	    O_CLOEXEC, 0644);
+	fd = st_open_private(dirfd, IDENTITY_TMP, O_WRONLY | O_TRUNC);
 	if (fd < 0)
 		return -errno;
 	if ((err = bft_pwrite_all(fd, text, (size_t)len, 0)) < 0)

@@ -60,7 +60,9 @@ st_idx_init(struct bft_store *st)
 	v->vol = 0;
 	v->npages = (st->id.nblocks + IDX_PAGE - 1) >> IDX_PAGE_SHIFT;
 	v->pages = calloc((size_t)v->npages + 1, sizeof *v->pages);
-	return v->pages == NULL ? -ENOMEM : 0;
+	if (v->pages == NULL)
+		return -ENOMEM;
+	return st_pm_grow(&v->map, v->npages);
 }
 
 /* vol's page table, made when absent. */
@@ -95,8 +97,12 @@ pages_grow(struct idx_vol *v, uint64_t p)
 	uint64_t want = v->npages ? v->npages : 16;
 	struct blk_idx **np;
 
+	int err;
+
 	while (want <= p)
 		want *= 2;
+	if ((err = st_pm_grow(&v->map, want)) < 0)
+		return err;
 	if ((np = realloc(v->pages, (size_t)want * sizeof *np)) == NULL)
 		return -ENOMEM;
 	memset(np + v->npages, 0, (size_t)(want - v->npages) * sizeof *np);
@@ -120,6 +126,9 @@ st_idx_make(struct bft_store *st, uint64_t addr)
 		return 0;
 	if ((v->pages[p] = calloc(IDX_PAGE, sizeof **v->pages)) == NULL)
 		return -ENOMEM;
+	st_pm_set(&v->map, p);
+	if (p >= v->hi)
+		v->hi = p + 1;
 	st->pages_made++;
 	return 0;
 }
@@ -131,41 +140,53 @@ st_idx_free(struct bft_store *st)
 		for (uint64_t p = 0; p < st->vols[i].npages; p++)
 			free(st->vols[i].pages[p]);
 		free(st->vols[i].pages);
+		st_pm_free(&st->vols[i].map);
 	}
 	free(st->vols);
 	st->vols = NULL;
+	free(st->dropped);
+	st->dropped = NULL;
+	st->ndropped = st->dropcap = 0;
 	st->nvols = st->volcap = 0;
 	st->pages_made = 0;
 }
 
+/*
+ * The page map finds the next page in a few steps, so that a walk costs
+ * in proportion to the pages it visits, not to the slots between them;
+ * a volume holding nothing past *addr costs one question.
+ */
 bool
-st_idx_next(const struct bft_store *st, uint64_t *addr)
+st_idx_next(struct bft_store *st, uint64_t *addr)
 {
 	for (size_t i = vol_pos(st, bft_addr_vol(*addr)); i < st->nvols;
 	    i++) {
 		const struct idx_vol *v = &st->vols[i];
-		uint64_t p = 0;
+		uint64_t p = 0, a;
 
 		if (v->vol == bft_addr_vol(*addr))
 			p = bft_addr_block(*addr) >> IDX_PAGE_SHIFT;
-		for (; p < v->npages; p++) {
-			uint64_t a;
-
-			if (v->pages[p] == NULL)
-				continue;
-			a = bft_addr(v->vol, p << IDX_PAGE_SHIFT);
-			if (a > *addr)
-				*addr = a;
-			return true;
-		}
+		if ((p = st_pm_next(&v->map, p, &st->idx_steps)) ==
+		    UINT64_MAX)
+			continue;
+		a = bft_addr(v->vol, p << IDX_PAGE_SHIFT);
+		if (a > *addr)
+			*addr = a;
+		return true;
 	}
 	return false;
 }
 
 uint64_t
-bft_store_next_page(const struct bft_store *st, uint64_t addr)
+bft_store_next_page(struct bft_store *st, uint64_t addr)
 {
 	return st_idx_next(st, &addr) ? addr : UINT64_MAX;
+}
+
+uint64_t
+bft_store_idx_steps(const struct bft_store *st)
+{
+	return st->idx_steps;
 }
 
 uint64_t
@@ -182,15 +203,12 @@ bft_store_volumes(const struct bft_store *st, uint32_t first,
 
 	for (size_t i = vol_pos(st, first); i < st->nvols && k < max; i++) {
 		const struct idx_vol *v = &st->vols[i];
-		uint64_t p = v->npages;
 
-		while (p > 0 && v->pages[p - 1] == NULL)
-			p--;
-		if (p == 0)
+		if (v->hi == 0)
 			continue;
 		out[k].vol = v->vol;
 		out[k].live = v->live;
-		out[k++].end = p << IDX_PAGE_SHIFT;
+		out[k++].end = v->hi << IDX_PAGE_SHIFT;
 	}
 	return k;
 }

@@ -76,11 +76,25 @@ struct seg {
  */
 struct blk_idx;
 
+/*
+ * Which slots of a page table hold a page (store_pagemap.c).  Four
+ * levels of 64-way bitmaps answer "the next page" in a few steps for
+ * 2^24 slots (2^34 blocks, past any volume but a huge volume 0, whose
+ * top level is then scanned word by word).
+ */
+#define PM_LEVELS	4
+struct pagemap {
+	uint64_t *w[PM_LEVELS];
+	uint64_t nslots;
+};
+
 /* One volume's page table: pages[p] covers blocks p * IDX_PAGE on. */
 struct idx_vol {
 	uint32_t vol;
 	uint64_t npages;
 	struct blk_idx **pages;		/* NULL until written */
+	struct pagemap map;		/* which pages[p] are not NULL */
+	uint64_t hi;			/* one past the highest page */
 	uint64_t live;			/* bytes of the records it points to */
 };
 
@@ -169,12 +183,21 @@ struct bft_store {
 	struct idx_vol *vols;		/* ascending ids; volume 0 first */
 	size_t nvols, volcap;
 	uint64_t pages_made;
+	/*
+	 * The volumes ever dropped, ascending (store_drop.c): no record
+	 * of them is accepted again.
+	 */
+	uint32_t *dropped;
+	size_t ndropped, dropcap;
+	/* Page-map steps of every walk: what the tests bound a walk by. */
+	uint64_t idx_steps;
 	struct side_tab side;
 	struct mcache mc;
 	struct seg *segs;		/* ascending numbers; last is active */
 	size_t nseg, segcap;
 	size_t nretired;		/* segments waiting for a sync to go */
 	bool dir_dirty;			/* segments created or removed */
+	uint64_t dir_gen;		/* times dir_dirty was set */
 	bool tail_dirty;		/* junk past the active segment's size */
 	uint64_t next_seq;
 	uint64_t replay_min_seq;	/* a tail record below it: not our log */
@@ -258,9 +281,22 @@ void st_side_drop(struct bft_store *st, long i);
  * and replay share: vol leaves the index and every record its entries
  * pointed to stops being live.  The DROP record is counted in its
  * segment's drops, not its live bytes: it is not data, but compaction
- * must copy it forward.  Returns the blocks that held anything.
+ * must copy it forward; vol is remembered as dropped.  *blocks_dropped:
+ * the blocks that held anything.  0, or -ENOMEM (only when there was no
+ * room reserved to remember vol).
  */
-uint64_t st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc);
+/*
+ * store_open.c: opens name in dirfd with O_CREAT and flags, mode 0600
+ * whatever the umask: an unencrypted volume's fragments are plain
+ * slices of its blocks, readable by no other local user.  A descriptor,
+ * or -1 with errno set.
+ */
+int st_open_private(int dirfd, const char *name, int flags);
+
+int st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc,
+    uint64_t *blocks_dropped);
+/* Remembers vol as dropped (replay, a checkpoint).  0 or -ENOMEM. */
+int st_dropped_add(struct bft_store *st, uint32_t vol);
 
 /*
  * store_meta.c: the cache, and reading a record's metadata back.
@@ -375,7 +411,16 @@ void st_idx_free(struct bft_store *st);
  * The first address at or after *addr whose page exists, in address
  * order (volume, then block), into *addr; false when there is none.
  */
-bool st_idx_next(const struct bft_store *st, uint64_t *addr);
+bool st_idx_next(struct bft_store *st, uint64_t *addr);
+
+/*
+ * store_pagemap.c.  st_pm_next: the first slot at or after slot that
+ * holds a page, or UINT64_MAX; adds the words it read to *steps.
+ */
+int st_pm_grow(struct pagemap *m, uint64_t nslots);
+void st_pm_set(struct pagemap *m, uint64_t slot);
+void st_pm_free(struct pagemap *m);
+uint64_t st_pm_next(const struct pagemap *m, uint64_t slot, uint64_t *steps);
 /* Whether this store may hold addr (volume 0 is the cluster's disk). */
 static inline bool
 st_addr_ok(const struct bft_store *st, uint64_t addr)

@@ -27,12 +27,15 @@ replay_rec(struct bft_store *st, const struct bft_rec_hdr *h, uint64_t loc,
 {
 	struct bft_hist_meta m;
 	struct bft_cand c;
+	uint64_t blocks;
 
 	/* In log order, as bft_store_drop_volume() did it. */
-	if (h->type == BFT_REC_DROP) {
-		st_drop_apply(st, bft_rec_decode_drop(st->rbuf), loc);
+	if (h->type == BFT_REC_DROP)
+		return st_drop_apply(st, bft_rec_decode_drop(st->rbuf), loc,
+		    &blocks);
+	/* Written after its DROP by a server that did not refuse it. */
+	if (bft_store_dropped(st, bft_addr_vol(h->block)))
 		return 0;
-	}
 	if (st_idx_make(st, h->block) < 0)
 		return -ENOMEM;
 	if (h->type == BFT_REC_LC) {
@@ -293,11 +296,27 @@ check_params(const struct bft_store_identity *id,
 	return -EINVAL;
 }
 
+int
+st_open_private(int dirfd, const char *name, int flags)
+{
+	int fd = openat(dirfd, name, flags | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd >= 0 && fchmod(fd, 0600) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 struct bft_store *
 bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
     const struct bft_store_opts *opts, char *err, size_t errlen)
 {
 	struct bft_store *st;
+	bool made;
 	int e;
 
 	if (check_params(id, opts, err, errlen) < 0)
@@ -317,9 +336,12 @@ bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
 	st->compact_pct = opts && opts->compact_pct ? opts->compact_pct :
 	    BFT_STORE_DEFAULT_PCT;
 	st->next_seq = 1;
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+	/* Ours alone whatever the umask; one made by hand stays as it is. */
+	if (!(made = mkdir(dir, 0700) == 0) && errno != EEXIST)
 		goto out_errno;
 	if ((st->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		goto out_errno;
+	if (made && fchmod(st->dirfd, 0700) < 0)
 		goto out_errno;
 	if (flock(st->dirfd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno != EWOULDBLOCK)

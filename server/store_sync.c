@@ -1,5 +1,6 @@
 /*
- * Background sync of compacted segments.
+ * Background sync of compacted segments, and a FLUSH's sync off the
+ * event loop (at the end).
  *
  * A compacted segment may be unlinked only once the copies of its live
  * records are durable.  Clients ask for durability with FLUSH; when they
@@ -153,4 +154,99 @@ st_bg_sync_start(struct bft_store *st)
 	return;
 out_free:
 	job_free(job);
+}
+
+/*
+ * A FLUSH's sync, off the loop (store.h).  It covers every record
+ * appended before flush_begin: those in segments still there are made
+ * durable by the fdatasync of the segment; those compaction copied and
+ * retired are durable through their copies, which are in the segments
+ * synced.  Retired segments are left to the background job above.
+ */
+struct bft_store_flush {
+	size_t n;
+	int *fds;
+	uint32_t *nos;
+	uint64_t *sizes;		/* each segment's, at begin */
+	int dirfd;			/* -1: the directory had not changed */
+	uint64_t dir_gen;
+	int err;
+};
+
+static void
+flush_free(struct bft_store_flush *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		close(f->fds[i]);
+	if (f->dirfd >= 0)
+		close(f->dirfd);
+	free(f->fds);
+	free(f->nos);
+	free(f->sizes);
+	free(f);
+}
+
+struct bft_store_flush *
+bft_store_flush_begin(struct bft_store *st)
+{
+	struct bft_store_flush *f = calloc(1, sizeof *f);
+
+	if (f == NULL)
+		return NULL;
+	f->dirfd = -1;
+	f->fds = calloc(st->nseg + 1, sizeof *f->fds);
+	f->nos = calloc(st->nseg + 1, sizeof *f->nos);
+	f->sizes = calloc(st->nseg + 1, sizeof *f->sizes);
+	if (f->fds == NULL || f->nos == NULL || f->sizes == NULL)
+		goto out_free;
+	st->syncs++;
+	for (size_t i = 0; i < st->nseg; i++) {
+		const struct seg *s = &st->segs[i];
+
+		if (s->retired || !s->dirty)
+			continue;
+		if ((f->fds[f->n] = dup(s->fd)) < 0)
+			goto out_free;
+		f->nos[f->n] = s->no;
+		f->sizes[f->n++] = s->size;
+	}
+	if (st->dir_dirty && (f->dirfd = dup(st->dirfd)) < 0)
+		goto out_free;
+	f->dir_gen = st->dir_gen;
+	return f;
+out_free:
+	flush_free(f);
+	return NULL;
+}
+
+void
+bft_store_flush_run(struct bft_store_flush *f)
+{
+	for (size_t i = 0; i < f->n && f->err == 0; i++)
+		if (fdatasync(f->fds[i]) < 0)
+			f->err = -errno;
+	if (f->err == 0 && f->dirfd >= 0 && fsync(f->dirfd) < 0)
+		f->err = -errno;
+}
+
+int
+bft_store_flush_end(struct bft_store *st, struct bft_store_flush *f)
+{
+	int err = f->err;
+
+	st->fsyncs += f->n + (f->dirfd >= 0);
+	for (size_t i = 0; i < f->n && err == 0; i++) {
+		struct seg *s = st_seg_find(st, f->nos[i]);
+
+		/* Appended to since: the new records are not covered. */
+		if (s != NULL && !s->retired && s->size == f->sizes[i])
+			s->dirty = false;
+	}
+	if (err == 0 && f->dirfd >= 0 && st->dir_gen == f->dir_gen)
+		st->dir_dirty = false;
+	flush_free(f);
+	/* Compacted segments go with the background job, never here. */
+	if (err == 0 && st->nretired > 0 && !st_bg_sync_busy(st))
+		st_bg_sync_start(st);
+	return err;
 }

@@ -3,7 +3,8 @@
 #
 # 0. A data dir that does not exist (a disk that failed to mount): the
 #    server must refuse to start, saying so, and create nothing; with
-#    --create-data-dir it creates the dir and starts.  An existing empty
+#    --create-data-dir it creates the dir and starts; under umask 022
+#    the dir must be 0700 and every file in it 0600.  An existing empty
 #    dir is a new server's and is initialised (the other cluster's
 #    server 0 below).
 # 1. A data dir made by server 0 of another cluster: this cluster's
@@ -82,9 +83,10 @@ grep -q -- "--create-data-dir if this is a new server" \
 [ ! -e "$missing" ] || fail "the refused server created $missing"
 clog=$TESTDIR/log/created-server.log
 : >"$clog"
-"$SERVER" --config "$other/bftblk.conf" --key "$other/server-1.key" \
-    --data "$missing" --create-data-dir \
-    --listen "127.0.0.1:$(spare_port)" >>"$clog" 2>&1 </dev/null &
+# Under umask 022 (a shell's, outside systemd's UMask=0077).
+(umask 022 && exec "$SERVER" --config "$other/bftblk.conf" \
+    --key "$other/server-1.key" --data "$missing" --create-data-dir \
+    --listen "127.0.0.1:$(spare_port)") >>"$clog" 2>&1 </dev/null &
 cpid=$!
 _track "$cpid" created-server
 _wait_log "$cpid" "$clog" 0 "listening on" "the server with --create-data-dir"
@@ -94,6 +96,19 @@ _forget_pid "$cpid"
     "$_STATUS"
 [ -e "$missing/identity" ] || fail "--create-data-dir made no $missing"
 log "with --create-data-dir the server made $missing and started"
+# An unencrypted volume's fragments are slices of its blocks: no other
+# local user may read them, whatever the umask.
+[ "$(stat -c %a "$missing")" = 700 ] ||
+    fail "$missing is mode $(stat -c %a "$missing"), not 700"
+nfiles=0
+for f in "$missing"/*; do
+	[ "$(stat -c %a "$f")" = 600 ] ||
+	    fail "$f is mode $(stat -c %a "$f"), not 600"
+	nfiles=$((nfiles + 1))
+done
+ls "$missing"/seg-* >/dev/null 2>&1 && [ -e "$missing/index.ckpt" ] ||
+    fail "no segment or checkpoint in $missing to check: $(ls "$missing")"
+log "$missing is 700 and its $nfiles files 600 under umask 022"
 
 other_id=$(sed -n 's/^cluster-id *= *//p' "$other/bftblk.conf")
 must_refuse foreign-cluster "$other_id" \

@@ -10,7 +10,8 @@
 #    the reader reads the new value.
 # 3. bftblk-testclient probe with reader.key sends CLOCK, STORE and
 #    COMPLETE straight to every server: each must answer status 9
-#    (EPERM) and log the refusal naming the client; COLLECT and FLUSH
+#    (EPERM) and log the refusal naming the client, and so must
+#    SUMMARY and LCLIST (state comparison is for peers); COLLECT and FLUSH
 #    are answered ok.  The control: the same probe with client.key is
 #    not refused.  partial-write with reader.key stops before connecting
 #    (it holds no MAC key).
@@ -100,8 +101,13 @@ for ((i = 0; i < CLUSTER_N; i++)); do
 		grep -q "^server $i: $op status 0 " "$out" ||
 		    fail "server-$i refused the reader's $op"
 	done
+	# Comparing states walks the index: the rebuild's, not a reader's.
+	for op in SUMMARY LCLIST; do
+		grep -q "^server $i: $op status 9 " "$out" ||
+		    fail "server-$i did not refuse the reader's $op with EPERM"
+	done
 done
-log "every server refused CLOCK, STORE and COMPLETE with EPERM and logged it"
+log "every server refused CLOCK, STORE, COMPLETE, SUMMARY and LCLIST with EPERM and logged it"
 out=$TESTDIR/log/probe-writer.log
 "$TC" probe --config "$CONF" --keys "$CLUSTER_DIR/client.key" --block 5 \
     >"$out" 2>&1 || { cat "$out" >&2; fail "probe with client.key failed"; }

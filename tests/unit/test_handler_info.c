@@ -4,8 +4,9 @@
  * one block's newer lc changes exactly its range's; a range nobody wrote
  * has the zero digest; LCLIST lists exactly the written blocks; ranges
  * past the disk's end are ERANGE; STATUS counts held blocks, sees a torn
- * record found at open, and reports the healing side's progress.  Every
- * reply also goes through the wire encoder and decoder.
+ * record found at open, and reports the healing side's progress; a
+ * volume written only at its two ends costs a walk a bounded number of
+ * steps.  Every reply also goes through the wire encoder and decoder.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -464,6 +465,82 @@ test_status(void **state)
 	assert_int_equal(dec.info.repaired_records, 0);
 }
 
+/*
+ * A volume of the largest size written only at its two ends (as a GPT
+ * backup header does): its page table is millions of empty slots long,
+ * and a walk over it must not cost a step for each.  The store counts
+ * the page-map words its walks read; every request here visits at most
+ * two pages, so a few dozen steps is plenty, where scanning the slots
+ * took millions.
+ */
+#define SPARSE_V	3u
+#define STEP_BOUND	64u
+
+static uint64_t
+steps_of_summary(struct srv *s, uint64_t block, uint32_t count,
+    uint32_t span)
+{
+	uint64_t before = bft_store_idx_steps(s->st);
+
+	assert_int_equal(summary(s, block, count, span), BFT_OK);
+	return bft_store_idx_steps(s->st) - before;
+}
+
+static void
+test_sparse(void **state)
+{
+	const uint64_t last = BFT_VOL_MAX_BLOCKS - 1;
+	struct bft_store_vol v[4];
+	uint64_t before;
+
+	(void)state;
+	set_lc(&A, bft_addr(SPARSE_V, 0), 1, 1);
+	set_lc(&A, bft_addr(SPARSE_V, last), 2, 1);
+	/* 1024 ranges of 1024 blocks each, from block 0's page on. */
+	assert_true(steps_of_summary(&A, bft_addr(SPARSE_V, 0), 1u << 20,
+	    1024) <= STEP_BOUND);
+	assert_false(bft_summary_is_empty(DIG(dec.digests, 0)));
+	for (unsigned r = 1; r < 1024; r++)
+		assert_true(bft_summary_is_empty(DIG(dec.digests, r)));
+	/* The same shape in the empty middle, and at the end. */
+	assert_true(steps_of_summary(&A, bft_addr(SPARSE_V, 1ull << 31),
+	    1u << 20, 1024) <= STEP_BOUND);
+	for (unsigned r = 0; r < 1024; r++)
+		assert_true(bft_summary_is_empty(DIG(dec.digests, r)));
+	assert_true(steps_of_summary(&A, bft_addr(SPARSE_V, last + 1 -
+	    (1u << 20)), 1u << 20, 1024) <= STEP_BOUND);
+	assert_false(bft_summary_is_empty(DIG(dec.digests, 1023)));
+	for (unsigned r = 0; r < 1023; r++)
+		assert_true(bft_summary_is_empty(DIG(dec.digests, r)));
+	/* The whole volume in 1024 ranges: both ends, nothing between. */
+	assert_true(steps_of_summary(&A, bft_addr(SPARSE_V, 0),
+	    (uint32_t)BFT_VOL_MAX_BLOCKS, (uint32_t)(BFT_VOL_MAX_BLOCKS /
+	    1023)) <= STEP_BOUND);
+	assert_false(bft_summary_is_empty(DIG(dec.digests, 0)));
+	assert_false(bft_summary_is_empty(DIG(dec.digests,
+	    dec.ndigests - 1)));
+	/* LCLIST past the first page, and over the last one. */
+	before = bft_store_idx_steps(A.st);
+	assert_int_equal(lclist(&A, bft_addr(SPARSE_V, 1), BFT_LCLIST_MAX),
+	    BFT_OK);
+	assert_int_equal(dec.nentries, 0);
+	assert_int_equal(lclist(&A, bft_addr(SPARSE_V, last + 1 -
+	    BFT_LCLIST_MAX), BFT_LCLIST_MAX), BFT_OK);
+	assert_int_equal(dec.nentries, 1);
+	assert_true(bft_store_idx_steps(A.st) - before <= STEP_BOUND);
+	/* VOLUMES knows the volume's end without a walk. */
+	assert_int_equal(bft_store_volumes(A.st, SPARSE_V, v, 4), 1);
+	assert_true(v[0].end >= BFT_VOL_MAX_BLOCKS);
+	/* And the pages are all still found after a reopen. */
+	bft_store_close(A.st);
+	srv_open(&A);
+	assert_int_equal(lclist(&A, bft_addr(SPARSE_V, last + 1 -
+	    BFT_LCLIST_MAX), BFT_LCLIST_MAX), BFT_OK);
+	assert_int_equal(dec.nentries, 1);
+	assert_true(steps_of_summary(&A, bft_addr(SPARSE_V, 1), 1u << 20,
+	    1024) <= STEP_BOUND);
+}
+
 int
 main(void)
 {
@@ -473,6 +550,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_lclist, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_status, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sparse, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

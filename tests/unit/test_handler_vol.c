@@ -2,7 +2,7 @@
  * The handler's checks that keep writes where they belong: a genuine
  * write replayed as another block's or another volume's, the zero
  * value's shape (predicates.h), and DROP, which only a writer's MAC can
- * make forget a volume.  The fixture is test_handler.c's.
+ * make forget a volume, and after which nothing brings the volume back.  The fixture is test_handler.c's.
  */
 #include "handler_fixture.h"
 #include "summary.h"
@@ -244,6 +244,87 @@ test_drop(void **state)
 	(void)cb;
 }
 
+/* Reopens the store with small segments, so that churn compacts. */
+static void
+reopen_small(bool drop_ckpt)
+{
+	struct bft_store_opts o = { .segment_size = 256 * 1024 };
+	char err[256] = "", p[128];
+
+	bft_store_close(st);
+	if (drop_ckpt) {
+		snprintf(p, sizeof p, "%s/index.ckpt", dir);
+		assert_int_equal(unlink(p), 0);
+	}
+	st = bft_store_open_opts(dir, &ident, &o, err, sizeof err);
+	if (st == NULL)
+		fail_msg("bft_store_open_opts: %s", err);
+	h.st = st;
+}
+
+/* Every way of putting old's write back into its deleted volume fails. */
+static void
+check_gone_for_good(uint64_t a, const struct bft_cand *old)
+{
+	struct bft_cand fresh = mkcand(a, old->ts.num + 100, 1);
+	struct bft_cand other = mkcand(a + 7, 1, 1);
+
+	assert_int_equal(filter(a, old, 1), BFT_EGONE);
+	assert_int_equal(repair(a, old), BFT_EGONE);
+	assert_int_equal(store(a, old, 11), BFT_EGONE);
+	assert_int_equal(complete(a, old), BFT_EGONE);
+	assert_int_equal(store(a, &fresh, 11), BFT_EGONE);
+	assert_int_equal(complete(a, &fresh), BFT_EGONE);
+	assert_int_equal(store(a + 7, &other, 11), BFT_EGONE);
+	assert_true(bft_ts_is_zero(&lc(a)->ts));
+	assert_int_equal(bft_store_nhist(st, a), 0);
+	assert_false(listed(bft_addr_vol(a)));
+}
+
+/*
+ * A deleted volume stays deleted.  Its old candidates still carry MACs
+ * that verify, and its lc is zero after the DROP, so a candidate a
+ * reader (or a Byzantine server) kept from before the delete was taken
+ * back by FILTER's write-back, and the volume was back on every server.
+ * Now the write-back, REPAIR, STORE and COMPLETE are all refused with
+ * EGONE, also after a restart from the checkpoint and from the whole
+ * log, and after compaction has moved the DROP record on.
+ */
+static void
+test_drop_stays(void **state)
+{
+	uint64_t a = bft_addr(4, 3);
+	struct bft_store_stats ss;
+	struct bft_cand old;
+
+	(void)state;
+	(void)written(a, 2, 11);
+	assert_int_equal(collect(a, false), BFT_OK);
+	old = rep.cands[0];
+	assert_int_equal(old.ts.num, 2);
+	assert_int_equal(drop(4), BFT_OK);
+	check_gone_for_good(a, &old);
+	/* Volume 0 and other volumes are written as before. */
+	(void)written(bft_addr(5, 3), 1, 12);
+	assert_true(listed(5));
+	reopen_small(false);
+	check_gone_for_good(a, &old);
+	reopen_small(true);
+	check_gone_for_good(a, &old);
+	for (uint64_t num = 1; num < 1500; num++)
+		(void)written(num % 4, num, (uint8_t)num);
+	assert_int_equal(bft_store_sync(st), 0);
+	bft_store_stats(st, &ss);
+	assert_true(ss.compactions > 3);
+	check_gone_for_good(a, &old);
+	reopen_small(false);
+	check_gone_for_good(a, &old);
+	reopen_small(true);
+	check_gone_for_good(a, &old);
+	/* A second DROP of it is acked and appends nothing. */
+	assert_int_equal(drop(4), BFT_OK);
+}
+
 int
 main(void)
 {
@@ -253,6 +334,7 @@ main(void)
 		T_(test_other_volume_replay),
 		T_(test_zero_value),
 		T_(test_drop),
+		T_(test_drop_stays),
 #undef T_
 	};
 

@@ -193,9 +193,13 @@ test_roles(void **state)
 
 			switch (type) {
 			case BFT_HELLO: case BFT_COLLECT: case BFT_FILTER:
-			case BFT_REPAIR: case BFT_FLUSH: case BFT_SUMMARY:
-			case BFT_LCLIST: case BFT_STATUS: case BFT_VOLUMES:
+			case BFT_REPAIR: case BFT_FLUSH: case BFT_STATUS:
+			case BFT_VOLUMES:
 				want = any;
+				break;
+			case BFT_SUMMARY: case BFT_LCLIST:
+				want = role == BFT_ROLE_RW ||
+				    role == BFT_ROLE_PEER;
 				break;
 			case BFT_CLOCK: case BFT_STORE: case BFT_COMPLETE:
 			case BFT_SCRUB: case BFT_DROP:

@@ -4,12 +4,14 @@
  * volume staying dropped through every way the store comes back: the
  * whole log, an index checkpoint from before the DROP, and compaction
  * that removed the DROP's own segment while the volume's records still
- * lie in older ones.  The fixture is store_fixture.h.
+ * lie in older ones; and never written again.  The fixture is
+ * store_fixture.h.
  */
 #include "store_fixture.h"
 
 #define V	5u			/* the volume dropped */
 #define W	7u			/* one that stays */
+#define X	9u			/* dropped, never written here */
 
 /* The live bytes the store reports for vol, or 0 when it lists none. */
 static uint64_t
@@ -92,10 +94,33 @@ check_others(struct bft_store *st, uint64_t wlive, uint64_t live0)
 }
 
 /*
+ * A dropped volume's blocks take no record: a Hist entry or an lc of
+ * any timestamp is refused with -EIDRM, and it stays unlisted.
+ */
+static void
+check_refused(struct bft_store *st, uint32_t vol)
+{
+	struct bft_store_stats a, b;
+
+	bft_store_stats(st, &a);
+	assert_true(bft_store_dropped(st, vol));
+	for (uint64_t num = 1; num < 1000; num *= 10) {
+		assert_int_equal(put(st, bft_addr(vol, 3), num, 1, 1), -EIDRM);
+		assert_int_equal(set_lc(st, bft_addr(vol, 3), num, 1), -EIDRM);
+		assert_int_equal(set_lc(st, bft_addr(vol, num), num, 1),
+		    -EIDRM);
+	}
+	bft_store_stats(st, &b);
+	assert_int_equal(b.bytes_total, a.bytes_total);
+	assert_false(vol_listed(st, vol));
+}
+
+/*
  * A DROP frees what the volume's entries pointed to: the log's live
  * bytes fall by the volume's (the DROP record is not data), and the
  * volume is no longer listed.  Other volumes keep everything.  Only
- * droppable volumes are, and a second DROP appends nothing.
+ * droppable volumes are, and a second DROP appends nothing.  The volume
+ * is never written again.
  */
 static void
 test_drop_frees(void **state)
@@ -135,10 +160,8 @@ test_drop_frees(void **state)
 	assert_int_equal(bft_store_drop_volume(st, BFT_ADDR_MAX_VOL + 1,
 	    NULL), -EINVAL);
 	check_others(st, wlive, live0);
-	/* The volume may be written again, from nothing. */
-	write_blk(st, bft_addr(V, 3), 1, false);
-	assert_int_equal(store_lc(st, bft_addr(V, 3))->ts.num, 1);
-	assert_true(vol_listed(st, V));
+	/* Nothing brings it back: no STORE, no lc, whatever the ts. */
+	check_refused(st, V);
 	bft_store_close(st);
 }
 
@@ -358,18 +381,20 @@ test_drop_compaction(void **state)
 }
 
 /*
- * A volume written again after its DROP (a stale writer, an id used
- * twice) keeps its new blocks: compaction does not move the DROP past
- * them, even with an older timestamp than the ones dropped, and keeps
- * the DROP's segment instead.  Dropped again, it is gone again.
+ * A dropped volume stays dropped: writes after the DROP are refused,
+ * from the whole log, from a checkpoint written after it (which must
+ * carry the dropped ids: replay from it never meets the DROP), and
+ * after compaction moved the DROP record on.  A server that held
+ * nothing of the volume appends the DROP all the same, and refuses
+ * it too.
  */
 static void
-test_drop_written_again(void **state)
+test_drop_stays(void **state)
 {
-	uint64_t vb[1] = { 3 };
-	struct bft_store_stats ss;
+	struct bft_store_ckpt_info ck;
+	struct bft_store_stats a, b;
 	struct bft_store *st;
-	uint32_t first_no = 0, no = 0;
+	uint32_t no = 0, no2 = 0;
 	unsigned num;
 
 	(void)state;
@@ -377,32 +402,44 @@ test_drop_written_again(void **state)
 	st = sopen(SEG);
 	for (uint64_t k = 0; k < 24; k++)
 		write_blk(st, k, 1, false);
-	/* The DROP's segment is all garbage but V's new write. */
 	num = churn_to_next_seg(st, 1);
 	write_blk(st, bft_addr(V, 3), 9, false);
 	assert_int_equal(bft_store_drop_volume(st, V, NULL), 0);
-	assert_int_equal(find_drops(V, &first_no), 1);
-	write_blk(st, bft_addr(V, 3), 2, false);
-	churn(st, num, 60);
-	num += 60;
-	bft_store_stats(st, &ss);
-	assert_true(ss.compactions > 3);
-	assert_int_equal(bft_store_sync(st), 0);
-	/* The DROP stayed where it was: its segment is kept. */
-	assert_true(file_size(seg_path(first_no)) > 0);
+	check_refused(st, V);
+	/* Never written here: dropped all the same, one record. */
+	assert_false(bft_store_dropped(st, X));
+	bft_store_stats(st, &a);
+	assert_int_equal(bft_store_drop_volume(st, X, NULL), 0);
+	bft_store_stats(st, &b);
+	assert_int_equal(b.bytes_total, a.bytes_total + bft_rec_drop_len());
+	check_refused(st, X);
+	assert_int_equal(bft_store_drop_volume(st, X, NULL), 0);
+	assert_false(bft_store_dropped(st, 11));
+	/* From the whole log (reopen_same's second open). */
+	st = reopen_same(st, SEG);
+	check_refused(st, V);
+	check_refused(st, X);
+	bft_store_close(st);
+	/* From the checkpoint of that close, after the DROPs. */
+	st = sopen(SEG);
+	bft_store_ckpt_info(st, &ck);
+	if (!ck.loaded)
+		fail_msg("checkpoint not used: %s", ck.why);
+	check_refused(st, V);
+	check_refused(st, X);
+	/* Compaction moves the DROPs on; they still hold. */
 	assert_int_equal(find_drops(V, &no), 1);
-	assert_int_equal(no, first_no);
-	check_entry(st, bft_addr(V, 3), 2, 1, 2);
+	churn(st, num, 120);
+	assert_int_equal(bft_store_sync(st), 0);
+	bft_store_stats(st, &a);
+	assert_true(a.compactions > 3);
+	assert_int_equal(find_drops(V, &no2), 1);
+	assert_true(no2 > no);
+	check_refused(st, V);
+	check_gone(st, V, (const uint64_t[]){ 3 }, 1);
 	st = reopen_same(st, SEG);
-	assert_int_equal(store_lc(st, bft_addr(V, 3))->ts.num, 2);
-	check_entry(st, bft_addr(V, 3), 2, 1, 2);
-	assert_int_equal(bft_store_nhist(st, bft_addr(V, 3)), 1);
-	/* Dropped again, after a restart compaction may move it. */
-	assert_int_equal(bft_store_drop_volume(st, V, NULL), 0);
-	churn(st, num, 60);
-	check_gone(st, V, vb, 1);
-	st = reopen_same(st, SEG);
-	check_gone(st, V, vb, 1);
+	check_refused(st, V);
+	check_refused(st, X);
 	bft_store_close(st);
 }
 
@@ -459,7 +496,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_drop_compaction, setup,
 		    teardown),
-		cmocka_unit_test_setup_teardown(test_drop_written_again, setup,
+		cmocka_unit_test_setup_teardown(test_drop_stays, setup,
 		    teardown),
 	};
 

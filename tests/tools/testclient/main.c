@@ -84,7 +84,8 @@ tc_load(bool need_mac)
 		errx(1, "%s", e);
 	n = cfg.n;
 	t = cfg.t;
-	if (opt.block >= cfg.nblocks)
+	/* An address (proto.h): volume 0's blocks, or another volume's. */
+	if (!bft_addr_ok(opt.block, cfg.nblocks))
 		errx(1, "block %" PRIu64 " is beyond the disk", opt.block);
 	if (opt.keys == NULL)
 		errx(1, "--keys is required (a client key file: the channel "
@@ -187,9 +188,16 @@ main(int argc, char **argv)
 		return tc_cmd_peek();
 	if (strcmp(cmd, "pipeline") == 0)
 		return tc_cmd_pipeline();
+	if (strcmp(cmd, "flood") == 0)
+		return tc_cmd_flood();
+	if (strcmp(cmd, "collect-save") == 0)
+		return tc_cmd_collect_save();
+	if (strcmp(cmd, "filter-back") == 0)
+		return tc_cmd_filter_back();
 usage:
 	fprintf(stderr, "usage: %s pattern|partial-write|stutter|forge-filter"
-	    "|forge-repair|probe|tamper|peek|pipeline [options] (see the "
-	    "source)\n", argv[0]);
+	    "|forge-repair|probe|tamper|peek|pipeline|flood"
+	    "|collect-save|filter-back [options] (see the source)\n",
+	    argv[0]);
 	return 1;
 }

@@ -64,4 +64,9 @@ int tc_cmd_tamper(void);
 int tc_cmd_peek(void);
 int tc_cmd_pipeline(void);
 
+/* attack.c */
+int tc_cmd_flood(void);
+int tc_cmd_collect_save(void);
+int tc_cmd_filter_back(void);
+
 #endif
