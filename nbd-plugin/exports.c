@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exports.h"
 
@@ -30,15 +31,34 @@ exports_init(struct export *b, bool named, const char *options)
 	clone_options = options;
 }
 
+/*
+ * Reads of the table a connection may wait for.  A table that cannot
+ * be read is not a volume that does not exist: servers may be busy or
+ * cut off for a moment, and a connection refused then would look to
+ * its client like a missing export (nbdkit answers every failed open
+ * so), so the read is tried again, each try bounded by the handle's
+ * timeouts.
+ */
+#define LOOKUP_TRIES	3
+
 /* The table's entry for name: 0, 1 when there is none, -1 on error. */
 static int
 lookup(const char *name, struct bftblk_volume *v)
 {
-	int r = bftblk_volume_get(base->h, name, v);
+	int r = -EIO;
 
-	if (r == 0 || r == -ENOENT)
-		return r == 0 ? 0 : 1;
-	nbdkit_error("the volume table: %s", bftblk_errmsg(base->h));
+	for (unsigned i = 0; i < LOOKUP_TRIES; i++) {
+		if ((r = bftblk_volume_get(base->h, name, v)) == 0 ||
+		    r == -ENOENT)
+			return r == 0 ? 0 : 1;
+		nbdkit_debug("the volume table, try %u of %u: %s", i + 1,
+		    LOOKUP_TRIES, bftblk_errmsg(base->h));
+		if (i + 1 < LOOKUP_TRIES)
+			sleep(1);
+	}
+	nbdkit_error("the volume table cannot be read, so export '%s' "
+	    "cannot open (the client is told there is no such export): %s",
+	    name, bftblk_errmsg(base->h));
 	return -1;
 }
 
