@@ -17,6 +17,11 @@ joined again while the servers and other clients go on.
     SIGUSR2  heal: everything held is delivered, in order, per
              connection and direction, then forwarding goes on as
              normal.
+    SIGHUP   arm: cut (as SIGUSR1) as soon as a client sends a chunk of
+             at least --arm-bytes (default 4096), that chunk already
+             held.  A cut by signal lands between requests almost always,
+             as a request takes microseconds to pass; armed, the cut
+             catches the first large request (a block's data) in flight.
 
 Bytes a client sent before its connection closed are still delivered to
 the target at the heal, on the connection to the target they were meant
@@ -75,6 +80,7 @@ class Proxy:
     def __init__(self, args):
         self.args = args
         self.cut = False
+        self.armed = False
         self.healed = asyncio.Event()
         self.healed.set()
         self.held = 0           # bytes queued in every direction
@@ -82,17 +88,27 @@ class Proxy:
         self.conns = set()
         self.nconn = 0
 
-    def do_cut(self):
+    def do_arm(self):
+        if self.cut:
+            say("armed (already cut)")
+            return
+        self.armed = True
+        say("armed: cutting at the first client chunk of %d bytes or more",
+            self.args.arm_bytes)
+
+    def do_cut(self, why="by signal"):
         if self.cut:
             say("cut (already cut)")
             return
+        self.armed = False
         self.cut = True
         self.healed.clear()
         # A reader waiting for room must go on reading: while cut,
         # everything is read and held.
         for d in self.dirs:
             d.room.set()
-        say("cut: holding everything, %d connections", len(self.conns))
+        say("cut: holding everything, %d connections (%s)", len(self.conns),
+            why)
 
     def do_heal(self):
         if not self.cut:
@@ -100,8 +116,10 @@ class Proxy:
             return
         self.cut = False
         self.healed.set()
-        say("healed: delivering %d bytes held over %d connections",
-            self.held, len(self.conns))
+        up = sum(d.queued for d in self.dirs if d.name == "client->server")
+        say("healed: delivering %d bytes held over %d connections "
+            "(%d to the target, %d to clients)", self.held, len(self.conns),
+            up, self.held - up)
 
 
 class Direction:
@@ -127,6 +145,10 @@ class Direction:
         if self.overflowed:
             self.dropped += len(data)
             return
+        if p.armed and self.name == "client->server" and \
+                len(data) >= p.args.arm_bytes:
+            p.do_cut("armed: conn %d sent %d bytes" % (self.conn.id,
+                                                       len(data)))
         if p.cut and p.held + len(data) > p.args.max_held:
             self.overflowed = True
             self.dropped += len(data)
@@ -296,10 +318,12 @@ async def serve(args):
 
     async def on_client(c_reader, c_writer):
         conn = Conn(p, c_reader, c_writer)
-        task = asyncio.ensure_future(conn.run())
+        conn.task = asyncio.ensure_future(conn.run())
         p.conns.add(conn)
         try:
-            await task
+            await conn.task
+        except asyncio.CancelledError:
+            pass
         finally:
             p.conns.discard(conn)
 
@@ -311,14 +335,15 @@ async def serve(args):
             sig, lambda: stop.done() or stop.set_result(None))
     loop.add_signal_handler(signal.SIGUSR1, p.do_cut)
     loop.add_signal_handler(signal.SIGUSR2, p.do_heal)
-    print("listening on %s:%d, to %s:%d (SIGUSR1 cuts, SIGUSR2 heals)"
+    loop.add_signal_handler(signal.SIGHUP, p.do_arm)
+    print("listening on %s:%d, to %s:%d (SIGUSR1 cuts, SIGUSR2 heals, SIGHUP arms)"
           % (*args.listen, *args.target), flush=True)
     await stop
     server.close()
     say("stopping: %d connections, %d bytes held", len(p.conns), p.held)
-    for task in asyncio.all_tasks():
-        if task is not asyncio.current_task():
-            task.cancel()
+    for conn in list(p.conns):
+        conn.task.cancel()
+    await asyncio.sleep(0)
     try:
         await asyncio.wait_for(server.wait_closed(), 5)
     except asyncio.TimeoutError:
@@ -331,6 +356,8 @@ def main():
     p.add_argument("--target", type=hostport, required=True)
     p.add_argument("--max-held", type=int, default=256 * 1024 * 1024,
                    help="bytes held while cut, in all (default 256 MiB)")
+    p.add_argument("--arm-bytes", type=int, default=4096,
+                   help="the client chunk an armed proxy cuts at")
     args = p.parse_args()
     if args.max_held < 0:
         p.error("--max-held must not be negative")
