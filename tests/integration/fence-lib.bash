@@ -237,7 +237,7 @@ fence_check_blocks()
 #   - A's plugin said its lease was fenced or lost, B's that it kept it.
 fence_takeover()
 {
-	local r=$1 vol=$2 off=$3 a=a$1 b=b$1 what alog bout tb th late n
+	local r=$1 vol=$2 off=$3 a=a-$1 b=b-$1 what alog bout tb th late n
 	local -a opts=(shared=off lease="$FENCE_LEASE" timeout="$FENCE_TIMEOUT"
 	    volume-id="$vol" size="$FENCE_SIZE")
 	what="round $r (heal ${off}s after B's first write)"
@@ -270,7 +270,7 @@ fence_takeover()
 	sleep "$FENCE_AFTER"
 	fence_writer_stop
 
-	fence_check_blocks "r$r" "$vol" B "$what"
+	fence_check_blocks "r-$r" "$vol" B "$what"
 	late=$(awk -v tb="$tb" '$1 == "ack" && $5 > tb' "$alog" | wc -l)
 	if [ "$late" -gt 0 ]; then
 		fence_bad "$what: $late writes of A acknowledged after B's" \
