@@ -39,43 +39,55 @@ for off in $OFFSETS; do
 done
 
 # 2. A's writes held in the network, delivered after B's takeover.
-r=delayed
-log "---- $r: A's writes held in the network, A killed, volume $vol"
-opts=(shared=off lease="$FENCE_LEASE" timeout="$FENCE_TIMEOUT"
-    volume-id="$vol" size="$FENCE_SIZE")
-fence_proxies_start "$r"
-NBDKIT_ARGS=$FENCE_NBDKIT_ARGS nbdkit_start "a-$r" config="$FENCE_CONF" \
-    "${opts[@]}"
-fence_writer_start "a-$r" A "$TESTDIR/writer-a-$r.acks"
-fence_arm
-# Until its round times out, A goes on waiting for the answers to what
-# is held.
-sleep "$FENCE_TIMEOUT"
-apid=${NBDKIT_PID[a-$r]}
-_stop_pid "$apid" KILL
-_forget_pid "$apid"
-unset 'NBDKIT_PID[a-$r]'
-fence_writer_stop
-log "nbdkit a-$r killed: what it sent since the cut is only in the proxies"
-NBDKIT_ARGS=$FENCE_NBDKIT_ARGS nbdkit_start "b-$r" "${opts[@]}"
-timeout 60 "$FENCE_PY" "$FENCE_WRITER" once --uri "$(nbd_uri "b-$r")" \
-    --tag B >"$TESTDIR/writer-b-$r.out" 2>&1 ||
-    { cat "$TESTDIR/writer-b-$r.out" >&2; fail "$r: B could not write"; }
-fence_heal
-held=$(fence_held_to_target | awk '$1 >= 32768 { n++ } END { print n + 0 }')
-log "$r: proxies delivered to the servers (bytes):" \
-    "$(fence_held_to_target | tr '\n' ' ')"
-# A 64 KiB block's fragment is 32 KiB at n=4, t=1: at least n-t proxies
-# must have held a write's, or nothing was tested.
-[ "$held" -ge $((CLUSTER_N - CLUSTER_T)) ] ||
-    fail "$r: fewer than n-t proxies held 64 KiB of A's requests; the" \
-    "cut caught no writes in flight"
-# The held bytes reach the servers at once; give them time to be handled.
-sleep 2
-fence_check_blocks "r-$r" "$vol" B "$r"
-nbdkit_stop "b-$r"
-fence_proxies_stop
-vol=$((vol + 1))
+# Before the fence, whether such a write won depended on a tie: its
+# sequence number is the one B's CLOCK round picks too, and random
+# writer ids decide.  So more than one round.
+delayed()
+{
+	local r=$1 vol=$2 held
+	local -a opts=(shared=off lease="$FENCE_LEASE" timeout="$FENCE_TIMEOUT"
+	    volume-id="$vol" size="$FENCE_SIZE")
+	log "---- $r: A's writes held in the network, A killed, volume $vol"
+	fence_proxies_start "$r"
+	NBDKIT_ARGS=$FENCE_NBDKIT_ARGS nbdkit_start "a-$r" \
+	    config="$FENCE_CONF" "${opts[@]}"
+	fence_writer_start "a-$r" A "$TESTDIR/writer-a-$r.acks"
+	fence_arm
+	# Until its round times out, A goes on waiting for the answers to
+	# what is held.
+	sleep "$FENCE_TIMEOUT"
+	apid=${NBDKIT_PID[a-$r]}
+	_stop_pid "$apid" KILL
+	_forget_pid "$apid"
+	unset 'NBDKIT_PID[a-$r]'
+	fence_writer_stop
+	log "nbdkit a-$r killed: what it sent since the cut is only in" \
+	    "the proxies"
+	NBDKIT_ARGS=$FENCE_NBDKIT_ARGS nbdkit_start "b-$r" "${opts[@]}"
+	timeout 60 "$FENCE_PY" "$FENCE_WRITER" once --uri "$(nbd_uri "b-$r")" \
+	    --tag B >"$TESTDIR/writer-b-$r.out" 2>&1 ||
+	    { cat "$TESTDIR/writer-b-$r.out" >&2; fail "$r: B could not write"; }
+	fence_heal
+	held=$(fence_held_to_target |
+	    awk '$1 >= 32768 { n++ } END { print n + 0 }')
+	log "$r: proxies delivered to the servers (bytes):" \
+	    "$(fence_held_to_target | tr '\n' ' ')"
+	# A 64 KiB block's fragment is 32 KiB at n=4, t=1: at least n-t
+	# proxies must have held a write's, or nothing was tested.
+	[ "$held" -ge $((CLUSTER_N - CLUSTER_T)) ] ||
+	    fail "$r: fewer than n-t proxies held 32 KiB of A's requests;" \
+	    "the cut caught no write in flight"
+	# The held bytes reach the servers at once; give them time to be
+	# handled.
+	sleep 2
+	fence_check_blocks "r-$r" "$vol" B "$r"
+	nbdkit_stop "b-$r"
+	fence_proxies_stop
+}
+for k in $(seq 1 "${FENCE_DELAYED_ROUNDS:-2}"); do
+	delayed "delayed$k" "$vol"
+	vol=$((vol + 1))
+done
 
 # 3. A partition shorter than a lease period.  A renewer that renews
 # every lease/3 may miss one renewal to a cut of up to about lease/3 and
