@@ -123,19 +123,6 @@ fence_cut()
 	log "A's links cut"
 }
 
-# fence_arm: SIGHUP to every proxy: each cuts at the next large request
-# of A's (a block's data) and holds it; waits until all did.
-fence_arm()
-{
-	local pid
-	for pid in "${FENCE_PROXY_PIDS[@]}"; do
-		kill -s HUP "$pid"
-	done
-	FENCE_NCUT=$((FENCE_NCUT + 1))
-	fence_proxies_wait ") cut: holding" "$FENCE_NCUT"
-	log "A's links cut, each in the middle of a write"
-}
-
 fence_heal()
 {
 	local pid
@@ -206,20 +193,25 @@ fence_writer_stop()
 	FENCE_WRITER_PID=
 }
 
-# fence_check_blocks NAME VOL TAG WHAT: a fresh reader (shared=on, so it
-# takes no lease and has no cache of anyone's writes) must find TAG's
-# write in each of blocks 0-7 of volume VOL.
+# fence_check_blocks NAME VOL TAG WHAT [WANT]: a fresh reader (shared=on,
+# so it takes no lease and has no cache of anyone's writes) must find
+# TAG's write in each of blocks 0-7 of volume VOL; or with WANT, what it
+# says (fence-writer.py check --want).
 fence_check_blocks()
 {
-	local name=$1 vol=$2 tag=$3 what=$4 out=$TESTDIR/check-$1.out
+	local name=$1 vol=$2 tag=$3 what=$4 want=${5:-} out=$TESTDIR/check-$1.out
+	local desc="$tag's writes"
+	[ -z "$want" ] || desc=$want
 	NBDKIT_ARGS=$FENCE_NBDKIT_ARGS nbdkit_start "$name" shared=on \
 	    timeout="$FENCE_TIMEOUT" volume-id="$vol" size="$FENCE_SIZE"
 	if timeout 60 "$FENCE_PY" "$FENCE_WRITER" check \
-	    --uri "$(nbd_uri "$name")" --tag "$tag" >"$out" 2>&1; then
-		log "$what: blocks 0-7 hold $tag's writes"
+	    --uri "$(nbd_uri "$name")" --tag "$tag" \
+	    ${want:+--want "$want"} >"$out" 2>&1; then
+		log "$what: blocks 0-7 hold $desc"
 	else
-		fence_bad "$what: blocks 0-7 do not all hold $tag's writes:" \
-		    "$(grep -v ": $tag " "$out" | tr '\n' ';' | head -c 400)"
+		fence_bad "$what: blocks 0-7 do not all hold $desc:" \
+		    "$(grep -E 'want|not a whole|Error|error' "$out" |
+		    tr '\n' ';' | head -c 400)"
 	fi
 	nbdkit_stop "$name"
 }

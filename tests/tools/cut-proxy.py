@@ -17,11 +17,16 @@ joined again while the servers and other clients go on.
     SIGUSR2  heal: everything held is delivered, in order, per
              connection and direction, then forwarding goes on as
              normal.
-    SIGHUP   arm: cut (as SIGUSR1) as soon as a client sends a chunk of
-             at least --arm-bytes (default 4096), that chunk already
-             held.  A cut by signal lands between requests almost always,
-             as a request takes microseconds to pass; armed, the cut
-             catches the first large request (a block's data) in flight.
+    SIGHUP   arm: from now on the replies (target to client) are held
+             while requests pass; once --arm-bytes (default 256 KiB) of
+             requests have passed since, it turns round: requests are
+             held from then on (a cut, as far as the target can tell)
+             and the replies held so far, and later ones, are delivered.
+             For writes sent just after arming: their data (STOREs)
+             reaches the target, and whatever the client sends on the
+             target's answers (COMPLETEs) is held until the heal.  A cut
+             by signal could not aim at that: a request takes
+             microseconds to pass.
 
 Bytes a client sent before its connection closed are still delivered to
 the target at the heal, on the connection to the target they were meant
@@ -76,47 +81,79 @@ def say(fmt, *args):
           flush=True)
 
 
+UP = "client->server"
+DOWN = "server->client"
+
+
 class Proxy:
     def __init__(self, args):
         self.args = args
-        self.cut = False
+        # Which directions hold what they read instead of passing it on;
+        # "flowing" is set while a direction passes.
+        self.hold = {UP: False, DOWN: False}
+        self.flowing = {UP: asyncio.Event(), DOWN: asyncio.Event()}
+        for e in self.flowing.values():
+            e.set()
         self.armed = False
-        self.healed = asyncio.Event()
-        self.healed.set()
+        self.armed_passed = 0
         self.held = 0           # bytes queued in every direction
         self.dirs = set()
         self.conns = set()
         self.nconn = 0
 
+    @property
+    def cut(self):
+        return self.hold[UP] and self.hold[DOWN]
+
+    def set_hold(self, up, down):
+        for name, on in ((UP, up), (DOWN, down)):
+            self.hold[name] = on
+            if on:
+                self.flowing[name].clear()
+            else:
+                self.flowing[name].set()
+        # A reader waiting for room must go on reading: what is held is
+        # read and kept.
+        for d in self.dirs:
+            d.room.set()
+
+    def queued(self, name):
+        return sum(d.queued for d in self.dirs if d.name == name)
+
     def do_arm(self):
-        if self.cut:
-            say("armed (already cut)")
+        if self.hold[UP]:
+            say("armed (requests are held already)")
             return
         self.armed = True
-        say("armed: cutting at the first client chunk of %d bytes or more",
-            self.args.arm_bytes)
+        self.armed_passed = 0
+        self.set_hold(False, True)
+        say("armed: holding replies until %d bytes of requests have "
+            "passed", self.args.arm_bytes)
 
-    def do_cut(self, why="by signal"):
+    def passed_armed(self, n):
+        self.armed_passed += n
+        if self.armed and self.armed_passed >= self.args.arm_bytes:
+            self.armed = False
+            self.set_hold(True, False)
+            say("cut: holding every request from now on, %d bytes of "
+                "them passed since armed; delivering the %d bytes of "
+                "replies held", self.armed_passed, self.queued(DOWN))
+
+    def do_cut(self):
         if self.cut:
             say("cut (already cut)")
             return
         self.armed = False
-        self.cut = True
-        self.healed.clear()
-        # A reader waiting for room must go on reading: while cut,
-        # everything is read and held.
-        for d in self.dirs:
-            d.room.set()
-        say("cut: holding everything, %d connections (%s)", len(self.conns),
-            why)
+        self.set_hold(True, True)
+        say("cut: holding everything, %d connections", len(self.conns))
 
     def do_heal(self):
-        if not self.cut:
+        if not (self.hold[UP] or self.hold[DOWN]):
             say("healed (was not cut)")
             return
-        self.cut = False
-        self.healed.set()
-        up = sum(d.queued for d in self.dirs if d.name == "client->server")
+        self.armed = False
+        up = self.queued(UP)
+        self.set_hold(False, False)
         say("healed: delivering %d bytes held over %d connections "
             "(%d to the target, %d to clients)", self.held, len(self.conns),
             up, self.held - up)
@@ -145,11 +182,7 @@ class Direction:
         if self.overflowed:
             self.dropped += len(data)
             return
-        if p.armed and self.name == "client->server" and \
-                len(data) >= p.args.arm_bytes:
-            p.do_cut("armed: conn %d sent %d bytes" % (self.conn.id,
-                                                       len(data)))
-        if p.cut and p.held + len(data) > p.args.max_held:
+        if p.hold[self.name] and p.held + len(data) > p.args.max_held:
             self.overflowed = True
             self.dropped += len(data)
             say("conn %d %s: %d bytes held in all, over --max-held %d: "
@@ -177,7 +210,8 @@ class Direction:
                 if not data:
                     break
                 self.put(data)
-                while not self.proxy.cut and self.queued >= HIGH_WATER:
+                while not self.proxy.hold[self.name] and \
+                        self.queued >= HIGH_WATER:
                     self.room.clear()
                     await self.room.wait()
         except (ConnectionError, OSError):
@@ -192,8 +226,8 @@ class Direction:
         writer = None
         dead = False
         while True:
-            if p.cut:
-                await p.healed.wait()
+            if p.hold[self.name]:
+                await p.flowing[self.name].wait()
                 continue
             if not self.queue:
                 self.ready.clear()
@@ -224,6 +258,8 @@ class Direction:
             try:
                 writer.write(data)
                 self.delivered += len(data)
+                if self.name == UP:
+                    p.passed_armed(len(data))
                 await writer.drain()
             except (ConnectionError, OSError, RuntimeError):
                 # The other side is gone: what it would have got is
@@ -243,7 +279,9 @@ class Conn:
 
     async def _connect(self):
         p = self.proxy
-        await p.healed.wait()
+        # A connection accepted while requests are held reaches the
+        # target only once they pass again.
+        await p.flowing[UP].wait()
         try:
             r, w = await asyncio.open_connection(*p.args.target)
         except OSError as e:
@@ -261,8 +299,8 @@ class Conn:
     async def run(self):
         p = self.proxy
         nodelay(self.c_writer)
-        up = Direction(p, self, "client->server")
-        down = Direction(p, self, "server->client")
+        up = Direction(p, self, UP)
+        down = Direction(p, self, DOWN)
 
         async def s_reader():
             s = await self.server_side()
@@ -278,8 +316,8 @@ class Conn:
         async def c_writer():
             return self.c_writer
 
-        if not p.cut:
-            # A connection made while the link works reaches the target
+        if not p.hold[UP]:
+            # A connection made while requests pass reaches the target
             # at once, as through any proxy.
             await self.server_side()
         tasks = [asyncio.ensure_future(x) for x in (
@@ -356,8 +394,9 @@ def main():
     p.add_argument("--target", type=hostport, required=True)
     p.add_argument("--max-held", type=int, default=256 * 1024 * 1024,
                    help="bytes held while cut, in all (default 256 MiB)")
-    p.add_argument("--arm-bytes", type=int, default=4096,
-                   help="the client chunk an armed proxy cuts at")
+    p.add_argument("--arm-bytes", type=int, default=256 * 1024,
+                   help="requests an armed proxy passes before it holds "
+                   "them (default 256 KiB)")
     args = p.parse_args()
     if args.max_held < 0:
         p.error("--max-held must not be negative")

@@ -25,9 +25,19 @@ to the end, so a read tells whose write a block holds.
         "signalled T", so the heal's offset does not depend on how soon
         a shell would have noticed the write.
 
-    fence-writer.py check --uri URI --tag B [--blocks 8]
+    fence-writer.py burst --uri URI --tag L [--blocks 8] [--arm-pids P,...]
+        Writes each block once, all at the same time (one connection,
+        all requests in flight together), and prints an ack or err line
+        for each as loop's log has them; exits 0 whatever the writes
+        did.  With --arm-pids it first sends those processes SIGHUP
+        (cut-proxy.py arms on it), once connected, so that the proxies
+        see the writes' data and hold what follows.
+
+    fence-writer.py check --uri URI --tag B [--blocks 8] [--want SPEC]
         Reads the blocks; prints each one's header; exits 1 unless every
-        block is a whole write of TAG.
+        block is a whole write of TAG, or with --want, unless block i is
+        what SPEC's i-th comma-separated item says: TAG (any write of
+        TAG) or TAG:SEQ (that write).
 
 Needs libnbd's Python module (Debian's python3-libnbd, for /usr/bin/python3).
 """
@@ -63,6 +73,14 @@ def parse(data):
     return tag, seq, block
 
 
+def errname(e):
+    """An nbd.Error's errno as a name (EIO), whichever form it has."""
+    code = e.errno
+    if isinstance(code, int):
+        code = errno.errorcode.get(code, str(code))
+    return code or "-"
+
+
 def connect(uri):
     h = nbd.NBD()
     h.connect_uri(uri)
@@ -92,11 +110,8 @@ def do_loop(args):
                 line("ack %d %d %.6f %.6f" % (block, seq, t0,
                                               time.monotonic()))
             except nbd.Error as e:
-                code = e.errno
-                if isinstance(code, int):
-                    code = errno.errorcode.get(code, str(code))
                 line("err %d %d %.6f %.6f %s %s" % (
-                    block, seq, t0, time.monotonic(), code or "-",
+                    block, seq, t0, time.monotonic(), errname(e),
                     (e.string or "").replace("\n", " ")))
                 # A connection nbdkit closed takes no more writes.
                 if h.aio_is_dead() or h.aio_is_closed():
@@ -138,6 +153,46 @@ def do_once(args):
     return 0
 
 
+def do_burst(args):
+    h = connect(args.uri)
+    done = {}
+
+    def finished(block, t0, err):
+        # libnbd passes the request's errno in a one-element list.
+        code = err.value if hasattr(err, "value") else err
+        if isinstance(code, list):
+            code = code[0]
+        done[block] = (t0, time.monotonic(), code)
+        return 1
+
+    if args.arm_pids:
+        for p in args.arm_pids.split(","):
+            os.kill(int(p), signal.SIGHUP)
+        # The proxies handle the signal in their event loops.
+        time.sleep(0.05)
+    # libnbd reads a buffer until its request completes: keep them.
+    bufs = [pattern(args.tag, 1, b) for b in range(args.blocks)]
+    for block in range(args.blocks):
+        t0 = time.monotonic()
+        h.aio_pwrite(bufs[block], block * BS,
+                     completion=lambda err, b=block, t=t0:
+                     finished(b, t, err))
+    deadline = time.monotonic() + 120
+    while len(done) < args.blocks and time.monotonic() < deadline:
+        h.poll(1000)
+    for block in range(args.blocks):
+        if block not in done:
+            print("err %d 1 - - TIMEDOUT no answer in 120 s" % block)
+            continue
+        t0, t1, code = done[block]
+        if not code:
+            print("ack %d 1 %.6f %.6f" % (block, t0, t1))
+        else:
+            print("err %d 1 %.6f %.6f %s" % (
+                block, t0, t1, errno.errorcode.get(code, str(code))))
+    return 0
+
+
 def signal_later(pids, when):
     time.sleep(max(0.0, when - time.monotonic()))
     for p in pids:
@@ -146,24 +201,34 @@ def signal_later(pids, when):
 
 
 def do_check(args):
+    want = [args.tag] * args.blocks
+    if args.want:
+        want = args.want.split(",")
+        if len(want) != args.blocks:
+            raise SystemExit("--want names %d blocks, not %d"
+                             % (len(want), args.blocks))
     h = connect(args.uri)
     bad = 0
     for block in range(args.blocks):
         got = parse(h.pread(BS, block * BS))
         if got is None:
-            print("block %d: not a whole write of anyone" % block)
+            print("block %d: not a whole write of anyone (want %s)"
+                  % (block, want[block]))
             bad += 1
-        else:
-            print("block %d: %s seq=%d block=%d" % (block, *got))
-            if got[0] != args.tag or got[2] != block:
-                bad += 1
+            continue
+        tag, _, seq = want[block].partition(":")
+        ok = got[0] == tag and got[2] == block and \
+            (not seq or got[1] == int(seq))
+        print("block %d: %s seq=%d block=%d%s" % (
+            block, *got, "" if ok else " (want %s)" % want[block]))
+        bad += not ok
     h.shutdown()
     return 1 if bad else 0
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=("loop", "once", "check"))
+    p.add_argument("mode", choices=("loop", "once", "burst", "check"))
     p.add_argument("--uri", required=True)
     p.add_argument("--tag", required=True)
     p.add_argument("--blocks", type=int, default=8)
@@ -171,6 +236,8 @@ def main():
     p.add_argument("--max-seconds", type=float, default=300)
     p.add_argument("--signal-pids", default="")
     p.add_argument("--signal-after", type=float, default=0.0)
+    p.add_argument("--want", default="")
+    p.add_argument("--arm-pids", default="")
     args = p.parse_args()
     if " " in args.tag or not args.tag:
         p.error("--tag must be one word")
@@ -180,6 +247,8 @@ def main():
         return do_loop(args)
     if args.mode == "once":
         return do_once(args)
+    if args.mode == "burst":
+        return do_burst(args)
     return do_check(args)
 
 
