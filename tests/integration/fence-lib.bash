@@ -23,7 +23,7 @@ FENCE_LEASE=${FENCE_LEASE:-4}	# seconds; renewed every FENCE_LEASE/3
 FENCE_TIMEOUT=${FENCE_TIMEOUT:-2}	# the plugin's round timeout=
 FENCE_SIZE=${FENCE_SIZE:-1M}		# each round's volume: blocks 0-7 used
 # How long A's writer goes on after the heal: a renewal and more must
-# have had their chance to run (and, before the fix, to overwrite B's
+# have had their chance to run (and, unfenced, to overwrite B's
 # claim), and the plugin to have reconnected after the cut.
 FENCE_AFTER=${FENCE_AFTER:-$((FENCE_LEASE + 1))}
 # A takeover waits out a lease period, and so may nbdkit_start of A when

@@ -20,8 +20,9 @@
 #    held requests are delivered: the servers must refuse them, so that
 #    B's blocks hold B's writes and the others A's last acknowledged
 #    ones.
-# 3. A partition shorter than the lease: A keeps the volume and goes on
-#    writing, and a B started meanwhile is refused, naming A.
+# 3. A partition shorter than the lease (a quarter of a 10 s one): A
+#    keeps the volume and goes on writing, and a B started during the
+#    partition is refused, naming A.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=tests/integration/fence-lib.bash
