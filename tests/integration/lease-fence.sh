@@ -53,7 +53,7 @@ done
 # late writes, completed after the takeover.
 delayed()
 {
-	local r=$1 vol=$2 want alog=$TESTDIR/writer-a-$1.acks
+	local r=$1 vol=$2 want deadline alog=$TESTDIR/writer-a-$1.acks
 	local -a opts=(shared=off lease="$FENCE_LEASE" timeout="$FENCE_TIMEOUT"
 	    volume-id="$vol" size="$FENCE_SIZE")
 	log "---- $r: A's writes held in the network, A killed, volume $vol"
@@ -61,6 +61,14 @@ delayed()
 	NBDKIT_ARGS=$FENCE_NBDKIT_ARGS nbdkit_start "a-$r" \
 	    config="$FENCE_CONF" "${opts[@]}"
 	fence_writer_start "a-$r" A "$alog"
+	# Every block written at least once, so that each has a last write.
+	deadline=$((SECONDS + 15))
+	until [ "$(awk '$1 == "ack" { b[$2] = 1 } END { print length(b) }' \
+	    "$alog")" -ge 8 ]; do
+		[ "$SECONDS" -lt "$deadline" ] ||
+		    fail "$r: A did not write every block in 15s"
+		sleep 0.1
+	done
 	fence_writer_stop
 	! grep -q '^err' "$alog" ||
 	    fail "$r: A's writes failed before any cut: $(grep -m1 '^err' "$alog")"
