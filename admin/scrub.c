@@ -13,7 +13,7 @@
 #include "config.h"
 #include "keys.h"
 #include "log.h"
-#include "session_int.h"
+#include "session.h"
 
 #define TIMEOUT_MS	5000
 

@@ -19,7 +19,7 @@
 #include "crypto.h"
 #include "keys.h"
 #include "log.h"
-#include "session_int.h"
+#include "session.h"
 #include "status_format.h"
 #include "summary.h"
 

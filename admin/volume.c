@@ -21,7 +21,7 @@
 #include "crypto.h"
 #include "keys.h"
 #include "log.h"
-#include "session_int.h"
+#include "session.h"
 #include "status_format.h"
 #include "summary.h"
 #include "volcrypt.h"

@@ -11,7 +11,7 @@
 
 
 #include "conn_int.h"
-#include "session_int.h"
+#include "session.h"
 
 /*
  * Frames for a server are gathered in c->out while the loop runs

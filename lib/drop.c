@@ -12,7 +12,7 @@
 
 #include "crypto.h"
 #include "drop_int.h"
-#include "session_int.h"
+#include "session.h"
 #include "wire.h"
 
 struct dropper {

@@ -14,7 +14,7 @@
 #include "ec.h"
 #include "heal.h"
 #include "rebuild.h"
-#include "session_int.h"
+#include "session.h"
 #include "wire.h"
 
 /* One request from the thread to this server's own handler. */

@@ -12,7 +12,7 @@
 #include "channel.h"
 #include "config.h"
 #include "keys.h"
-#include "session_int.h"
+#include "session.h"
 #include "wire.h"
 
 #define ALL		((1u << n) - 1)

@@ -3,10 +3,11 @@
  * a client's identity, HELLO, then sealed requests and opened replies,
  * one at a time.  The engine's event loop is for I/O at speed; this is
  * for tools that ask one server one thing (the admin tool, the test
- * client, which also uses the pieces to misbehave on purpose).
+ * client, which also uses the pieces to misbehave on purpose, and the
+ * library's connections and DROPs): shared by every folder, hence here.
  */
-#ifndef BFTBLK_SESSION_INT_H
-#define BFTBLK_SESSION_INT_H
+#ifndef BFTBLK_SESSION_H
+#define BFTBLK_SESSION_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "session_int.h"
+#include "session.h"
 
 void
 bft_hello_fill(const struct bft_config *cfg, unsigned idx, struct bft_msg *m)
