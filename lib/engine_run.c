@@ -1,0 +1,171 @@
+/*
+ * The engine as its callers' threads see it: ops submitted to the loop
+ * and waited for (sealing encrypted writes that park on the way), and
+ * what the write path and the lease set on or read from an engine.
+ * The loop's own side is engine.c.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "conn_int.h"
+#include "error_int.h"
+
+void
+bft_engine_set_gen(struct bft_engine *cl, uint64_t gen)
+{
+	__atomic_store_n(&cl->lease_gen, gen, __ATOMIC_RELEASE);
+}
+
+uint64_t
+bft_engine_gen(const struct bft_engine *cl)
+{
+	return __atomic_load_n(&cl->lease_gen, __ATOMIC_ACQUIRE);
+}
+
+struct block_locks *
+bft_engine_locks(struct bft_engine *cl)
+{
+	return &cl->locks;
+}
+
+struct coalesce *
+bft_engine_coalesce(struct bft_engine *cl)
+{
+	return &cl->co;
+}
+
+void
+bft_engine_set_lease(struct bft_engine *cl, const struct bft_lease *l)
+{
+	__atomic_store_n(&cl->lease, l, __ATOMIC_RELEASE);
+}
+
+const struct bft_engine_stats *
+bft_engine_stats(struct bft_engine *cl)
+{
+	return &cl->stats;
+}
+
+void
+bft_engine_note_cache(struct bft_engine *cl, unsigned hits, unsigned misses)
+{
+	STAT_ADD(cl, cache_hits, hits);
+	STAT_ADD(cl, cache_misses, misses);
+}
+
+void
+bft_engine_note_coalesced(struct bft_engine *cl, unsigned n)
+{
+	STAT_ADD(cl, coalesced, n);
+}
+
+void
+bft_engine_submit(struct bft_engine *cl, struct op **ops, unsigned nops)
+{
+	struct engine_loop *lp = cl->lp;
+
+	pthread_mutex_lock(&lp->qlock);
+	for (unsigned i = 0; i < nops; i++) {
+		ops[i]->cl = cl;
+		ops[i]->next = NULL;
+		if (lp->qtail)
+			lp->qtail->next = ops[i];
+		else
+			lp->qhead = ops[i];
+		lp->qtail = ops[i];
+	}
+	pthread_mutex_unlock(&lp->qlock);
+	uv_async_send(&lp->wake);
+}
+
+/* Submits ops and waits until each has finished or parked. */
+static void
+submit_wait(struct bft_engine *cl, struct op **ops, unsigned nops)
+{
+	struct op_batch batch;
+
+	bft_batch_init(&batch, nops);
+	for (unsigned i = 0; i < nops; i++)
+		ops[i]->batch = &batch;
+	bft_engine_submit(cl, ops, nops);
+	bft_batch_wait(&batch);
+	bft_batch_destroy(&batch);
+}
+
+/*
+ * Encrypted writes come back parked once their timestamp is chosen:
+ * they are sealed here, on the submitting caller's thread, and go on; a
+ * write whose fast path fell back parks once more.
+ */
+int
+bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
+{
+	struct op *todo[BFT_RUN_MAX];
+	unsigned ntodo = nops;
+	int err = 0;
+
+	if (nops > BFT_RUN_MAX)
+		return lib_fail(EINVAL, "%u operations at once, at most %u",
+		    nops, BFT_RUN_MAX);
+	memcpy(todo, ops, nops * sizeof ops[0]);
+	while (ntodo > 0) {
+		unsigned nparked = 0;
+
+		submit_wait(cl, todo, ntodo);
+		for (unsigned i = 0; i < ntodo; i++) {
+			struct op *op = todo[i];
+
+			if (op->err && !err) {
+				err = op->err;
+				eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: %s",
+				    (unsigned long long)op->block,
+				    op->why ? op->why : strerror(err));
+				lib_fail(err, "block %llu: %s",
+				    (unsigned long long)op->block,
+				    op->why ? op->why : strerror(err));
+			}
+			if (!op->parked || err) {
+				op->parked = false;
+				continue;
+			}
+			if (bft_op_seal_write(op) != 0) {
+				op->parked = false;
+				eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: erasure "
+				    "coding failed", (unsigned long long)op->block);
+				err = EIO;
+				lib_fail(err, "block %llu: erasure coding failed",
+				    (unsigned long long)op->block);
+				continue;
+			}
+			todo[nparked++] = op;
+		}
+		ntodo = err ? 0 : nparked;
+	}
+	return err ? -1 : 0;
+}
+
+void
+bft_batch_init(struct op_batch *b, unsigned pending)
+{
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	b->pending = pending;
+}
+
+void
+bft_batch_wait(struct op_batch *b)
+{
+	pthread_mutex_lock(&b->lock);
+	while (b->pending > 0)
+		pthread_cond_wait(&b->cond, &b->lock);
+	pthread_mutex_unlock(&b->lock);
+}
+
+void
+bft_batch_destroy(struct op_batch *b)
+{
+	pthread_cond_destroy(&b->cond);
+	pthread_mutex_destroy(&b->lock);
+}
