@@ -125,7 +125,7 @@ fenced(struct bft_handler *h, const char *peer, const char *what,
 	struct bft_ts top = bft_store_top_ts(h->st,
 	    bft_fence_addr(req->block));
 
-	if (!bft_fenced(&req->ts, &top))
+	if (h->adopting || !bft_fenced(&req->ts, &top))
 		return false;
 	if (bft_log_sampled(++h->stats.fenced))
 		bft_log("conn %s: %s block %" PRIu64 ": lease generation %"

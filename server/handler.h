@@ -45,6 +45,14 @@ struct bft_handler {
 	 * when a reader asks about a block it holds nothing of.
 	 */
 	bool heal_lacking;
+	/*
+	 * Set while the rebuild runs its own STORE and COMPLETE of a value
+	 * it read from its peers (rebuild_adopt.c): a value already
+	 * completed, as a reader's write-back is, not a lease holder's new
+	 * write, so lease fencing does not apply to it.  Never set for a
+	 * request from the network.
+	 */
+	bool adopting;
 	bool scrub_requested;		/* by a SCRUB, for scrub.c */
 	/* SUMMARY_ACK's digests or LCLIST_ACK's entries (INFO_BUF_LEN). */
 	uint8_t *infobuf;

@@ -114,7 +114,10 @@ on_calls(uv_async_t *a)
 	rb->pub->rebuild_rate = rb->prog.rebuild_rate;
 	pthread_mutex_unlock(&rb->lock);
 	for (c = list; c != NULL; c = c->next) {
+		/* Values its peers hold completed: not a holder's write. */
+		rb->h->adopting = true;
 		bft_handle(rb->h, "rebuild", c->req, &rb->rep);
+		rb->h->adopting = false;
 		c->status = bft_wire_encode(&rb->rep, rb->cfg->n, &c->out);
 	}
 	pthread_mutex_lock(&rb->lock);

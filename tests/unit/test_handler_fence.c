@@ -114,6 +114,27 @@ test_fence_survives_reopen(void **state)
 	assert_int_equal(store(ADDR(VOL, 2), &a, 1), BFT_EFENCED);
 }
 
+/*
+ * The rebuild adopts a value its peers hold completed through the
+ * handler's own STORE and COMPLETE: a block the old holder wrote before
+ * the takeover and the new one never rewrote must still be rebuilt,
+ * after the server already adopted the new claim.
+ */
+static void
+test_rebuild_adopts_old_generation(void **state)
+{
+	struct bft_cand a = mkcand(ADDR(VOL, 5), NUM(1, 3), 5);
+
+	(void)state;
+	claim(VOL, 2, 1);
+	assert_int_equal(store(ADDR(VOL, 5), &a, 1), BFT_EFENCED);
+	h.adopting = true;
+	assert_int_equal(store(ADDR(VOL, 5), &a, 1), BFT_OK);
+	assert_int_equal(complete(ADDR(VOL, 5), &a), BFT_OK);
+	h.adopting = false;
+	assert_ts(&lc(ADDR(VOL, 5))->ts, &a.ts);
+}
+
 /* Refused only behind a MAC: EAUTH first, so no one else probes. */
 static void
 test_mac_before_fence(void **state)
@@ -137,6 +158,7 @@ main(void)
 		T_(test_scope),
 		T_(test_fence_survives_reopen),
 		T_(test_mac_before_fence),
+		T_(test_rebuild_adopts_old_generation),
 #undef T_
 	};
 
