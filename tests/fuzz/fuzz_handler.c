@@ -16,18 +16,19 @@
  *   0x08  at the end, the store is reopened and the state its log
  *         replays must equal the state the handler left in memory
  *
- * Two checks cost more than all the rest of an input, so this harness
- * makes them rarely: the replay check runs for one input in
- * SAMPLE_EVERY (picked by a hash of its bytes), and a block of a volume
- * other than 0 is taken modulo FOLD_BLOCKS if it is below the volume's
- * limit: the store's page table for a volume reaches up to the highest
- * page written (32 MiB near the limit), and is walked at close and in
- * many calls.  Sampling the raw blocks too did not do: the fuzzer kept
- * the inputs with new coverage there, which took seconds each, and they
- * were soon 96% of the time.  fuzz_handler_replay (SAMPLE_EVERY 1,
- * RAW_BLOCKS) replays after every input that asks for it, half of them
- * (by the hash) from the whole log as a crash leaves it, the other half
- * from the index checkpoint of a close, and takes blocks as sent.
+ * Two things cost more than all the rest of an input: the replay check
+ * of 0x08, so it runs for one input in SAMPLE_EVERY that asks for it
+ * (picked by a hash of its bytes); and a block near the top of a
+ * volume, since the store's page table for a volume reaches up to the
+ * highest page written (32 MiB near the limit) and is walked at close
+ * and in many calls, so a block of a volume other than 0 is taken
+ * modulo FOLD_BLOCKS if it is below the volume's limit.  Sampling raw
+ * blocks as well did not do: the fuzzer kept the sampled inputs with
+ * new coverage there, which took seconds each, and they were soon 96%
+ * of the time.  fuzz_handler_replay (SAMPLE_EVERY 1, RAW_BLOCKS)
+ * replays after every input that asks for it, half of them (by the
+ * hash) from the whole log as a crash leaves it, the other half from
+ * the index checkpoint of a close, and takes blocks as sent.
  *
  * Byte-level mutations rarely keep msgpack intact, so half of the
  * mutations are structural (LLVMFuzzerCustomMutator below): a frame is
