@@ -22,6 +22,11 @@
 #                        with a cold cache, space, overwrite speed
 #   make bench-trim      the space trim and write-zeroes give back
 #   make fuzz            libFuzzer harnesses (clang), FUZZ_TIME s each
+#   make fuzz-long       each harness for FUZZ_TIME s or FUZZ_RUNS inputs,
+#                        whichever ends first, then what it found merged
+#                        into tests/fuzz/corpus/ (libFuzzer -merge=1) to
+#                        commit; a release runs FUZZ_RUNS=20000000, 1e8
+#                        inputs across the five harnesses
 #   make BENCH_NOVERIFY=1  benchmark-only build into build-noverify/ with
 #                        fragment hashing and MACs off (no BFT; refuses
 #                        to run without BFTBLK_BENCH_NOVERIFY=1)
@@ -117,6 +122,9 @@ FUZZ_UNIT_BINS = $(patsubst %,$(BUILD)/tests/test_%,$(FUZZ_NAMES))
 # the handler's tests and fuzzers need neither.
 SERVER_CORE_SRC = $(filter-out server/main.c server/rebuild%,$(SERVER_SRC))
 SERVER_LIB_OBJ = $(call obj,$(SERVER_CORE_SRC))
+# bft_store_discard(), a close without sync or checkpoint for tests that
+# start every case from an empty store; no server links it.
+STORE_DISCARD_SRC = server/testing/store_discard.c
 
 EXAMPLE   = $(BUILD)/tests/bftblk-example
 
@@ -230,7 +238,7 @@ $(TESTCLIENT): $(call obj,$(TESTCLIENT_SRC)) $(LIBBFTBLK)
 # util.o comes first: its log sink keeps log.o out of the archive.
 $(FUZZ_UNIT_BINS): $(BUILD)/tests/test_%: $(BUILD)/tests/fuzz/%.o \
 		$(BUILD)/tests/fuzz/util.o $(BUILD)/tests/fuzz/standalone.o \
-		$(SERVER_LIB_OBJ) $(LIBCOMMON)
+		$(SERVER_LIB_OBJ) $(call obj,$(STORE_DISCARD_SRC)) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out $(LIBCOMMON) \
 		$(BUILD)/tests/fuzz/standalone.o,$(filter %.o,$^)) \
 		$(BUILD)/tests/fuzz/standalone.o $(LIBCOMMON) $(PKG_LIBS)
@@ -428,7 +436,7 @@ FUZZ_CFLAGS = -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
 	$(shell pkg-config --cflags $(PKGS)) $(FUZZ_SAN)
 FUZZ_LIB_OBJ = $(patsubst %.c,$(FUZZ_BUILD)/%.o,tests/fuzz/util.c \
 	$(filter-out common/log.c,$(COMMON_SRC)) \
-	$(SERVER_CORE_SRC)) \
+	$(SERVER_CORE_SRC) $(STORE_DISCARD_SRC)) \
 	$(patsubst %,$(FUZZ_BUILD)/blake3/%.o,$(BLAKE3_SRC))
 FUZZ_BINS = $(addprefix $(FUZZ_BUILD)/,$(FUZZ_NAMES))
 
@@ -452,6 +460,21 @@ fuzz: fuzz-build
 	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TIME=$(FUZZ_TIME) tests/fuzz/run-fuzz \
 		$(FUZZ_NAMES)
 
+# The same for as long as asked, keeping what was found: FUZZ_TIME
+# seconds (only if given) or FUZZ_RUNS inputs per harness, then the
+# inputs that add coverage are merged into tests/fuzz/corpus/HARNESS
+# for a commit.  Without either it would never end, so it refuses.
+FUZZ_RUNS ?=
+FUZZ_LONG_TIME = $(if $(filter command line environment,$(origin \
+	FUZZ_TIME)),$(FUZZ_TIME),0)
+fuzz-long: fuzz-build
+	@if [ -z '$(FUZZ_RUNS)' ] && [ '$(FUZZ_LONG_TIME)' = 0 ]; then \
+	    echo 'fuzz-long: give FUZZ_RUNS=N (inputs per harness) or' \
+		'FUZZ_TIME=S (seconds per harness)'; exit 2; fi
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TIME=$(FUZZ_LONG_TIME) \
+		FUZZ_RUNS=$(or $(FUZZ_RUNS),-1) FUZZ_MERGE=1 \
+		tests/fuzz/run-fuzz $(FUZZ_NAMES)
+
 clean:
 	rm -rf build build-asan build-fuzz build-noverify
 
@@ -461,7 +484,7 @@ clean:
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system install uninstall \
 	run stop bench bench-rebuild bench-store bench-trim bench-overhead bench-latency fuzz \
-	fuzz-build clean
+	fuzz-build fuzz-long clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \
 	-type f 2>/dev/null)

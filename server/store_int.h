@@ -4,7 +4,8 @@
  * store_drop.c (volumes forgotten), store_meta.c (metadata read back
  * from the log, and its cache), store_identity.c, store_open.c
  * (replay), store_compact.c, store_sync.c and store_ckpt.c (the index
- * checkpoint).  Nothing else includes it.
+ * checkpoint).  Nothing else includes it, but for the tests'
+ * server/testing/store_discard.c.
  *
  * Memory holds, per block, only what the hot paths compare: lc.ts with
  * its MAC and where lc's record and Hist[lc.ts]'s record are.  The rest
