@@ -48,20 +48,7 @@ if heal_since 0 | grep -aq "fenced"; then
 	fail "server-0's rebuild was refused as fenced: $(heal_since 0 | grep -a -m3 fenced)"
 fi
 
-seg=$(ls "$TESTDIR"/data/server-2/seg-*.log | head -1)
-PATH=/usr/bin:$PATH python3 - "$seg" <<'PY' || fail "cannot flip bytes"
-import os, sys
-path = sys.argv[1]
-size = os.path.getsize(path)
-with open(path, 'r+b') as f:
-    for k in range(12):
-        off = size * (k + 1) // 14
-        f.seek(off)
-        b = f.read(1)
-        f.seek(off)
-        f.write(bytes([b[0] ^ 0x5a]))
-PY
-log "injected: 12 bytes flipped in $(basename "$seg") of running server 2"
+heal_rot 2
 heal_mark 2
 "$ADMIN" scrub --dir "$CLUSTER_DIR" >"$TESTDIR/log/scrub.out" 2>&1 ||
     { cat "$TESTDIR/log/scrub.out"; fail "bftblk scrub failed"; }

@@ -151,6 +151,27 @@ heal_wipe()
 	log "injected: server-$i restarted on an empty data directory"
 }
 
+# heal_rot I: bit rot in running server I's first log segment: 12 bytes
+# flipped, spread evenly over it.
+heal_rot()
+{
+	local i=$1 seg
+	seg=$(ls "$TESTDIR"/data/server-"$i"/seg-*.log | head -1)
+	PATH=/usr/bin:$PATH python3 - "$seg" <<'PY' || fail "cannot flip bytes"
+import os, sys
+path = sys.argv[1]
+size = os.path.getsize(path)
+with open(path, 'r+b') as f:
+    for k in range(12):
+        off = size * (k + 1) // 14
+        f.seek(off)
+        b = f.read(1)
+        f.seek(off)
+        f.write(bytes([b[0] ^ 0x5a]))
+PY
+	log "injected: 12 bytes flipped in $(basename "$seg") of running server $i"
+}
+
 # heal_since I: server I's log past its mark (heal_mark).
 heal_since()
 {

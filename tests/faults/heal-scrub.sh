@@ -15,21 +15,7 @@
 cluster_start 1
 nbdkit_start nbd
 heal_write nbd a 0 120
-seg=$(ls "$TESTDIR"/data/server-2/seg-*.log | head -1)
-PATH=/usr/bin:$PATH python3 - "$seg" <<'PY' || fail "cannot flip bytes"
-import os, sys
-path = sys.argv[1]
-size = os.path.getsize(path)
-with open(path, 'r+b') as f:
-    for k in range(12):
-        off = size * (k + 1) // 14
-        f.seek(off)
-        b = f.read(1)
-        f.seek(off)
-        f.write(bytes([b[0] ^ 0x5a]))
-print('flipped 12 bytes of %d' % size)
-PY
-log "injected: 12 bytes flipped in $(basename "$seg") of running server 2"
+heal_rot 2
 
 heal_mark 2
 "$ADMIN" scrub --dir "$CLUSTER_DIR" >"$TESTDIR/log/scrub.out" 2>&1 ||
