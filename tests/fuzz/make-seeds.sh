@@ -9,7 +9,9 @@
 # bftblk-testclient, then cuts the recordings into seeds:
 #
 #   corpus/fuzz_handler/  [flags 0x0f] HELLO + runs of consecutive frames
-#                         one server received
+#                         one server received; and lease-seeds.py's
+#                         takeovers (a new claim, then an old holder's
+#                         writes)
 #   corpus/fuzz_decode/   [type selector] [array header] [body after type]
 #                         for requests and for the handler's replies to them
 #   corpus/fuzz_frame/    [n selector 0] one to three whole frames
@@ -213,6 +215,9 @@ for run in sorted(runs, key=lambda r: sum(map(len, r))):
     total += len(data)
     save('fuzz_frame', data)
 EOF
+# No workload stores under an old lease generation: written by hand.
+python3 "$SRCDIR/tests/fuzz/lease-seeds.py" "$OUT/fuzz_handler" >/dev/null ||
+    fail "lease-seeds.py failed"
 for h in fuzz_handler fuzz_decode fuzz_frame; do
 	log "$h: $(find "$OUT/$h" -type f | wc -l) seeds," \
 	    "$(du -sb "$OUT/$h" | cut -f1) bytes"
