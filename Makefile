@@ -82,7 +82,10 @@ override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
 override LDFLAGS += $(SANFLAGS)
 
 COMMON_SRC = $(wildcard common/*.c)
-SERVER_SRC = $(wildcard server/*.c)
+# The store (server/store/) and the rebuild (server/rebuild/) are the
+# server's two subsystems with an API of their own.
+STORE_SRC  = $(wildcard server/store/*.c)
+SERVER_SRC = $(wildcard server/*.c server/rebuild/*.c) $(STORE_SRC)
 LIB_SRC    = $(wildcard lib/*.c)
 PLUGIN_SRC = $(wildcard nbd-plugin/*.c)
 ADMIN_SRC  = $(wildcard admin/*.c)
@@ -94,6 +97,9 @@ FUZZ_NAMES = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
 LIBCOMMON = $(BUILD)/libbftcommon.a
+# The store as a library of its own: it needs only common/, and its
+# tests link it alone.
+LIBSTORE = $(BUILD)/libbftstore.a
 # libbftblk: the client engine (lib/bftblk.h), static with the common
 # code inside for the plugin, the admin tool and the tests; shared with
 # only the bftblk_ functions exported.
@@ -118,9 +124,9 @@ TESTCLIENT = $(BUILD)/tests/bftblk-testclient
 # regressions and seeds once (tests/fuzz/standalone.c): test_fuzz_frame...
 FUZZ_UNIT_BINS = $(patsubst %,$(BUILD)/tests/test_%,$(FUZZ_NAMES))
 # Unit tests of server internals link the server's objects except main.
-# The rebuild (server/rebuild*.c) reads from peers through libbftblk;
+# The rebuild (server/rebuild/) reads from peers through libbftblk;
 # the handler's tests and fuzzers need neither.
-SERVER_CORE_SRC = $(filter-out server/main.c server/rebuild%,$(SERVER_SRC))
+SERVER_CORE_SRC = $(filter-out server/main.c server/rebuild/%,$(SERVER_SRC))
 SERVER_LIB_OBJ = $(call obj,$(SERVER_CORE_SRC))
 # bft_store_discard(), a close without sync or checkpoint for tests that
 # start every case from an empty store; no server links it.
@@ -139,6 +145,10 @@ $(BUILD)/%.o: %.c
 $(BUILD)/blake3/%.o: $(BLAKE3_DIR)/%
 	@mkdir -p $(dir $@)
 	$(CC) -O3 -fPIC $(BLAKE3_DEFS) $(SANFLAGS) -c $< -o $@
+
+$(LIBSTORE): $(call obj,$(STORE_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
 
 $(LIBCOMMON): $(call obj,$(COMMON_SRC)) \
 		$(patsubst %,$(BUILD)/blake3/%.o,$(BLAKE3_SRC))
@@ -193,8 +203,9 @@ $(EXAMPLE): docs/example.c lib/bftblk.h $(LIBBFTBLK_LINK)
 
 $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 	$(BUILD)/tests/test_store_crash $(BUILD)/tests/test_store_identity \
-	$(BUILD)/tests/test_store_drop $(BUILD)/tests/test_store_flush \
-	$(BUILD)/tests/test_handler_info \
+	$(BUILD)/tests/test_store_drop $(BUILD)/tests/test_store_flush: \
+	$(LIBSTORE)
+$(BUILD)/tests/test_handler_info \
 	$(BUILD)/tests/test_handler $(BUILD)/tests/test_handler_vol \
 	$(BUILD)/tests/test_handler_fence \
 	$(BUILD)/tests/test_quota: $(SERVER_LIB_OBJ)
@@ -203,7 +214,7 @@ $(BUILD)/tests/test_peer_key $(BUILD)/tests/test_voltab: $(call obj,$(LIB_SRC))
 $(BUILD)/tests/unit/test_peer_key.o $(BUILD)/tests/unit/test_voltab.o: \
 	override CFLAGS += -Ilib
 # The rebuild's judging of claims, driven by hand (no peers, no thread).
-$(BUILD)/tests/test_rebuild_claims: $(BUILD)/server/rebuild_claims.o
+$(BUILD)/tests/test_rebuild_claims: $(BUILD)/server/rebuild/rebuild_claims.o
 $(BUILD)/tests/unit/test_rebuild_claims.o: override CFLAGS += -Ilib
 # bftblk status's judging and printing, without sockets.
 $(BUILD)/tests/unit/test_status_format.o: override CFLAGS += -Ilib
@@ -287,7 +298,9 @@ check-valgrind: all
 # NBDKIT_PLUGINDIR overrides it (nbdkit then needs the plugin's path).
 # The units name /etc/bftblk and /var/lib/bftblk (systemd/*.in says
 # what goes there) and run as the user bftblk from sysusers.d.
-VERSION = 0.1
+# The project's version is lib/bftblk.h's (the one place it is kept).
+VERSION := $(shell awk '/^\#define BFTBLK_VERSION_(MAJOR|MINOR|PATCH)[ \t]/ \
+	{ v = v sep $$3; sep = "." } END { print v }' lib/bftblk.h)
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
@@ -431,8 +444,10 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
+# -Ilib: the server's objects, as in every build (its version is
+# bftblk.h's).
 FUZZ_CFLAGS = -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
-	-Icommon -Itests/fuzz -isystem $(BLAKE3_DIR) \
+	-Icommon -Ilib -Itests/fuzz -isystem $(BLAKE3_DIR) \
 	$(shell pkg-config --cflags $(PKGS)) $(FUZZ_SAN)
 FUZZ_LIB_OBJ = $(patsubst %.c,$(FUZZ_BUILD)/%.o,tests/fuzz/util.c \
 	$(filter-out common/log.c,$(COMMON_SRC)) \

@@ -14,7 +14,7 @@
 
 #include "compact_timer.h"
 #include "log.h"
-#include "store.h"
+#include "store/store.h"
 
 /*
  * Bytes of log read and copied per tick: 1 MiB every 25 ms, 40 MiB/s

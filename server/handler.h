@@ -14,7 +14,7 @@
 #include "keys.h"
 #include "proto.h"
 #include "wire.h"
-#include "store.h"
+#include "store/store.h"
 
 #define BFT_DEFAULT_MAX_PENDING 8
 

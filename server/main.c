@@ -26,10 +26,10 @@
 #include "net.h"
 #include "options.h"
 #include "reload.h"
-#include "rebuild.h"
+#include "rebuild/rebuild.h"
 #include "scrub.h"
 #include "sdnotify.h"
-#include "store.h"
+#include "store/store.h"
 #include "test_hooks.h"
 
 struct server {

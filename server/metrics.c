@@ -14,7 +14,7 @@
 #include "metrics.h"
 #include "net_int.h"
 #include "promhttp.h"
-#include "store.h"
+#include "store/store.h"
 #include "wire.h"
 
 #define P "bftblk_server_"

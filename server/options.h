@@ -8,9 +8,9 @@
 #include <stdbool.h>
 
 #include "net.h"
-#include "rebuild.h"
+#include "rebuild/rebuild.h"
 #include "scrub.h"
-#include "store.h"
+#include "store/store.h"
 
 struct bft_server_opts {
 	const char *config, *key, *data, *listen, *unix_path, *pidfile;

@@ -14,7 +14,7 @@
 
 #include "config.h"
 #include "proto.h"
-#include "store.h"
+#include "store/store.h"
 
 #define BFT_DEFAULT_CLIENT_CONNS	16
 #define BFT_DEFAULT_CLIENT_STORES	4096

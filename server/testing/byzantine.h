@@ -99,7 +99,7 @@ enum bft_byz_mode {
 	 */
 	BFT_BYZ_REFUSE = 1u << 9,
 	/*
-	 * Lies to a server that rebuilds itself (server/rebuild_scan.c):
+	 * Lies to a server that rebuilds itself (server/rebuild/rebuild_scan.c):
 	 * every SUMMARY_ACK digest random bytes, so every range looks
 	 * different, and every LCLIST_ACK listing each block of the range,
 	 * written or not, under a forged timestamp far newer than any

@@ -1,9 +1,9 @@
 /*
  * bft_store_discard(), for tests (store_discard.h).  It needs the
- * store's insides, like server/store*.c; nothing in bftblk-server
+ * store's insides, like server/store/; nothing in bftblk-server
  * calls it.
  */
-#include "../store_int.h"
+#include "../store/store_int.h"
 #include "store_discard.h"
 
 void

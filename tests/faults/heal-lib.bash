@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by tests/faults/heal-*.sh: servers that lost writes or their
-# whole disk rebuild themselves from their peers (server/rebuild.h).
+# whole disk rebuild themselves from their peers (server/rebuild/rebuild.h).
 # (A scenario may have sourced it already, through byz-lib.bash.)
 if ! declare -F cluster_start >/dev/null; then
 	# shellcheck source=tests/integration/lib.sh

@@ -51,7 +51,7 @@
 
 #include "crypto.h"
 #include "../../server/handler.h"
-#include "../../server/store.h"
+#include "../../server/store/store.h"
 #include "../../server/testing/store_discard.h"
 #include "util.h"
 

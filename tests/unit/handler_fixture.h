@@ -25,7 +25,7 @@
 #include "predicates.h"
 #include "wire.h"
 #include "../../server/handler.h"
-#include "../../server/store.h"
+#include "../../server/store/store.h"
 #include "store_view.h"
 
 #define T	1

@@ -20,7 +20,7 @@
 #include "predicates_fixture.h"
 #include "fake_conn.h"
 #include "../../server/handler.h"
-#include "../../server/store.h"
+#include "../../server/store/store.h"
 #include "store_view.h"
 
 #define NBLOCKS		16

@@ -24,8 +24,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../server/store.h"
-#include "../../server/store_log.h"
+#include "../../server/store/store.h"
+#include "../../server/store/store_log.h"
 #include "store_view.h"
 
 #define FRAGLEN	32848u

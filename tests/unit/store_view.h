@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../../server/store.h"
+#include "../../server/store/store.h"
 
 /*
  * lc of block, copied into one of eight buffers used in turn, so that a

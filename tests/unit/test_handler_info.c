@@ -24,8 +24,8 @@
 #include "wire.h"
 #include "../../server/handler.h"
 #include "../../server/heal.h"
-#include "../../server/store.h"
-#include "../../server/store_log.h"
+#include "../../server/store/store.h"
+#include "../../server/store/store_log.h"
 
 #define N	4
 #define NBLOCKS	64

@@ -21,7 +21,7 @@
 #include "../../server/quota.h"
 #include "crypto.h"
 #include "wire.h"
-#include "../../server/store.h"
+#include "../../server/store/store.h"
 
 #define NBLOCKS		8
 #define MAX_STORES	4

@@ -1,5 +1,5 @@
 /*
- * The rebuild's judging of lone claims (server/rebuild_claims.c): a
+ * The rebuild's judging of lone claims (server/rebuild/rebuild_claims.c): a
  * peer that alone lists every block of a large volume as newer, where
  * every read finds nothing newer, costs a bounded number of reads
  * before what it alone lists is skipped, within the pass; a correct
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../server/rebuild_int.h"
+#include "../../server/rebuild/rebuild_int.h"
 
 #define NCLAIMS		100000u	/* past the 65536 lone claims a pass checks */
 #define LIAR		2u

@@ -1,5 +1,5 @@
 /*
- * The durable store (server/store*.c) against real files in temporary
+ * The durable store (server/store/) against real files in temporary
  * directories: round trips, the GC rule, replay after close, torn tails
  * and damaged records.  Identity and format checks are in
  * test_store_identity.c, compaction and full disks in

@@ -1,5 +1,5 @@
 /*
- * The durable store (server/store*.c): compaction and its crash safety,
+ * The durable store (server/store/): compaction and its crash safety,
  * and full disks (a 1 MiB tmpfs and RLIMIT_FSIZE).  Records and replay
  * are in test_store.c; the fixture is store_fixture.h.
  */

@@ -1,5 +1,5 @@
 /*
- * Volumes forgotten (bft_store_drop_volume, server/store_drop.c): the
+ * Volumes forgotten (bft_store_drop_volume, server/store/store_drop.c): the
  * space a DROP gives back, other volumes untouched, and a dropped
  * volume staying dropped through every way the store comes back: the
  * whole log, an index checkpoint from before the DROP, and compaction

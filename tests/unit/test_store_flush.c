@@ -1,6 +1,6 @@
 /*
  * A FLUSH's sync off the event loop (bft_store_flush_begin, _run, _end
- * in server/store_sync.c): it makes durable what was written before it
+ * in server/store/store_sync.c): it makes durable what was written before it
  * began, so a sync after it has nothing left to do; a segment appended
  * to while it ran stays dirty, since the new records were not covered;
  * and with nothing written, it syncs nothing.  fsync calls are counted

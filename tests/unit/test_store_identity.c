@@ -1,5 +1,5 @@
 /*
- * The data directory's identity and format (server/store_identity.c): a
+ * The data directory's identity and format (server/store/store_identity.c): a
  * directory of another cluster, server or geometry is refused naming
  * what differs; formats 1 and 2 are refused with the reason; format 3
  * (records without a metadata CRC) is upgraded in place and read, and

@@ -12,7 +12,7 @@
 #include "bftblk.h"
 #include "bftblk_peer.h"
 #include "ec.h"
-#include "heal.h"
+#include "../heal.h"
 #include "rebuild.h"
 #include "session.h"
 #include "wire.h"

@@ -29,8 +29,8 @@
 #include <uv.h>
 
 #include "config.h"
-#include "handler.h"
-#include "heal.h"
+#include "../handler.h"
+#include "../heal.h"
 #include "keys.h"
 
 #define BFT_REBUILD_MARKER	"rebuild-pending"
