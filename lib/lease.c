@@ -64,13 +64,20 @@ note(const struct bft_lease *l, enum bftblk_log_level level,
 		    msg);
 }
 
+/* clock's time in ms: CLOCK_MONOTONIC for periods, REALTIME for status. */
 static uint64_t
-now_ms(void)
+clock_ms(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t
+now_ms(void)
+{
+	return clock_ms(CLOCK_MONOTONIC);
 }
 
 /*
@@ -149,26 +156,16 @@ claim_read(struct bft_lease *l, struct bft_lease_claim *c, bool *valid,
 	return r;
 }
 
-static uint64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static int
 claim_write(struct bft_lease *l, const struct bft_lease_claim *c)
 {
 	struct op *op = bft_op_new(l->eng, OP_WRITE);
-	int r = -1;
-
 	struct bft_lease_claim stamped = *c;
+	int r = -1;
 
 	if (op == NULL)
 		return lib_fail(ENOMEM, NULL);
-	stamped.wall_ms = wall_ms();
+	stamped.wall_ms = clock_ms(CLOCK_REALTIME);
 	encode(&stamped, l->wbuf);
 	op->block = l->addr;
 	op->data = l->wbuf;
@@ -190,10 +187,18 @@ ours(const struct bft_lease *l, const struct bft_lease_claim *c)
 static void
 set_gen(struct bft_lease *l, uint64_t gen)
 {
-	__atomic_store_n(&l->gen, gen, __ATOMIC_RELEASE);
 	bft_engine_set_gen(l->eng, gen);
 	if (l->data_eng != NULL && l->data_eng != l->eng)
 		bft_engine_set_gen(l->data_eng, gen);
+}
+
+/* EBUSY naming who holds the claim read instead of ours ("was %staken"). */
+static int
+taken_by(const struct bft_lease *l, const char *when, bool valid,
+    const struct bft_lease_claim *c)
+{
+	return lib_fail(EBUSY, "volume %" PRIu32 " was %staken by %s", l->vol,
+	    when, valid ? c->holder : "another opener");
 }
 
 /*
@@ -244,8 +249,7 @@ take(struct bft_lease *l, unsigned guard_ms)
 	if (claim_read(l, &c, &valid, &ts) != 0)
 		return -1;
 	if (l->running && (!valid || !ours(l, &c)))
-		return lib_fail(EBUSY, "volume %" PRIu32 " was taken by %s",
-		    l->vol, valid ? c.holder : "another opener");
+		return taken_by(l, "", valid, &c);
 	if (valid && !c.released) {
 		/* Wait out the holder's own period: a live one renews in it. */
 		uint64_t wait = c.period_ms > l->period_ms ? c.period_ms :
@@ -268,9 +272,7 @@ take(struct bft_lease *l, unsigned guard_ms)
 			    "writes themselves", l->vol, again.holder,
 			    (double)again.period_ms / 3000);
 		if (l->running && (!valid || !ours(l, &again)))
-			return lib_fail(EBUSY, "volume %" PRIu32 " was taken "
-			    "by %s", l->vol, valid ? again.holder :
-			    "another opener");
+			return taken_by(l, "", valid, &again);
 		if (valid && !again.released && !l->running)
 			note(l, BFTBLK_LOG_WARN, "%s did not renew in %.1f s: "
 			    "taking the volume over", again.holder,
@@ -293,8 +295,7 @@ take(struct bft_lease *l, unsigned guard_ms)
 	    claim_read(l, &again, &valid, &ts2) != 0)
 		return -1;
 	if (!valid || !ours(l, &again))
-		return lib_fail(EBUSY, "volume %" PRIu32 " was just taken by "
-		    "%s", l->vol, valid ? again.holder : "another opener");
+		return taken_by(l, "just ", valid, &again);
 	/*
 	 * A register is not compare-and-swap: a rival's claim write that
 	 * began before our read-back may complete after it and win.  Every
@@ -307,9 +308,7 @@ take(struct bft_lease *l, unsigned guard_ms)
 		if (claim_read(l, &again, &valid, &ts2) != 0)
 			return -1;
 		if (!valid || !ours(l, &again))
-			return lib_fail(EBUSY, "volume %" PRIu32 " was just "
-			    "taken by %s", l->vol, valid ? again.holder :
-			    "another opener");
+			return taken_by(l, "just ", valid, &again);
 	}
 	return 0;
 }
@@ -378,7 +377,7 @@ regain(struct bft_lease *l)
 		__atomic_store_n(&l->renewed_ms, t0, __ATOMIC_RELEASE);
 		__atomic_store_n(&l->fenced, false, __ATOMIC_RELEASE);
 		note(l, BFTBLK_LOG_WARN, "taken again after fencing, "
-		    "generation %" PRIu64, l->gen);
+		    "generation %" PRIu64, bft_engine_gen(l->eng));
 		return true;
 	}
 	if ((err = lib_take_errno()) == EBUSY || err == EOVERFLOW) {
@@ -442,7 +441,8 @@ bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng,
 	if (l->data_eng != NULL)
 		bft_engine_set_lease(l->data_eng, l);
 	note(l, BFTBLK_LOG_INFO, "acquired, generation %" PRIu64 " (renewed "
-	    "every %.1f s)", l->gen, (double)l->period_ms / 3000);
+	    "every %.1f s)", bft_engine_gen(l->eng),
+	    (double)l->period_ms / 3000);
 	return 0;
 }
 
@@ -518,70 +518,39 @@ bft_lease_release(struct bft_lease *l)
 }
 
 int
-bft_lease_probe(struct bft_engine *eng, uint32_t vol,
-    struct bft_lease_info *info)
-{
-	struct bft_lease l = { .eng = eng, .vol = vol,
-	    .addr = bft_addr(BFT_LEASE_VOL, vol) };
-	struct bft_lease_claim c, again;
-	struct bft_ts ts, ts2;
-	bool valid;
-	int r = -1;
-
-	memset(info, 0, sizeof *info);
-	if ((l.buf = malloc(BFT_BLOCK_SIZE)) == NULL) {
-		lib_fail(ENOMEM, NULL);
-		return -1;
-	}
-	if (claim_read(&l, &c, &valid, &ts) != 0)
-		goto out;
-	r = 0;
-	info->gen = bft_ts_gen(&ts);
-	if (!valid)
-		goto out;
-	info->claim = c;
-	if (c.released)
-		goto out;
-	/* A live holder renews every period/3: wait a little longer. */
-	usleep((useconds_t)(c.period_ms / 3 + 1000) * 1000);
-	if (claim_read(&l, &again, &valid, &ts2) != 0) {
-		r = -1;
-		goto out;
-	}
-	info->gen = bft_ts_gen(&ts2);
-	if (valid)
-		info->claim = again;
-	if (valid && !again.released && bft_ts_cmp(&ts, &ts2) != 0) {
-		info->live = true;
-		r = 1;
-	}
-out:
-	free(l.buf);
-	return r;
-}
-
-int
 bft_lease_read(struct bft_engine *eng, uint32_t vol,
     struct bft_lease_info *info)
 {
 	struct bft_lease l = { .eng = eng, .vol = vol,
 	    .addr = bft_addr(BFT_LEASE_VOL, vol) };
-	struct bft_lease_claim c;
-	struct bft_ts ts;
-	bool valid;
 	int r;
 
 	memset(info, 0, sizeof *info);
 	if ((l.buf = malloc(BFT_BLOCK_SIZE)) == NULL)
 		return lib_fail(ENOMEM, NULL);
-	r = claim_read(&l, &c, &valid, &ts);
+	r = claim_read(&l, &info->claim, &info->claimed, &info->ts);
 	free(l.buf);
-	if (r == 0) {
-		info->gen = bft_ts_gen(&ts);
-		if (valid)
-			info->claim = c;
-	}
 	return r;
+}
+
+int
+bft_lease_probe(struct bft_engine *eng, uint32_t vol,
+    struct bft_lease_info *info)
+{
+	struct bft_ts first;
+
+	if (bft_lease_read(eng, vol, info) != 0)
+		return -1;
+	if (!info->claimed || info->claim.released)
+		return 0;
+	/* A live holder renews every period/3: wait a little longer. */
+	first = info->ts;
+	usleep((useconds_t)(info->claim.period_ms / 3 + 1000) * 1000);
+	if (bft_lease_read(eng, vol, info) != 0)
+		return -1;
+	info->live = info->claimed && !info->claim.released &&
+	    bft_ts_cmp(&first, &info->ts) != 0;
+	return info->live ? 1 : 0;
 }
 
 int
@@ -591,6 +560,6 @@ bft_lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen)
 
 	if (bft_lease_read(eng, vol, &info) != 0)
 		return -1;
-	*gen = info.gen;
+	*gen = bft_ts_gen(&info.ts);
 	return 0;
 }

@@ -35,7 +35,6 @@ struct bft_lease {
 	uint64_t period_ms;
 	uint8_t *buf, *wbuf;		/* a block each: reads, writes */
 	struct bft_lease_claim mine;
-	uint64_t gen;			/* this holder's generation (atomic) */
 	bool held;			/* acquired, renewer running */
 	bool running;			/* the renewer's thread exists */
 	bool lost;			/* another holder took it (atomic) */
@@ -69,9 +68,10 @@ int bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng,
 
 /* What bft_lease_probe found of a volume's lease. */
 struct bft_lease_info {
-	uint64_t gen;			/* the newest claim's generation */
-	struct bft_lease_claim claim;	/* zero: never claimed */
-	bool live;			/* renewed while watched */
+	struct bft_ts ts;		/* the newest claim's: its generation */
+	bool claimed;			/* claim holds one (else zero) */
+	struct bft_lease_claim claim;
+	bool live;			/* renewed while watched (probe) */
 };
 /*
  * Whether a live holder has volume vol's lease: 1, 0, or -1 with the

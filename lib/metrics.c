@@ -128,8 +128,7 @@ put_lease(struct bft_prom *p, const struct bft_engine *cl)
 	    "1 held, 2 fenced (not confirmed for a period: writes fail), 3 "
 	    "lost to another holder.", (uint64_t)bft_lease_state(l));
 	bft_prom_one(p, P "lease_generation", "gauge", "The lease generation "
-	    "this holder's writes carry.", __atomic_load_n(&l->gen,
-	    __ATOMIC_ACQUIRE));
+	    "this holder's writes carry.", bft_engine_gen(cl));
 	bft_prom_family(p, P "lease_renewed_age_seconds", "gauge",
 	    "Since the lease's last confirmed renewal.");
 	bft_prom_double(p, P "lease_renewed_age_seconds", "",

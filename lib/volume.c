@@ -197,8 +197,8 @@ bftblk_lease_get(struct bftblk *h, uint32_t volume_id,
 		    volume_id);
 	if (bft_lease_read(eng, volume_id, &li) != 0)
 		return failed(h);
-	out->generation = li.gen;
-	out->claimed = li.claim.period_ms != 0 || li.claim.counter != 0;
+	out->generation = bft_ts_gen(&li.ts);
+	out->claimed = li.claimed;
 	out->released = li.claim.released;
 	out->renewals = li.claim.counter;
 	out->renewed_ms = li.claim.wall_ms;
