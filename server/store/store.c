@@ -147,6 +147,17 @@ st_after_append(struct bft_store *st, size_t len)
 	st_ckpt_after_append(st);
 }
 
+/* Whether block may take a record: 0, -ERANGE, or -EIDRM (dropped). */
+static int
+writable(const struct bft_store *st, uint64_t block)
+{
+	if (!st_addr_ok(st, block))
+		return -ERANGE;
+	if (bft_store_dropped(st, bft_addr_vol(block)))
+		return -EIDRM;
+	return 0;
+}
+
 int
 bft_store_put_hist(struct bft_store *st, uint64_t block,
     const struct bft_hist_meta *meta, const uint8_t *frag)
@@ -156,10 +167,8 @@ bft_store_put_hist(struct bft_store *st, uint64_t block,
 	size_t len;
 	int err;
 
-	if (!st_addr_ok(st, block))
-		return -ERANGE;
-	if (bft_store_dropped(st, bft_addr_vol(block)))
-		return -EIDRM;
+	if ((err = writable(st, block)) < 0)
+		return err;
 	if (meta->frag_len > BFT_MAX_FRAG || (meta->frag_len > 0 &&
 	    frag == NULL))
 		return -EINVAL;
@@ -188,10 +197,8 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
 	size_t len;
 	int err;
 
-	if (!st_addr_ok(st, block))
-		return -ERANGE;
-	if (bft_store_dropped(st, bft_addr_vol(block)))
-		return -EIDRM;
+	if ((err = writable(st, block)) < 0)
+		return err;
 	/* Replay keeps the highest lc, so the index must never go back. */
 	if (bft_ts_cmp(&c->ts, &st_idx(st, block)->lc_ts) <= 0)
 		return -EINVAL;
