@@ -2,8 +2,8 @@
  * The public face of the library (bftblk.h): a handle's options, loading
  * the configuration and keys, the engine's start and stop, and I/O calls
  * that check their arguments and turn internal failures into a negative
- * errno and a sentence.  The block layer under it is read.c and write.c (over plan.c),
- * the rounds engine.c.
+ * errno and a sentence.  The block layer under it is read.c and
+ * write.c (over plan.c), the rounds engine.c.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -105,7 +105,8 @@ rmw(struct bft_engine *cl, struct bft_blockcache *bc, struct plan *c,
 	if (read_blocks(cl, bc, ops, n, true) != 0)
 		return -1;
 	for (unsigned j = 0; j < n; j++)
-		plan_patch(c->tmp[idx[j]], bft_addr_block(ops[j]->block), list);
+		plan_patch(c->tmp[idx[j]], bft_addr_block(ops[j]->block),
+		    list);
 	return write_ops(cl, bc, ops, n);
 }
 
