@@ -332,3 +332,23 @@ bft_next_gen(const struct bft_ts *claim)
 
 	return g >= BFT_GEN_MAX ? 0 : g + 1;
 }
+
+uint64_t
+bft_snap_boundary(const struct bft_ts *claim)
+{
+	return bft_ts_gen(claim);
+}
+
+bool
+bft_view_admits(const struct bft_ts *ts, uint64_t g)
+{
+	return bft_ts_gen(ts) <= g;
+}
+
+enum bft_view_src
+bft_view_src(const struct bft_ts *lc, bool kept, uint64_t g)
+{
+	if (bft_view_admits(lc, g))
+		return BFT_VIEW_LIVE;
+	return kept ? BFT_VIEW_KEPT : BFT_VIEW_UNKNOWN;
+}

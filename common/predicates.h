@@ -150,4 +150,40 @@ uint64_t bft_write_num(uint64_t known, uint64_t gen);
  */
 uint64_t bft_next_gen(const struct bft_ts *claim);
 
+/*
+ * Snapshots (docs/snapshots.md).  A snapshot of a volume is a boundary
+ * generation g: its block is the newest completed version of generation
+ * <= g.  bft_snap_boundary: the boundary a snapshot taken now gets,
+ * given the timestamp of the volume's newest lease claim (zero when
+ * none): the claim's generation, under which every write completed so
+ * far was made.  The snapshot then re-asserts the claim under
+ * bft_next_gen(claim), which fences the rest.
+ */
+uint64_t bft_snap_boundary(const struct bft_ts *claim);
+/*
+ * Whether a version under ts may be part of the view at boundary g.  A
+ * reader drops a candidate or history entry it does not admit, and a
+ * server refuses a write-back of one into the view: the generation is
+ * under the writer's MACs, so no server can pass the head's data, or a
+ * later snapshot's, as this one's.  The zero timestamp (c0, never
+ * written) is admitted by every view.
+ */
+bool bft_view_admits(const struct bft_ts *ts, uint64_t g);
+
+/* Where a server answers the view at g of one block from. */
+enum bft_view_src {
+	BFT_VIEW_LIVE,		/* the live state: nothing newer than g completed */
+	BFT_VIEW_KEPT,		/* what the store kept when a newer one did */
+	BFT_VIEW_UNKNOWN,	/* overwritten before the boundary was known */
+};
+/*
+ * lc: the block's live lc.ts; kept: whether the store kept a view at g
+ * for it (a version, or the mark that it had none).  A server that
+ * learnt of g only after a newer write completed cannot tell what the
+ * view held and must say so (EAGAIN), never answer c0, which a reader
+ * would count as a vote that nothing was written.
+ */
+enum bft_view_src bft_view_src(const struct bft_ts *lc, bool kept,
+    uint64_t g);
+
 #endif

@@ -386,11 +386,67 @@ test_fencing(void **state)
 	assert_true(bft_fenced_proven(0x7, 2));
 }
 
+/*
+ * Snapshot views: the boundary is the newest claim's generation, and a
+ * view admits exactly the versions of generation at most its boundary,
+ * whatever a liar puts in the rest of the timestamp.
+ */
+static void
+test_snapshot_views(void **state)
+{
+	struct bft_ts zero = { 0 };
+	struct bft_ts claim = { .num = bft_gen_floor(6) + 12, .wid = 3 };
+	struct bft_ts head = { .num = bft_gen_floor(7) + 1, .wid = 1 };
+	struct bft_ts old = { .num = bft_gen_floor(6) + 99999, .wid = 1 };
+	struct bft_ts legacy = { .num = 77, .wid = 1 };
+	struct bft_ts last = { .num = UINT64_MAX, .wid = UINT64_MAX };
+	uint64_t g;
+
+	(void)state;
+	/* A volume never leased: its writes are generation 0. */
+	assert_int_equal(bft_snap_boundary(&zero), 0);
+	assert_true(bft_view_admits(&legacy, bft_snap_boundary(&zero)));
+	assert_false(bft_view_admits(&head, 0));
+
+	g = bft_snap_boundary(&claim);
+	assert_int_equal(g, 6);
+	/* The re-asserted claim's generation fences g and below. */
+	assert_int_equal(bft_next_gen(&claim), 7);
+	assert_true(bft_fenced(&old, &head));
+
+	assert_true(bft_view_admits(&zero, g));
+	assert_true(bft_view_admits(&legacy, g));
+	assert_true(bft_view_admits(&old, g));
+	/* The first write after the cut, and anything above it: never. */
+	assert_false(bft_view_admits(&head, g));
+	assert_false(bft_view_admits(&last, g));
+	/* The highest num of generation g, and the lowest of g + 1. */
+	old.num = bft_gen_floor(7) - 1;
+	assert_true(bft_view_admits(&old, g));
+	old.num = bft_gen_floor(7);
+	assert_false(bft_view_admits(&old, g));
+	/* wid and MAC take no part: a liar's wid cannot move a version. */
+	head.wid = 0;
+	memset(head.mac, 0xff, sizeof head.mac);
+	assert_false(bft_view_admits(&head, g));
+	/* The top generation's boundary admits everything. */
+	assert_true(bft_view_admits(&last, BFT_GEN_MAX));
+
+	/* Where a server answers from. */
+	assert_int_equal(bft_view_src(&zero, false, g), BFT_VIEW_LIVE);
+	assert_int_equal(bft_view_src(&claim, false, g), BFT_VIEW_LIVE);
+	assert_int_equal(bft_view_src(&claim, true, g), BFT_VIEW_LIVE);
+	assert_int_equal(bft_view_src(&head, true, g), BFT_VIEW_KEPT);
+	/* Overwritten before the boundary reached it: not c0, unknown. */
+	assert_int_equal(bft_view_src(&head, false, g), BFT_VIEW_UNKNOWN);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fencing),
+		cmocka_unit_test(test_snapshot_views),
 		BOTH(test_valid_by_hist),
 		BOTH(test_valid_by_mac),
 		BOTH(test_forged_candidate),
