@@ -48,7 +48,7 @@ static int
 fail(const struct bftblk *h)
 {
 	err_handle = h;
-	return -lib_take_errno();
+	return -bftblk__take_errno();
 }
 
 /* Records err and why for h, and ends the call. */
@@ -61,14 +61,14 @@ failf(const struct bftblk *h, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	lib_fail(err, "%s", msg);
+	bftblk__fail(err, "%s", msg);
 	return fail(h);
 }
 
 const char *
 bftblk_errmsg(const struct bftblk *h)
 {
-	return h == err_handle ? lib_errmsg() : "no error";
+	return h == err_handle ? bftblk__errmsg() : "no error";
 }
 
 /* Without a callback: stderr, each line with its date and time. */
@@ -229,7 +229,7 @@ bftblk_load(struct bftblk *h)
 		if (h->volume_id != 0)
 			return failf(h, EINVAL, "volume= and volume-id= name "
 			    "the volume twice; give one");
-		if ((r = lib_volume_resolve(h)) != 0)
+		if ((r = bftblk__volume_resolve(h)) != 0)
 			return r;
 	}
 	if (h->export_size == 0 && h->volume_id != 0)
@@ -292,9 +292,9 @@ bftblk_connect(struct bftblk *h)
 		.agg = h->stats_agg,
 	};
 	if (h->cache_bytes > 0 && h->cache == NULL &&
-	    (h->cache = bft_bc_new(h->cache_bytes)) == NULL)
+	    (h->cache = bftblk__bc_new(h->cache_bytes)) == NULL)
 		return failf(h, ENOMEM, "cannot allocate the block cache");
-	if ((h->eng = bft_engine_start(&p)) == NULL)
+	if ((h->eng = bftblk__engine_start(&p)) == NULL)
 		return failf(h, EIO, "cannot start the event loop (or resolve "
 		    "a server's address)");
 	/*
@@ -305,24 +305,25 @@ bftblk_connect(struct bftblk *h)
 	 */
 	if (h->key.role != BFT_ROLE_RW || h->shared)
 		return 0;
-	if (h->encrypt && (h->lease_eng = lib_plain_engine(h,
+	if (h->encrypt && (h->lease_eng = bftblk__plain_engine(h,
 	    &h->lease_ec)) == NULL) {
 		r = fail(h);
 		goto out_stop;
 	}
-	if (bft_lease_acquire(&h->lease, h->lease_eng != NULL ? h->lease_eng :
-	    h->eng, h->eng, h->volume_id, h->lease_s, 0, h->key.name) != 0) {
+	if (bftblk__lease_acquire(&h->lease,
+	    h->lease_eng != NULL ? h->lease_eng : h->eng, h->eng, h->volume_id,
+	    h->lease_s, 0, h->key.name) != 0) {
 		r = fail(h);
-		bft_lease_release(&h->lease);
+		bftblk__lease_release(&h->lease);
 		goto out_stop;
 	}
 	return 0;
 out_stop:
-	bft_engine_stop(h->lease_eng);
+	bftblk__engine_stop(h->lease_eng);
 	bft_ec_free(h->lease_ec);
 	h->lease_eng = NULL;
 	h->lease_ec = NULL;
-	bft_engine_stop(h->eng);
+	bftblk__engine_stop(h->eng);
 	h->eng = NULL;
 	return r;
 }
@@ -352,7 +353,7 @@ bftblk_open(const char *config, const char *keys, const char *options,
 	if ((r = bftblk_set_option(h, "config", config)) != 0 ||
 	    (keys != NULL &&
 	    (r = bftblk_set_option(h, "keys", keys)) != 0) ||
-	    (r = lib_set_options(h, options)) != 0 ||
+	    (r = bftblk__set_options(h, options)) != 0 ||
 	    (r = bftblk_connect(h)) != 0) {
 		err_handle = NULL;	/* the message outlives h */
 		bftblk_close(h);
@@ -367,11 +368,11 @@ bftblk_close(struct bftblk *h)
 {
 	if (h == NULL)
 		return;
-	bft_lease_release(&h->lease);
-	bft_engine_stop(h->lease_eng);
+	bftblk__lease_release(&h->lease);
+	bftblk__engine_stop(h->lease_eng);
 	bft_ec_free(h->lease_ec);
-	bft_engine_stop(h->eng);
-	bft_bc_free(h->cache);
+	bftblk__engine_stop(h->eng);
+	bftblk__bc_free(h->cache);
 	bft_ec_free(h->ec);
 	bft_volcrypt_wipe(&h->vc);
 	bft_wipe(&h->key, sizeof h->key);
@@ -403,13 +404,13 @@ shared_gen(struct bftblk *h)
 {
 	uint64_t gen;
 
-	if (bft_lease_read_gen(h->eng, h->volume_id, &gen) != 0) {
-		int err = lib_take_errno();
+	if (bftblk__lease_read_gen(h->eng, h->volume_id, &gen) != 0) {
+		int err = bftblk__take_errno();
 
 		return failf(h, err, "reading volume %" PRIu32 "'s lease "
-		    "generation: %s", h->volume_id, lib_errmsg());
+		    "generation: %s", h->volume_id, bftblk__errmsg());
 	}
-	bft_engine_set_gen(h->eng, gen);
+	bftblk__engine_set_gen(h->eng, gen);
 	__atomic_store_n(&h->shared_gen, true, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -444,7 +445,7 @@ bftblk_pread(struct bftblk *h, void *buf, size_t count, uint64_t offset)
 
 	if ((r = check_io(h, count, offset, false, 0)) != 0 || count == 0)
 		return r;
-	if (io_read(h->eng, h->cache, buf, count, offset) != 0)
+	if (bftblk__io_read(h->eng, h->cache, buf, count, offset) != 0)
 		return fail(h);
 	return 0;
 }
@@ -457,13 +458,13 @@ write_common(struct bftblk *h, const void *buf, size_t count,
 
 	if ((r = check_io(h, count, offset, true, flags)) != 0)
 		return r;
-	switch (bft_lease_state(&h->lease)) {
+	switch (bftblk__lease_state(&h->lease)) {
 	case BFT_LEASE_FENCED:
 		return failf(h, EIO, "volume %" PRIu32 "'s lease is fenced: "
 		    "not confirmed for %.1f s (lease %u s): writes fail until "
 		    "it is taken again, so that two writers never share the "
 		    "volume", h->volume_id,
-		    (double)bft_lease_renewed_age_ms(&h->lease) / 1000,
+		    (double)bftblk__lease_renewed_age_ms(&h->lease) / 1000,
 		    h->lease_s);
 	case BFT_LEASE_LOST:
 		return failf(h, EIO, "volume %" PRIu32 "'s lease was lost to "
@@ -474,7 +475,7 @@ write_common(struct bftblk *h, const void *buf, size_t count,
 	}
 	if (count == 0)
 		return (flags & BFTBLK_FUA) ? bftblk_flush(h) : 0;
-	if (io_write(h->eng, h->cache, buf, count, offset,
+	if (bftblk__io_write(h->eng, h->cache, buf, count, offset,
 	    flags & BFTBLK_FUA) != 0)
 		return fail(h);
 	return 0;
@@ -507,14 +508,14 @@ bftblk_flush(struct bftblk *h)
 {
 	if (h->eng == NULL)
 		return failf(h, ENOTCONN, "the handle is not connected");
-	if (io_flush(h->eng) != 0)
+	if (bftblk__io_flush(h->eng) != 0)
 		return fail(h);
 	return 0;
 }
 
 
 int
-lib_check_size(const struct bftblk *h, const char *what, size_t size,
+bftblk__check_size(const struct bftblk *h, const char *what, size_t size,
     size_t known)
 {
 	if (size != known)
@@ -525,13 +526,13 @@ lib_check_size(const struct bftblk *h, const char *what, size_t size,
 }
 
 struct bft_engine *
-lib_engine(struct bftblk *h)
+bftblk__engine(struct bftblk *h)
 {
 	return h->eng;
 }
 
 int
-lib_handle_fail(const struct bftblk *h, int err, const char *fmt, ...)
+bftblk__handle_fail(const struct bftblk *h, int err, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;

@@ -39,7 +39,7 @@ hash(const struct bft_blockcache *bc, uint64_t block)
 }
 
 struct bft_blockcache *
-bft_bc_new(uint64_t bytes)
+bftblk__bc_new(uint64_t bytes)
 {
 	uint64_t cap = bytes / BFT_BLOCK_SIZE;
 	struct bft_blockcache *bc;
@@ -75,7 +75,7 @@ out_free:
 }
 
 void
-bft_bc_free(struct bft_blockcache *bc)
+bftblk__bc_free(struct bft_blockcache *bc)
 {
 	if (bc == NULL)
 		return;
@@ -149,7 +149,7 @@ victim(struct bft_blockcache *bc)
 }
 
 bool
-bft_bc_get(struct bft_blockcache *bc, uint64_t block, uint8_t *out,
+bftblk__bc_get(struct bft_blockcache *bc, uint64_t block, uint8_t *out,
     struct bft_ts *ts)
 {
 	uint32_t i;
@@ -207,21 +207,21 @@ out:
 }
 
 void
-bft_bc_put(struct bft_blockcache *bc, uint64_t block,
+bftblk__bc_put(struct bft_blockcache *bc, uint64_t block,
     const struct bft_ts *ts, const uint8_t *data)
 {
 	store(bc, block, ts, data, true);
 }
 
 void
-bft_bc_refresh(struct bft_blockcache *bc, uint64_t block,
+bftblk__bc_refresh(struct bft_blockcache *bc, uint64_t block,
     const struct bft_ts *ts, const uint8_t *data)
 {
 	store(bc, block, ts, data, false);
 }
 
 void
-bft_bc_drop(struct bft_blockcache *bc, uint64_t block)
+bftblk__bc_drop(struct bft_blockcache *bc, uint64_t block)
 {
 	uint32_t i;
 
@@ -234,7 +234,7 @@ bft_bc_drop(struct bft_blockcache *bc, uint64_t block)
 }
 
 uint32_t
-bft_bc_count(struct bft_blockcache *bc)
+bftblk__bc_count(struct bft_blockcache *bc)
 {
 	uint32_t n;
 
@@ -247,7 +247,7 @@ bft_bc_count(struct bft_blockcache *bc)
 }
 
 uint32_t
-bft_bc_capacity(const struct bft_blockcache *bc)
+bftblk__bc_capacity(const struct bft_blockcache *bc)
 {
 	return bc == NULL ? 0 : bc->cap;
 }

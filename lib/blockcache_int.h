@@ -32,14 +32,14 @@ struct bft_blockcache;
  * (the cache is off) or on ENOMEM; every function below accepts NULL
  * and then caches nothing.
  */
-struct bft_blockcache *bft_bc_new(uint64_t bytes);
-void bft_bc_free(struct bft_blockcache *bc);
+struct bft_blockcache *bftblk__bc_new(uint64_t bytes);
+void bftblk__bc_free(struct bft_blockcache *bc);
 
 /*
  * On a hit copies the block's BFT_BLOCK_SIZE bytes to out and its
  * timestamp to ts and returns true; false on a miss.
  */
-bool bft_bc_get(struct bft_blockcache *bc, uint64_t block, uint8_t *out,
+bool bftblk__bc_get(struct bft_blockcache *bc, uint64_t block, uint8_t *out,
     struct bft_ts *ts);
 
 /*
@@ -49,23 +49,23 @@ bool bft_bc_get(struct bft_blockcache *bc, uint64_t block, uint8_t *out,
  * one simply more useful.  Memory that cannot be allocated leaves the
  * block uncached.
  */
-void bft_bc_put(struct bft_blockcache *bc, uint64_t block,
+void bftblk__bc_put(struct bft_blockcache *bc, uint64_t block,
     const struct bft_ts *ts, const uint8_t *data);
 
 /*
- * As bft_bc_put, but only for a block already cached.  Whole-block
+ * As bftblk__bc_put, but only for a block already cached.  Whole-block
  * writes and plain reads use it: copying every block they move into
  * the cache cost 6-7% of the plugin's CPU (perf, seq-write and
  * seq-read 64k), for blocks a small write may never touch.
  */
-void bft_bc_refresh(struct bft_blockcache *bc, uint64_t block,
+void bftblk__bc_refresh(struct bft_blockcache *bc, uint64_t block,
     const struct bft_ts *ts, const uint8_t *data);
 
 /* Forgets block (a write of it failed: its register may hold anything). */
-void bft_bc_drop(struct bft_blockcache *bc, uint64_t block);
+void bftblk__bc_drop(struct bft_blockcache *bc, uint64_t block);
 
 /* Blocks cached now, and the most it holds. */
-uint32_t bft_bc_count(struct bft_blockcache *bc);
-uint32_t bft_bc_capacity(const struct bft_blockcache *bc);
+uint32_t bftblk__bc_count(struct bft_blockcache *bc);
+uint32_t bftblk__bc_capacity(const struct bft_blockcache *bc);
 
 #endif

@@ -6,7 +6,7 @@
 #include "blocklock_int.h"
 
 void
-block_locks_init(struct block_locks *bl)
+bftblk__block_locks_init(struct block_locks *bl)
 {
 	pthread_mutex_init(&bl->lock, NULL);
 	pthread_cond_init(&bl->released, NULL);
@@ -14,7 +14,7 @@ block_locks_init(struct block_locks *bl)
 }
 
 void
-block_locks_destroy(struct block_locks *bl)
+bftblk__block_locks_destroy(struct block_locks *bl)
 {
 	pthread_cond_destroy(&bl->released);
 	pthread_mutex_destroy(&bl->lock);
@@ -30,8 +30,8 @@ overlaps_held(const struct block_locks *bl, uint64_t first, uint64_t last)
 }
 
 void
-block_lock(struct block_locks *bl, struct block_range *r, uint64_t first,
-    uint64_t last)
+bftblk__block_lock(struct block_locks *bl, struct block_range *r,
+    uint64_t first, uint64_t last)
 {
 	r->first = first;
 	r->last = last;
@@ -44,7 +44,7 @@ block_lock(struct block_locks *bl, struct block_range *r, uint64_t first,
 }
 
 void
-block_unlock(struct block_locks *bl, struct block_range *r)
+bftblk__block_unlock(struct block_locks *bl, struct block_range *r)
 {
 	struct block_range **pp;
 

@@ -23,10 +23,10 @@ struct block_locks {
 	struct block_range *held;
 };
 
-void block_locks_init(struct block_locks *bl);
-void block_locks_destroy(struct block_locks *bl);
-void block_lock(struct block_locks *bl, struct block_range *r,
+void bftblk__block_locks_init(struct block_locks *bl);
+void bftblk__block_locks_destroy(struct block_locks *bl);
+void bftblk__block_lock(struct block_locks *bl, struct block_range *r,
     uint64_t first, uint64_t last);
-void block_unlock(struct block_locks *bl, struct block_range *r);
+void bftblk__block_unlock(struct block_locks *bl, struct block_range *r);
 
 #endif

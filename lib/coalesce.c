@@ -23,14 +23,14 @@ struct coalesce_batch {
 };
 
 void
-coalesce_init(struct coalesce *co)
+bftblk__coalesce_init(struct coalesce *co)
 {
 	memset(co, 0, sizeof *co);
 	pthread_mutex_init(&co->lock, NULL);
 }
 
 void
-coalesce_destroy(struct coalesce *co)
+bftblk__coalesce_destroy(struct coalesce *co)
 {
 	pthread_mutex_destroy(&co->lock);
 }
@@ -102,7 +102,7 @@ take(struct coalesce_batch *b, struct coalesce_waiter *w)
 }
 
 const struct wpatch *
-coalesce_enter(struct coalesce *co, uint64_t block, struct wpatch *p,
+bftblk__coalesce_enter(struct coalesce *co, uint64_t block, struct wpatch *p,
     struct coalesce_waiter *w)
 {
 	struct coalesce_batch *b;
@@ -139,13 +139,13 @@ coalesce_enter(struct coalesce *co, uint64_t block, struct wpatch *p,
 		batch_put(co, b);
 	pthread_mutex_unlock(&co->lock);
 	if (list == NULL && w->result != 0)
-		lib_fail(w->result, "%s", w->why);
+		bftblk__fail(w->result, "%s", w->why);
 	return list;
 }
 
 int
-coalesce_leave(struct coalesce *co, struct coalesce_waiter *w, int result,
-    unsigned *merged)
+bftblk__coalesce_leave(struct coalesce *co, struct coalesce_waiter *w,
+    int result, unsigned *merged)
 {
 	struct coalesce_batch *b = w->batch;
 
@@ -157,7 +157,7 @@ coalesce_leave(struct coalesce *co, struct coalesce_waiter *w, int result,
 	for (struct coalesce_waiter *t = w->taken; t != NULL; t = t->next) {
 		t->result = result;
 		if (result != 0 && t != w)
-			snprintf(t->why, sizeof t->why, "%s", lib_errmsg());
+			snprintf(t->why, sizeof t->why, "%s", bftblk__errmsg());
 		t->done = true;
 	}
 	b->leading = false;

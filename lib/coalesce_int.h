@@ -45,25 +45,25 @@ struct coalesce_waiter {
 	bool done;
 };
 
-void coalesce_init(struct coalesce *co);
-void coalesce_destroy(struct coalesce *co);
+void bftblk__coalesce_init(struct coalesce *co);
+void bftblk__coalesce_destroy(struct coalesce *co);
 
 /*
  * Queues p (which must lie inside block) and waits for its turn.
  * Returns the patches to write, p's among them, when the caller leads a
- * batch: it writes them as one block and then calls coalesce_leave.
+ * batch: it writes them as one block and then calls bftblk__coalesce_leave.
  * NULL when another request's batch carried p: w->result is then 0, or
  * the errno it failed with, its reason recorded on this thread
  * (error_int.h).  p and w must stay valid until then.
  */
-const struct wpatch *coalesce_enter(struct coalesce *co, uint64_t block,
+const struct wpatch *bftblk__coalesce_enter(struct coalesce *co, uint64_t block,
     struct wpatch *p, struct coalesce_waiter *w);
 /*
  * The leader's write of its batch ended with result (0 or an errno, its
  * reason recorded on this thread): every request in the batch gets it.
  * Returns result; *merged grows by the patches that rode along.
  */
-int coalesce_leave(struct coalesce *co, struct coalesce_waiter *w,
+int bftblk__coalesce_leave(struct coalesce *co, struct coalesce_waiter *w,
     int result, unsigned *merged);
 
 #endif

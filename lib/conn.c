@@ -16,11 +16,12 @@
 /*
  * Frames for a server are gathered in c->out while the loop runs
  * callbacks, and written with one write per connection per loop
- * iteration (conn_flush_all, a check handle): one syscall and one wakeup of
- * the server for every batch of requests instead of every request.
+ * iteration (bftblk__conn_flush_all, a check handle): one syscall and
+ * one wakeup of the server for every batch of requests instead of every
+ * request.
  */
 void
-conn_send(struct conn *c, const struct bft_msg *m)
+bftblk__conn_send(struct conn *c, const struct bft_msg *m)
 {
 	size_t off = c->out.len, tail_len;
 	const uint8_t *tail;
@@ -30,7 +31,7 @@ conn_send(struct conn *c, const struct bft_msg *m)
 	    bft_chan_seal_tail(&c->chan, &c->out, off, tail, tail_len) != 0) {
 		/* Only ENOMEM gets here: the round times out or others answer. */
 		c->out.len = off;
-		eng_log(c->cl, BFTBLK_LOG_ERROR, "cannot encode %s",
+		bftblk__eng_log(c->cl, BFTBLK_LOG_ERROR, "cannot encode %s",
 		    bft_msg_type_str(m->type));
 		return;
 	}
@@ -42,7 +43,7 @@ conn_send(struct conn *c, const struct bft_msg *m)
 }
 
 void
-conn_set_state(struct conn *c, enum conn_state st)
+bftblk__conn_set_state(struct conn *c, enum conn_state st)
 {
 	c->state = st;
 	c->state_ms = uv_now(&c->cl->lp->loop);
@@ -55,7 +56,7 @@ static void
 conn_send_raw(struct conn *c, const uint8_t *p, size_t len)
 {
 	if (bft_buf_append(&c->out, p, len) != 0) {
-		conn_close(c, "out of memory");
+		bftblk__conn_close(c, "out of memory");
 		return;
 	}
 	c->cl->lp->dirty |= 1u << c->idx;
@@ -92,14 +93,14 @@ conn_flush(struct conn *c)
 	c->wreq.data = c;
 	if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
 		c->wbuf.len = 0;
-		conn_close(c, "write failed");
+		bftblk__conn_close(c, "write failed");
 		return;
 	}
 	c->writing = true;
 }
 
 void
-conn_flush_all(uv_check_t *h)
+bftblk__conn_flush_all(uv_check_t *h)
 {
 	struct engine_loop *lp = h->data;
 	uint32_t dirty = lp->dirty;
@@ -114,28 +115,29 @@ static void
 on_hello_ack(struct conn *c, const struct bft_msg *m)
 {
 	if (m->type != (BFT_HELLO | BFT_ACK) || m->status != BFT_OK) {
-		eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u refused us: %s (is it a server of "
-		    "this cluster?)", c->idx, bft_status_str(m->status));
+		bftblk__eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u refused "
+		    "us: %s (is it a server of this cluster?)", c->idx,
+		    bft_status_str(m->status));
 		c->refused = true;
-		conn_close(c, "HELLO refused");
+		bftblk__conn_close(c, "HELLO refused");
 		return;
 	}
-	conn_set_state(c, C_READY);
+	bftblk__conn_set_state(c, C_READY);
 	atomic_store(&c->cl->stats.server[c->idx].connected, true);
 	STAT_ADD(c->cl, server[c->idx].connects, 1);
 	c->backoff_ms = 0;
 	c->refused = false;
 	if (c->warned)
-		eng_log(c->cl, BFTBLK_LOG_WARN, "server %u: connected again",
-		    c->idx);
+		bftblk__eng_log(c->cl, BFTBLK_LOG_WARN, "server %u: connected "
+		    "again", c->idx);
 	c->warned = false;
-	engine_conn_ready(c);
+	bftblk__engine_conn_ready(c);
 }
 
 static void on_closed(uv_handle_t *h);
 
 void
-conn_close(struct conn *c, const char *why)
+bftblk__conn_close(struct conn *c, const char *why)
 {
 	if (c->state == C_CLOSING || c->state == C_IDLE)
 		return;
@@ -145,16 +147,16 @@ conn_close(struct conn *c, const char *why)
 	 * second uv_close would abort the process.
 	 */
 	if (uv_is_closing((uv_handle_t *)&c->tcp)) {
-		conn_set_state(c, C_CLOSING);
+		bftblk__conn_set_state(c, C_CLOSING);
 		return;
 	}
-	engine_conn_lost(c);
+	bftblk__engine_conn_lost(c);
 	c->out.len = 0;		/* lost with the connection, resent later */
 	if (!c->warned)
-		eng_log(c->cl, BFTBLK_LOG_WARN, "server %u: connection lost: "
-		    "%s", c->idx, why);
+		bftblk__eng_log(c->cl, BFTBLK_LOG_WARN, "server %u: connection "
+		    "lost: %s", c->idx, why);
 	c->warned = true;
-	conn_set_state(c, C_CLOSING);
+	bftblk__conn_set_state(c, C_CLOSING);
 	bft_chan_clear(&c->chan);
 	uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
@@ -188,7 +190,7 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 	(void)buf;
 	if (nread < 0) {
-		conn_close(c, uv_strerror((int)nread));
+		bftblk__conn_close(c, uv_strerror((int)nread));
 		return;
 	}
 	c->rlen += (size_t)nread;
@@ -210,37 +212,38 @@ on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		if (r == 1)
 			break;
 		if (r < 0) {
-			conn_close(c, "oversized frame");
+			bftblk__conn_close(c, "oversized frame");
 			return;
 		}
 		flen = blen;
 		if (bft_chan_open(&c->chan, c->rbuf + off, c->rbuf + off + 4,
 		    &blen) != 0) {
-			eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u: a frame failed authentication "
-			    "(altered, replayed or reordered); reconnecting",
-			    c->idx);
-			conn_close(c, "frame failed authentication");
+			bftblk__eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u: a "
+			    "frame failed authentication (altered, replayed or "
+			    "reordered); reconnecting", c->idx);
+			bftblk__conn_close(c, "frame failed authentication");
 			return;
 		}
 		if (bft_wire_decode(c->rbuf + off + 4, blen, c->cl->n, &m,
 		    &why) != 0) {
-			eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u sent a malformed frame (%s); "
-			    "reconnecting", c->idx, why);
-			conn_close(c, why);
+			bftblk__eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u "
+			    "sent a malformed frame (%s); reconnecting", c->idx,
+			    why);
+			bftblk__conn_close(c, why);
 			return;
 		}
 		off += 4 + (size_t)flen;
 		/* Any frame shows the link alive; the rest wait from now. */
 		if (c->nrcvd < c->nsent && c->nsent - c->nrcvd <= LAT_RING &&
 		    c->state == C_READY)
-			engine_note_latency(c->cl, c->idx, uv_hrtime() -
+			bftblk__engine_note_latency(c->cl, c->idx, uv_hrtime() -
 			    c->sent_ns[c->nrcvd % LAT_RING]);
 		if (c->nrcvd < c->nsent && ++c->nrcvd < c->nsent)
 			c->wait_ms = uv_now(&c->cl->lp->loop);
 		if (c->state == C_HELLO)
 			on_hello_ack(c, &m);
 		else
-			engine_dispatch(c, &m);
+			bftblk__engine_dispatch(c, &m);
 	}
 	if (off > 0 && c->state != C_CLOSING && c->state != C_IDLE) {
 		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
@@ -264,16 +267,17 @@ on_server_hello(struct conn *c)
 
 	r = bft_chan_client_finish(&c->hs, c->rbuf, &c->chan, fin, &why);
 	if (r != 0) {
-		eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u: channel refused: %s", c->idx, why);
+		bftblk__eng_log(c->cl, BFTBLK_LOG_ERROR, "server %u: channel "
+		    "refused: %s", c->idx, why);
 		/* A refusal is deliberate; retrying fast only floods logs. */
 		c->refused = true;
-		conn_close(c, why);
+		bftblk__conn_close(c, why);
 		return -1;
 	}
 	conn_send_raw(c, fin, sizeof fin);
-	conn_set_state(c, C_HELLO);
+	bftblk__conn_set_state(c, C_HELLO);
 	bft_hello_fill(cfg, c->idx, &m);
-	conn_send(c, &m);
+	bftblk__conn_send(c, &m);
 	return 0;
 }
 
@@ -287,12 +291,12 @@ on_connect(uv_connect_t *req, int status)
 	if (c->state != C_CONNECTING)
 		return;
 	if (status != 0) {
-		conn_close(c, uv_strerror(status));
+		bftblk__conn_close(c, uv_strerror(status));
 		return;
 	}
 	uv_tcp_nodelay(&c->tcp, 1);
 	c->rlen = 0;
-	conn_set_state(c, C_HANDSHAKE);
+	bftblk__conn_set_state(c, C_HANDSHAKE);
 	bft_chan_client_hello(&c->hs, &cl->p.key->chan,
 	    cl->p.cfg->server_pk[c->idx], cl->p.cfg->cluster_id, c->idx,
 	    (enum bft_chan_mode)cl->p.cfg->channel, ch);
@@ -303,7 +307,7 @@ on_connect(uv_connect_t *req, int status)
 static void
 on_retry(uv_timer_t *t)
 {
-	conn_connect(t->data);
+	bftblk__conn_connect(t->data);
 }
 
 static void
@@ -312,7 +316,7 @@ on_closed(uv_handle_t *h)
 	struct conn *c = h->data;
 	struct engine_loop *lp = c->cl->lp;
 
-	conn_set_state(c, C_IDLE);
+	bftblk__conn_set_state(c, C_IDLE);
 	if (lp->stopping)
 		return;
 	STAT_ADD(c->cl, reconnects, 1);
@@ -325,7 +329,7 @@ on_closed(uv_handle_t *h)
 }
 
 void
-conn_connect(struct conn *c)
+bftblk__conn_connect(struct conn *c)
 {
 	struct engine_loop *lp = c->cl->lp;
 
@@ -334,14 +338,14 @@ conn_connect(struct conn *c)
 	uv_tcp_init(&lp->loop, &c->tcp);
 	c->tcp.data = c;
 	c->connect.data = c;
-	conn_set_state(c, C_CONNECTING);
+	bftblk__conn_set_state(c, C_CONNECTING);
 	if (uv_tcp_connect(&c->connect, &c->tcp,
 	    (const struct sockaddr *)&c->addr, on_connect) != 0)
-		conn_close(c, "connect failed");
+		bftblk__conn_close(c, "connect failed");
 }
 
 int
-conn_resolve(struct bft_engine *cl, const struct bft_server_addr *a,
+bftblk__conn_resolve(struct bft_engine *cl, const struct bft_server_addr *a,
     struct sockaddr_storage *out)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
@@ -351,7 +355,8 @@ conn_resolve(struct bft_engine *cl, const struct bft_server_addr *a,
 	snprintf(port, sizeof port, "%u", a->port);
 	r = getaddrinfo(a->host, port, &hints, &res);
 	if (r != 0) {
-		eng_log(cl, BFTBLK_LOG_ERROR, "cannot resolve %s: %s", a->host, gai_strerror(r));
+		bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "cannot resolve %s: %s",
+		    a->host, gai_strerror(r));
 		return -1;
 	}
 	memcpy(out, res->ai_addr, res->ai_addrlen);

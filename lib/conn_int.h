@@ -93,52 +93,54 @@ struct engine_loop {
 };
 
 /* conn.c */
-void conn_send(struct conn *c, const struct bft_msg *m);
-void conn_connect(struct conn *c);
-void conn_close(struct conn *c, const char *why);
+void bftblk__conn_send(struct conn *c, const struct bft_msg *m);
+void bftblk__conn_connect(struct conn *c);
+void bftblk__conn_close(struct conn *c, const char *why);
 /* Check handle: writes what each connection gathered this iteration. */
-void conn_flush_all(uv_check_t *h);
-int conn_resolve(struct bft_engine *cl, const struct bft_server_addr *a,
+void bftblk__conn_flush_all(uv_check_t *h);
+int bftblk__conn_resolve(struct bft_engine *cl, const struct bft_server_addr *a,
     struct sockaddr_storage *out);
 
 /*
- * engine.c.  engine_new and engine_free make an engine with its loop
- * and no thread or connection, which bft_engine_start adds: the unit
- * tests drive such an engine by hand through a fake connection layer
- * (tests/unit/fake_conn.c), starting ops, feeding replies to
- * engine_dispatch and moving time with engine_tick.
+ * engine.c.  bftblk__engine_new and bftblk__engine_free make an engine
+ * with its loop and no thread or connection, which bftblk__engine_start
+ * adds: the unit tests drive such an engine by hand through a fake
+ * connection layer (tests/unit/fake_conn.c), starting ops, feeding
+ * replies to bftblk__engine_dispatch and moving time with
+ * bftblk__engine_tick.
  */
-struct bft_engine *engine_new(const struct bft_engine_params *p);
-void engine_free(struct bft_engine *cl);
+struct bft_engine *bftblk__engine_new(const struct bft_engine_params *p);
+void bftblk__engine_free(struct bft_engine *cl);
 /* Starts a submitted op's first round, or queues it for a slot. */
-void engine_start_op(struct op *op);
+void bftblk__engine_start_op(struct op *op);
 /* Times out, or ends the short waits of, rounds whose deadline passed. */
-void engine_tick(struct engine_loop *lp, uint64_t now);
+void bftblk__engine_tick(struct engine_loop *lp, uint64_t now);
 /* Sets c's state and notes when it began. */
-void conn_set_state(struct conn *c, enum conn_state st);
+void bftblk__conn_set_state(struct conn *c, enum conn_state st);
 
 /* engine_watch.c: evidence reports and bftblk.conf, every tick. */
-void engine_watch(struct engine_loop *lp, uint64_t now);
+void bftblk__engine_watch(struct engine_loop *lp, uint64_t now);
 /* The loop is stopping: the stats file's last version. */
-void engine_watch_stop(struct engine_loop *lp);
+void bftblk__engine_watch_stop(struct engine_loop *lp);
 /* stats_file.c: writes stats-file=; 0, or -1 with errno. */
-int eng_stats_file_write(struct bft_engine *cl,
+int bftblk__eng_stats_file_write(struct bft_engine *cl,
     const uint64_t recent[][EV_KINDS], bool closing);
 
 /* metrics.c: metrics=ADDR:PORT on the loop; NULL with a reason in err. */
-struct eng_metrics *eng_metrics_start(struct bft_engine *cl,
+struct eng_metrics *bftblk__eng_metrics_start(struct bft_engine *cl,
     const char *addr, char *err, size_t errlen);
-const char *eng_metrics_where(const struct eng_metrics *m);
+const char *bftblk__eng_metrics_where(const struct eng_metrics *m);
 /* Closes the endpoint; the loop frees it as it runs.  NULL: no-op. */
-void eng_metrics_stop(struct eng_metrics *m);
+void bftblk__eng_metrics_stop(struct eng_metrics *m);
 
 /* engine.c, for conn.c */
-void engine_dispatch(struct conn *c, const struct bft_msg *m);
+void bftblk__engine_dispatch(struct conn *c, const struct bft_msg *m);
 /* A reply of server i came ns after its request: the moving average. */
-void engine_note_latency(struct bft_engine *cl, unsigned i, uint64_t ns);
+void bftblk__engine_note_latency(struct bft_engine *cl, unsigned i,
+    uint64_t ns);
 /* A server answered HELLO: bring it into the rounds that lack it. */
-void engine_conn_ready(struct conn *c);
+void bftblk__engine_conn_ready(struct conn *c);
 /* A connection dropped: its unanswered requests must go out again. */
-void engine_conn_lost(struct conn *c);
+void bftblk__engine_conn_lost(struct conn *c);
 
 #endif

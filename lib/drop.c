@@ -91,7 +91,7 @@ drop_check(const struct bft_config *cfg, const struct bft_client_key *key,
 }
 
 int
-bft_drop_volume(const struct bft_config *cfg,
+bftblk__drop_volume(const struct bft_config *cfg,
     const struct bft_client_key *key, uint32_t vol, unsigned timeout_ms,
     bool acked[BFT_MAX_N], char *why, size_t whylen)
 {

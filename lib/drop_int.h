@@ -25,7 +25,7 @@
  * cluster, -EPERM for a key that is not a writer's.  A server waits at
  * most timeout_ms for each step of its session.
  */
-int bft_drop_volume(const struct bft_config *cfg,
+int bftblk__drop_volume(const struct bft_config *cfg,
     const struct bft_client_key *key, uint32_t vol, unsigned timeout_ms,
     bool acked[BFT_MAX_N], char *why, size_t whylen);
 

@@ -27,15 +27,15 @@ send_round(struct op *op, unsigned i)
 	m.id = (uint64_t)op->slot << 32 | op->gen;
 	m.block = op->block;
 	if (op->kind == OP_WRITE)
-		write_build(op, i, &m);
+		bftblk__write_build(op, i, &m);
 	else if (op->kind == OP_READ)
-		read_build(op, i, &m);
+		bftblk__read_build(op, i, &m);
 	op->sent |= 1u << i;
-	conn_send(&op->cl->lp->conns[i], &m);
+	bftblk__conn_send(&op->cl->lp->conns[i], &m);
 }
 
 void
-round_start(struct op *op, enum op_phase ph)
+bftblk__round_start(struct op *op, enum op_phase ph)
 {
 	struct engine_loop *lp = op->cl->lp;
 
@@ -75,13 +75,13 @@ admit_waiting(struct engine_loop *lp)
 		lp->waithead = next->next;
 		if (lp->waithead == NULL)
 			lp->waittail = NULL;
-		engine_start_op(next);
+		bftblk__engine_start_op(next);
 	}
 	lp->admitting = false;
 }
 
 void
-op_done(struct op *op, int err, const char *why)
+bftblk__op_done(struct op *op, int err, const char *why)
 {
 	struct engine_loop *lp = op->cl->lp;
 
@@ -96,7 +96,7 @@ op_done(struct op *op, int err, const char *why)
 	 * timestamp, so this writer takes a new id.
 	 */
 	if (err && op->kind == OP_WRITE && op->phase != PH_CLOCK)
-		rotate_writer_id(op->cl);
+		bftblk__rotate_writer_id(op->cl);
 	/* A parked write comes back: its time runs on. */
 	if (!op->parked && op->start_ns != 0) {
 		uint64_t ns = uv_hrtime() - op->start_ns;
@@ -114,7 +114,7 @@ op_done(struct op *op, int err, const char *why)
 }
 
 void
-rotate_writer_id(struct bft_engine *cl)
+bftblk__rotate_writer_id(struct bft_engine *cl)
 {
 	bft_random(&cl->writer_id, sizeof cl->writer_id);
 	cl->writer_id |= 1;	/* zero marks c0 */
@@ -134,7 +134,7 @@ status_errno(int status)
 }
 
 bool
-round_note_error(struct op *op, unsigned i, int status)
+bftblk__round_note_error(struct op *op, unsigned i, int status)
 {
 	unsigned n = op->cl->n, t = op->cl->t;
 
@@ -148,12 +148,12 @@ round_note_error(struct op *op, unsigned i, int status)
 	/* One liar's EFENCED is not a reason; t+1 are (predicates.h). */
 	if (bft_fenced_proven(op->fenced, t))
 		status = BFT_EFENCED;
-	op_done(op, status_errno(status), bft_status_str(status));
+	bftblk__op_done(op, status_errno(status), bft_status_str(status));
 	return true;
 }
 
 void
-engine_start_op(struct op *op)
+bftblk__engine_start_op(struct op *op)
 {
 	struct engine_loop *lp = op->cl->lp;
 	uint32_t s;
@@ -182,15 +182,15 @@ engine_start_op(struct op *op)
 	case OP_WRITE:
 		if (!op->resume)	/* a resumed write is counted once */
 			STAT_ADD(op->cl, writes, 1);
-		write_start(op);
+		bftblk__write_start(op);
 		break;
 	case OP_READ:
 		STAT_ADD(op->cl, reads, 1);
-		read_start(op);
+		bftblk__read_start(op);
 		break;
 	case OP_FLUSH:
 		STAT_ADD(op->cl, flushes, 1);
-		round_start(op, PH_FLUSH);
+		bftblk__round_start(op, PH_FLUSH);
 		break;
 	}
 }
@@ -199,17 +199,17 @@ static void
 flush_reply(struct op *op, unsigned i, const struct bft_msg *m)
 {
 	if (m->status != BFT_OK) {
-		round_note_error(op, i, m->status);
+		bftblk__round_note_error(op, i, m->status);
 		return;
 	}
 	op->ok |= 1u << i;
 	if (popcount32(op->ok) >= op->cl->n - op->cl->t)
-		op_done(op, 0, NULL);
+		bftblk__op_done(op, 0, NULL);
 }
 
 /* A reply from server c->idx: find its round, ignore it if stale. */
 void
-engine_dispatch(struct conn *c, const struct bft_msg *m)
+bftblk__engine_dispatch(struct conn *c, const struct bft_msg *m)
 {
 	struct engine_loop *lp = c->cl->lp;
 	uint32_t slot = (uint32_t)(m->id >> 32), bit = 1u << c->idx;
@@ -223,23 +223,24 @@ engine_dispatch(struct conn *c, const struct bft_msg *m)
 	if (m->type != (op->phase | BFT_ACK) ||
 	    (op->kind != OP_FLUSH && m->block != op->block)) {
 		STAT_ADD(c->cl, server[c->idx].mismatched, 1);
-		eng_log(c->cl, BFTBLK_LOG_DEBUG, "server %u: reply %s for block %llu does not "
-		    "match its request; ignored", c->idx,
-		    bft_msg_type_str(m->type), (unsigned long long)m->block);
+		bftblk__eng_log(c->cl, BFTBLK_LOG_DEBUG, "server %u: reply %s "
+		    "for block %llu does not match its request; ignored",
+		    c->idx, bft_msg_type_str(m->type),
+		    (unsigned long long)m->block);
 		return;
 	}
 	op->replied |= bit;
 	STAT_ADD(op->cl, server[c->idx].replies, 1);
 	if (op->kind == OP_WRITE)
-		write_reply(op, c->idx, m);
+		bftblk__write_reply(op, c->idx, m);
 	else if (op->kind == OP_READ)
-		read_reply(op, c->idx, m);
+		bftblk__read_reply(op, c->idx, m);
 	else
 		flush_reply(op, c->idx, m);
 }
 
 void
-engine_note_latency(struct bft_engine *cl, unsigned i, uint64_t ns)
+bftblk__engine_note_latency(struct bft_engine *cl, unsigned i, uint64_t ns)
 {
 	uint64_t *l = &cl->lat_ns[i];
 
@@ -248,7 +249,7 @@ engine_note_latency(struct bft_engine *cl, unsigned i, uint64_t ns)
 }
 
 void
-engine_conn_ready(struct conn *c)
+bftblk__engine_conn_ready(struct conn *c)
 {
 	struct engine_loop *lp = c->cl->lp;
 
@@ -265,7 +266,7 @@ engine_conn_ready(struct conn *c)
  * nh), so the unanswered ones go out again once the server is back.
  */
 void
-engine_conn_lost(struct conn *c)
+bftblk__engine_conn_lost(struct conn *c)
 {
 	struct engine_loop *lp = c->cl->lp;
 	uint32_t bit = 1u << c->idx;
@@ -308,7 +309,7 @@ list_servers(char *buf, size_t len, uint32_t mask)
 }
 
 void
-op_fail_slow(struct op *op, const char *what)
+bftblk__op_fail_slow(struct op *op, const char *what)
 {
 	unsigned n = op->cl->n, need = n - op->cl->t;
 	uint32_t all = (1u << n) - 1, silent = all & ~op->replied;
@@ -324,14 +325,14 @@ op_fail_slow(struct op *op, const char *what)
 		snprintf(who + off, sizeof who - off, "; refused by server ");
 		list_servers(who, sizeof who, op->failed);
 	}
-	eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: %s: %u of %u servers "
-	    "answered, %u needed%s", (unsigned long long)op->block, what,
-	    popcount32(op->ok), n, need, who);
-	op_done(op, EIO, "too few servers answered in time");
+	bftblk__eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: %s: %u of %u "
+	    "servers answered, %u needed%s", (unsigned long long)op->block,
+	    what, popcount32(op->ok), n, need, who);
+	bftblk__op_done(op, EIO, "too few servers answered in time");
 }
 
 void
-engine_tick(struct engine_loop *lp, uint64_t now)
+bftblk__engine_tick(struct engine_loop *lp, uint64_t now)
 {
 	for (uint32_t s = 0; s < MAX_OPS && lp->nactive > 0; s++) {
 		struct op *op = lp->slots[s];
@@ -339,7 +340,7 @@ engine_tick(struct engine_loop *lp, uint64_t now)
 		if (op != NULL && now >= op->give_up_ms) {
 			STAT_ADD(op->cl, timeouts, 1);
 			note_silent(op);
-			op_fail_slow(op, "no result within io-timeout");
+			bftblk__op_fail_slow(op, "no result within io-timeout");
 			continue;
 		}
 		if (op == NULL || now < op->deadline_ms)
@@ -347,16 +348,16 @@ engine_tick(struct engine_loop *lp, uint64_t now)
 		/* Not a timeout: a short wait of the 1-round read ran out. */
 		if (op->kind == OP_READ && op->phase == PH_COLLECT &&
 		    op->fast_wait) {
-			fast_read_expired(op);
+			bftblk__fast_read_expired(op);
 			continue;
 		}
 		STAT_ADD(op->cl, timeouts, 1);
 		note_silent(op);
 		if (op->kind == OP_READ && op->phase == PH_FILTER) {
-			read_timeout(op);
+			bftblk__read_timeout(op);
 			continue;
 		}
-		op_fail_slow(op, "round timed out");
+		bftblk__op_fail_slow(op, "round timed out");
 	}
 }
 
@@ -366,8 +367,8 @@ on_tick(uv_timer_t *t)
 	struct engine_loop *lp = t->data;
 	uint64_t now = uv_now(&lp->loop);
 
-	engine_tick(lp, now);
-	engine_watch(lp, now);
+	bftblk__engine_tick(lp, now);
+	bftblk__engine_watch(lp, now);
 }
 
 static void
@@ -388,7 +389,7 @@ on_wake(uv_async_t *a)
 	while (op != NULL) {
 		struct op *next = op->next;
 
-		engine_start_op(op);
+		bftblk__engine_start_op(op);
 		op = next;
 	}
 }
@@ -411,7 +412,7 @@ close_handle(uv_handle_t *h, void *arg)
 }
 
 struct bft_engine *
-engine_new(const struct bft_engine_params *p)
+bftblk__engine_new(const struct bft_engine_params *p)
 {
 	struct bft_engine *cl = calloc(1, sizeof *cl);
 	struct engine_loop *lp = calloc(1, sizeof *lp);
@@ -427,8 +428,8 @@ engine_new(const struct bft_engine_params *p)
 	cl->writer_id = p->writer_id;
 	cl->lp = lp;
 	pthread_mutex_init(&cl->pool_lock, NULL);
-	block_locks_init(&cl->locks);
-	coalesce_init(&cl->co);
+	bftblk__block_locks_init(&cl->locks);
+	bftblk__coalesce_init(&cl->co);
 	pthread_mutex_init(&lp->qlock, NULL);
 	uv_async_init(&lp->loop, &lp->wake, on_wake);
 	lp->wake.data = lp;
@@ -437,7 +438,7 @@ engine_new(const struct bft_engine_params *p)
 	uv_timer_start(&lp->tick, on_tick, TICK_MS, TICK_MS);
 	uv_check_init(&lp->loop, &lp->flush);
 	lp->flush.data = lp;
-	uv_check_start(&lp->flush, conn_flush_all);
+	uv_check_start(&lp->flush, bftblk__conn_flush_all);
 	for (unsigned i = 0; i < cl->n; i++) {
 		struct conn *c = &lp->conns[i];
 
@@ -450,12 +451,12 @@ engine_new(const struct bft_engine_params *p)
 }
 
 void
-engine_free(struct bft_engine *cl)
+bftblk__engine_free(struct bft_engine *cl)
 {
 	struct engine_loop *lp = cl->lp;
 
 	/* Before the walk, which would close its handles without freeing. */
-	eng_metrics_stop(lp->metrics);
+	bftblk__eng_metrics_stop(lp->metrics);
 	lp->metrics = NULL;
 	uv_walk(&lp->loop, close_handle, NULL);
 	uv_run(&lp->loop, UV_RUN_DEFAULT);
@@ -467,61 +468,61 @@ engine_free(struct bft_engine *cl)
 		bft_chan_clear(&lp->conns[i].chan);
 	}
 	pthread_mutex_destroy(&lp->qlock);
-	op_pool_drain(cl);
+	bftblk__op_pool_drain(cl);
 	pthread_mutex_destroy(&cl->pool_lock);
-	block_locks_destroy(&cl->locks);
-	coalesce_destroy(&cl->co);
+	bftblk__block_locks_destroy(&cl->locks);
+	bftblk__coalesce_destroy(&cl->co);
 	free(lp);
 	free(cl);
 }
 
 uint64_t
-bft_engine_addr(const struct bft_engine *cl, uint64_t b)
+bftblk__engine_addr(const struct bft_engine *cl, uint64_t b)
 {
 	return bft_addr(cl->p.volume_id, b);
 }
 
 struct bft_engine *
-bft_engine_start(const struct bft_engine_params *p)
+bftblk__engine_start(const struct bft_engine_params *p)
 {
-	struct bft_engine *cl = engine_new(p);
+	struct bft_engine *cl = bftblk__engine_new(p);
 	struct engine_loop *lp;
 
 	if (cl == NULL)
 		return NULL;
 	lp = cl->lp;
 	for (unsigned i = 0; i < cl->n; i++)
-		if (conn_resolve(cl, &p->cfg->servers[i],
+		if (bftblk__conn_resolve(cl, &p->cfg->servers[i],
 		    &lp->conns[i].addr) != 0)
 			goto out_free;
 	if (p->metrics_addr != NULL) {
 		char err[256];
 
-		lp->metrics = eng_metrics_start(cl, p->metrics_addr, err,
-		    sizeof err);
+		lp->metrics = bftblk__eng_metrics_start(cl, p->metrics_addr,
+		    err, sizeof err);
 		if (lp->metrics == NULL) {
-			eng_log(cl, BFTBLK_LOG_ERROR, "metrics=%s: %s",
+			bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "metrics=%s: %s",
 			    p->metrics_addr, err);
 			goto out_free;
 		}
-		eng_log(cl, BFTBLK_LOG_INFO, "metrics on http://%s/metrics",
-		    eng_metrics_where(lp->metrics));
+		bftblk__eng_log(cl, BFTBLK_LOG_INFO, "metrics on "
+		    "http://%s/metrics", bftblk__eng_metrics_where(lp->metrics));
 	}
 	for (unsigned i = 0; i < cl->n; i++)
 		if (!(p->skip & (1u << i)))
-			conn_connect(&lp->conns[i]);
+			bftblk__conn_connect(&lp->conns[i]);
 	if (pthread_create(&lp->thread, NULL, loop_main, lp) != 0)
 		goto out_free;
 	return cl;
 
 out_free:
 	/* Handles are only in the loop; closing it is enough on this path. */
-	engine_free(cl);
+	bftblk__engine_free(cl);
 	return NULL;
 }
 
 void
-bft_engine_stop(struct bft_engine *cl)
+bftblk__engine_stop(struct bft_engine *cl)
 {
 	struct engine_loop *lp;
 
@@ -533,13 +534,13 @@ bft_engine_stop(struct bft_engine *cl)
 	pthread_mutex_unlock(&lp->qlock);
 	uv_async_send(&lp->wake);
 	pthread_join(lp->thread, NULL);
-	engine_watch_stop(lp);
-	engine_free(cl);
+	bftblk__engine_watch_stop(lp);
+	bftblk__engine_free(cl);
 }
 
 void
-eng_log(struct bft_engine *cl, enum bftblk_log_level level, const char *fmt,
-    ...)
+bftblk__eng_log(struct bft_engine *cl, enum bftblk_log_level level,
+    const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;

@@ -71,7 +71,7 @@ struct op {
 	 * coded instead of data.  A write is sealed only once its
 	 * timestamp is known, so the loop thread parks it after CLOCK (or
 	 * the cache hit): it finishes with parked set, the submitter seals
-	 * and encodes (bft_op_seal_write) and submits it again, and it
+	 * and encodes (bftblk__op_seal_write) and submits it again, and it
 	 * resumes with STORE.
 	 */
 	uint8_t *value;
@@ -117,7 +117,7 @@ struct op {
 	unsigned fast_pick;		/* ... by A[fast_pick]'s lc and cc */
 
 	/*
-	 * The arrays, 32 KiB of the op, are last: bft_op_new zeroes only
+	 * The arrays, 32 KiB of the op, are last: bftblk__op_new zeroes only
 	 * what comes before them, and each round sets the entries it reads
 	 * (the first n, or nc for C) before reading them.
 	 */
@@ -206,63 +206,63 @@ struct bft_engine_params {
  * The lease generation the engine's writes carry from now on (proto.h),
  * and what it is.  Any thread.
  */
-void bft_engine_set_gen(struct bft_engine *cl, uint64_t gen);
-uint64_t bft_engine_gen(const struct bft_engine *cl);
+void bftblk__engine_set_gen(struct bft_engine *cl, uint64_t gen);
+uint64_t bftblk__engine_gen(const struct bft_engine *cl);
 /* The lease the engine's metrics report, or NULL.  Any thread. */
 struct bft_lease;
-void bft_engine_set_lease(struct bft_engine *cl, const struct bft_lease *l);
+void bftblk__engine_set_lease(struct bft_engine *cl, const struct bft_lease *l);
 
 /* The write path's shared state, one per engine (write.c). */
 struct block_locks;
 struct coalesce;
-struct block_locks *bft_engine_locks(struct bft_engine *cl);
-struct coalesce *bft_engine_coalesce(struct bft_engine *cl);
+struct block_locks *bftblk__engine_locks(struct bft_engine *cl);
+struct coalesce *bftblk__engine_coalesce(struct bft_engine *cl);
 
 /* The address of block b of the engine's volume (proto.h). */
-uint64_t bft_engine_addr(const struct bft_engine *cl, uint64_t b);
+uint64_t bftblk__engine_addr(const struct bft_engine *cl, uint64_t b);
 
 /* Starts the loop thread and begins connecting; NULL on failure. */
-struct bft_engine *bft_engine_start(const struct bft_engine_params *p);
-void bft_engine_stop(struct bft_engine *cl);
-const struct bft_engine_stats *bft_engine_stats(struct bft_engine *cl);
+struct bft_engine *bftblk__engine_start(const struct bft_engine_params *p);
+void bftblk__engine_stop(struct bft_engine *cl);
+const struct bft_engine_stats *bftblk__engine_stats(struct bft_engine *cl);
 /* Counts partial writes that found their block in the cache, or not. */
-void bft_engine_note_cache(struct bft_engine *cl, unsigned hits,
+void bftblk__engine_note_cache(struct bft_engine *cl, unsigned hits,
     unsigned misses);
-void bft_engine_note_coalesced(struct bft_engine *cl, unsigned n);
+void bftblk__engine_note_coalesced(struct bft_engine *cl, unsigned n);
 
 /* Allocates an op's fragment buffers; NULL on ENOMEM. */
-struct op *bft_op_new(struct bft_engine *cl, enum op_kind kind);
-void bft_op_free(struct op *op);
+struct op *bftblk__op_new(struct bft_engine *cl, enum op_kind kind);
+void bftblk__op_free(struct op *op);
 
 /*
  * Prepares a write of op->data on the calling thread: erasure coding,
  * cross-checksum, nonce.  With encryption only the nonce: the rest
  * waits for the timestamp.  0 or -1.
  */
-int bft_op_prepare_write(struct op *op);
+int bftblk__op_prepare_write(struct op *op);
 /*
  * For a write that finished parked: seals op->data under its timestamp,
  * erasure-codes and hashes the sealed value, and sets it up to resume
  * when submitted again.  0 or -1.
  */
-int bft_op_seal_write(struct op *op);
+int bftblk__op_seal_write(struct op *op);
 /*
  * The timestamp of the value a finished read returned (zero for a
  * never-written block).
  */
-void bft_op_read_ts(const struct op *op, struct bft_ts *ts);
+void bftblk__op_read_ts(const struct op *op, struct bft_ts *ts);
 /*
  * The cross-checksum t+1 servers agreed on for the value a finished
  * read returned, which its fragments matched; NULL for a never-written
  * block.
  */
-const uint8_t (*bft_op_read_cc(const struct op *op))[BFT_HASH_LEN];
+const uint8_t (*bftblk__op_read_cc(const struct op *op))[BFT_HASH_LEN];
 /*
  * After a read finished: decodes the chosen value into op->data, and
  * with encryption opens it.  0, or -1 with the reason in op->why (then
  * op->data holds no unauthenticated byte).
  */
-int bft_op_finish_read(struct op *op);
+int bftblk__op_finish_read(struct op *op);
 
 /*
  * Runs up to BFT_RUN_MAX ops to completion from a caller's thread,
@@ -271,22 +271,23 @@ int bft_op_finish_read(struct op *op);
  * own outcome is in its err and why.
  */
 #define BFT_RUN_MAX 64
-int bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops);
+int bftblk__engine_run(struct bft_engine *cl, struct op **ops, unsigned nops);
 
 /* Queues ops to the loop thread; each one's batch is signalled when done. */
-void bft_engine_submit(struct bft_engine *cl, struct op **ops, unsigned nops);
-void bft_batch_init(struct op_batch *b, unsigned pending);
-void bft_batch_wait(struct op_batch *b);
-void bft_batch_destroy(struct op_batch *b);
+void bftblk__engine_submit(struct bft_engine *cl, struct op **ops,
+    unsigned nops);
+void bftblk__batch_init(struct op_batch *b, unsigned pending);
+void bftblk__batch_wait(struct op_batch *b);
+void bftblk__batch_destroy(struct op_batch *b);
 
 /* The engine of a connected handle, or NULL (bftblk.c). */
-struct bft_engine *lib_engine(struct bftblk *h);
+struct bft_engine *bftblk__engine(struct bftblk *h);
 /* Records err and why for h's caller and returns -err (bftblk.c). */
-int lib_handle_fail(const struct bftblk *h, int err, const char *fmt, ...)
+int bftblk__handle_fail(const struct bftblk *h, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* A line for the front end's log, from any thread. */
-void eng_log(struct bft_engine *cl, enum bftblk_log_level level,
+void bftblk__eng_log(struct bft_engine *cl, enum bftblk_log_level level,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -13,56 +13,56 @@
 #include "error_int.h"
 
 void
-bft_engine_set_gen(struct bft_engine *cl, uint64_t gen)
+bftblk__engine_set_gen(struct bft_engine *cl, uint64_t gen)
 {
 	__atomic_store_n(&cl->lease_gen, gen, __ATOMIC_RELEASE);
 }
 
 uint64_t
-bft_engine_gen(const struct bft_engine *cl)
+bftblk__engine_gen(const struct bft_engine *cl)
 {
 	return __atomic_load_n(&cl->lease_gen, __ATOMIC_ACQUIRE);
 }
 
 struct block_locks *
-bft_engine_locks(struct bft_engine *cl)
+bftblk__engine_locks(struct bft_engine *cl)
 {
 	return &cl->locks;
 }
 
 struct coalesce *
-bft_engine_coalesce(struct bft_engine *cl)
+bftblk__engine_coalesce(struct bft_engine *cl)
 {
 	return &cl->co;
 }
 
 void
-bft_engine_set_lease(struct bft_engine *cl, const struct bft_lease *l)
+bftblk__engine_set_lease(struct bft_engine *cl, const struct bft_lease *l)
 {
 	__atomic_store_n(&cl->lease, l, __ATOMIC_RELEASE);
 }
 
 const struct bft_engine_stats *
-bft_engine_stats(struct bft_engine *cl)
+bftblk__engine_stats(struct bft_engine *cl)
 {
 	return &cl->stats;
 }
 
 void
-bft_engine_note_cache(struct bft_engine *cl, unsigned hits, unsigned misses)
+bftblk__engine_note_cache(struct bft_engine *cl, unsigned hits, unsigned misses)
 {
 	STAT_ADD(cl, cache_hits, hits);
 	STAT_ADD(cl, cache_misses, misses);
 }
 
 void
-bft_engine_note_coalesced(struct bft_engine *cl, unsigned n)
+bftblk__engine_note_coalesced(struct bft_engine *cl, unsigned n)
 {
 	STAT_ADD(cl, coalesced, n);
 }
 
 void
-bft_engine_submit(struct bft_engine *cl, struct op **ops, unsigned nops)
+bftblk__engine_submit(struct bft_engine *cl, struct op **ops, unsigned nops)
 {
 	struct engine_loop *lp = cl->lp;
 
@@ -86,12 +86,12 @@ submit_wait(struct bft_engine *cl, struct op **ops, unsigned nops)
 {
 	struct op_batch batch;
 
-	bft_batch_init(&batch, nops);
+	bftblk__batch_init(&batch, nops);
 	for (unsigned i = 0; i < nops; i++)
 		ops[i]->batch = &batch;
-	bft_engine_submit(cl, ops, nops);
-	bft_batch_wait(&batch);
-	bft_batch_destroy(&batch);
+	bftblk__engine_submit(cl, ops, nops);
+	bftblk__batch_wait(&batch);
+	bftblk__batch_destroy(&batch);
 }
 
 /*
@@ -100,14 +100,14 @@ submit_wait(struct bft_engine *cl, struct op **ops, unsigned nops)
  * write whose fast path fell back parks once more.
  */
 int
-bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
+bftblk__engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
 {
 	struct op *todo[BFT_RUN_MAX];
 	unsigned ntodo = nops;
 	int err = 0;
 
 	if (nops > BFT_RUN_MAX)
-		return lib_fail(EINVAL, "%u operations at once, at most %u",
+		return bftblk__fail(EINVAL, "%u operations at once, at most %u",
 		    nops, BFT_RUN_MAX);
 	memcpy(todo, ops, nops * sizeof ops[0]);
 	while (ntodo > 0) {
@@ -119,10 +119,10 @@ bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
 
 			if (op->err && !err) {
 				err = op->err;
-				eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: %s",
-				    (unsigned long long)op->block,
+				bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "block "
+				    "%llu: %s", (unsigned long long)op->block,
 				    op->why ? op->why : strerror(err));
-				lib_fail(err, "block %llu: %s",
+				bftblk__fail(err, "block %llu: %s",
 				    (unsigned long long)op->block,
 				    op->why ? op->why : strerror(err));
 			}
@@ -130,13 +130,14 @@ bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
 				op->parked = false;
 				continue;
 			}
-			if (bft_op_seal_write(op) != 0) {
+			if (bftblk__op_seal_write(op) != 0) {
 				op->parked = false;
-				eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: erasure "
-				    "coding failed", (unsigned long long)op->block);
-				err = EIO;
-				lib_fail(err, "block %llu: erasure coding failed",
+				bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "block "
+				    "%llu: erasure coding failed",
 				    (unsigned long long)op->block);
+				err = EIO;
+				bftblk__fail(err, "block %llu: erasure coding "
+				    "failed", (unsigned long long)op->block);
 				continue;
 			}
 			todo[nparked++] = op;
@@ -147,7 +148,7 @@ bft_engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
 }
 
 void
-bft_batch_init(struct op_batch *b, unsigned pending)
+bftblk__batch_init(struct op_batch *b, unsigned pending)
 {
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_cond_init(&b->cond, NULL);
@@ -155,7 +156,7 @@ bft_batch_init(struct op_batch *b, unsigned pending)
 }
 
 void
-bft_batch_wait(struct op_batch *b)
+bftblk__batch_wait(struct op_batch *b)
 {
 	pthread_mutex_lock(&b->lock);
 	while (b->pending > 0)
@@ -164,7 +165,7 @@ bft_batch_wait(struct op_batch *b)
 }
 
 void
-bft_batch_destroy(struct op_batch *b)
+bftblk__batch_destroy(struct op_batch *b)
 {
 	pthread_cond_destroy(&b->cond);
 	pthread_mutex_destroy(&b->lock);

@@ -16,19 +16,19 @@
 static void
 write_stats_file(struct engine_loop *lp, struct bft_engine *cl, bool closing)
 {
-	if (eng_stats_file_write(cl, (const uint64_t (*)[EV_KINDS])
+	if (bftblk__eng_stats_file_write(cl, (const uint64_t (*)[EV_KINDS])
 	    lp->ev_recent, closing) == 0) {
 		lp->stats_file_failed = false;
 		return;
 	}
 	if (!lp->stats_file_failed)
-		eng_log(cl, BFTBLK_LOG_WARN, "stats-file %s: cannot write it: "
-		    "%s", cl->p.stats_path, strerror(errno));
+		bftblk__eng_log(cl, BFTBLK_LOG_WARN, "stats-file %s: cannot "
+		    "write it: %s", cl->p.stats_path, strerror(errno));
 	lp->stats_file_failed = true;
 }
 
 void
-engine_watch_stop(struct engine_loop *lp)
+bftblk__engine_watch_stop(struct engine_loop *lp)
 {
 	struct bft_engine *cl = lp->conns[0].cl;
 
@@ -69,8 +69,8 @@ report_evidence(struct engine_loop *lp, struct bft_engine *cl)
 			lp->ev_last[i][k] = now[k];
 		}
 		if (off > 0)
-			eng_log(cl, BFTBLK_LOG_WARN, "server %u: %s in the last "
-			    "%u s", i, line, EVIDENCE_MS / 1000);
+			bftblk__eng_log(cl, BFTBLK_LOG_WARN, "server %u: %s in "
+			    "the last %u s", i, line, EVIDENCE_MS / 1000);
 	}
 	if (cl->p.stats_path != NULL)
 		write_stats_file(lp, cl, false);
@@ -100,14 +100,14 @@ watch_config(struct engine_loop *lp, struct bft_engine *cl)
 	}
 	lp->cfg_mtime = sb.st_mtim;
 	if (bft_config_load(cl->p.config_path, &next, err, sizeof err) != 0) {
-		eng_log(cl, BFTBLK_LOG_WARN, "%s changed but does not load "
-		    "(%s); keeping the servers as they were", cl->p.config_path,
-		    err);
+		bftblk__eng_log(cl, BFTBLK_LOG_WARN, "%s changed but does not "
+		    "load (%s); keeping the servers as they were",
+		    cl->p.config_path, err);
 		return;
 	}
 	if (memcmp(next.cluster_id, cfg->cluster_id, BFT_CLUSTER_ID_LEN) ||
 	    next.n != cfg->n) {
-		eng_log(cl, BFTBLK_LOG_WARN, "%s now describes another "
+		bftblk__eng_log(cl, BFTBLK_LOG_WARN, "%s now describes another "
 		    "cluster; ignored", cl->p.config_path);
 		return;
 	}
@@ -118,14 +118,14 @@ watch_config(struct engine_loop *lp, struct bft_engine *cl)
 		    sizeof cfg->servers[i]) == 0 &&
 		    memcmp(next.server_pk[i], cfg->server_pk[i], 32) == 0)
 			continue;
-		if (conn_resolve(cl, &next.servers[i], &c->addr) != 0)
+		if (bftblk__conn_resolve(cl, &next.servers[i], &c->addr) != 0)
 			continue;
 		cfg->servers[i] = next.servers[i];
 		memcpy(cfg->server_pk[i], next.server_pk[i], 32);
-		eng_log(cl, BFTBLK_LOG_WARN, "server %u is now %s:%u (%s); "
-		    "reconnecting", i, cfg->servers[i].host,
+		bftblk__eng_log(cl, BFTBLK_LOG_WARN, "server %u is now %s:%u "
+		    "(%s); reconnecting", i, cfg->servers[i].host,
 		    cfg->servers[i].port, cl->p.config_path);
-		conn_close(c, "replaced in the configuration");
+		bftblk__conn_close(c, "replaced in the configuration");
 	}
 }
 
@@ -154,26 +154,26 @@ watch_links(struct engine_loop *lp, struct bft_engine *cl, uint64_t now)
 		case C_HELLO:
 			if (now - c->state_ms <= limit)
 				break;
-			eng_log(cl, BFTBLK_LOG_WARN, "server %u: not ready %llu "
-			    "ms after connecting; reconnecting", i,
+			bftblk__eng_log(cl, BFTBLK_LOG_WARN, "server %u: not "
+			    "ready %llu ms after connecting; reconnecting", i,
 			    (unsigned long long)(now - c->state_ms));
-			conn_close(c, "handshake timed out");
+			bftblk__conn_close(c, "handshake timed out");
 			break;
 		case C_READY:
 			if (c->nsent > c->nrcvd && now - c->wait_ms > limit) {
 				STAT_ADD(cl, server[i].timeouts, 1);
-				eng_log(cl, BFTBLK_LOG_WARN, "server %u: nothing "
-				    "came back for %llu ms with %llu requests "
-				    "waiting; closing the link", i,
-				    (unsigned long long)(now - c->wait_ms),
+				bftblk__eng_log(cl, BFTBLK_LOG_WARN, "server "
+				    "%u: nothing came back for %llu ms with "
+				    "%llu requests waiting; closing the link",
+				    i, (unsigned long long)(now - c->wait_ms),
 				    (unsigned long long)(c->nsent - c->nrcvd));
-				conn_close(c, "no reply in time");
+				bftblk__conn_close(c, "no reply in time");
 			} else if (c->nsent == c->nrcvd &&
 			    now - c->last_tx_ms >= KEEPALIVE_MS) {
 				/* Id 0 matches no round: the reply is dropped. */
 				memset(&probe, 0, sizeof probe);
 				probe.type = BFT_STATUS;
-				conn_send(c, &probe);
+				bftblk__conn_send(c, &probe);
 			}
 			break;
 		default:
@@ -183,7 +183,7 @@ watch_links(struct engine_loop *lp, struct bft_engine *cl, uint64_t now)
 }
 
 void
-engine_watch(struct engine_loop *lp, uint64_t now)
+bftblk__engine_watch(struct engine_loop *lp, uint64_t now)
 {
 	struct bft_engine *cl = lp->conns[0].cl;
 

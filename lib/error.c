@@ -10,7 +10,7 @@ static _Thread_local int last_errno;
 static _Thread_local char last_msg[512];
 
 int
-lib_fail(int err, const char *fmt, ...)
+bftblk__fail(int err, const char *fmt, ...)
 {
 	char msg[sizeof last_msg];
 	va_list ap;
@@ -22,7 +22,7 @@ lib_fail(int err, const char *fmt, ...)
 	}
 	/*
 	 * Through a copy: callers wrap the reason they are handed
-	 * ("...: %s", lib_errmsg()), and formatting a buffer into itself is
+	 * ("...: %s", bftblk__errmsg()), and formatting a buffer into itself is
 	 * undefined.
 	 */
 	va_start(ap, fmt);
@@ -33,7 +33,7 @@ lib_fail(int err, const char *fmt, ...)
 }
 
 int
-lib_take_errno(void)
+bftblk__take_errno(void)
 {
 	int err = last_errno ? last_errno : EIO;
 
@@ -42,7 +42,7 @@ lib_take_errno(void)
 }
 
 const char *
-lib_errmsg(void)
+bftblk__errmsg(void)
 {
 	return last_msg[0] ? last_msg : "no error";
 }

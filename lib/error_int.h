@@ -8,14 +8,14 @@
 #define BFTBLK_ERROR_INT_H
 
 /* Records err and a message (NULL fmt: strerror(err)); returns -1. */
-int lib_fail(int err, const char *fmt, ...)
+int bftblk__fail(int err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /*
- * The errno of this thread's last lib_fail, which it forgets, so that a
+ * The errno of this thread's last bftblk__fail, which it forgets, so that a
  * later failure can never report an earlier one's errno (EIO if none).
  * The message stays for bftblk_errmsg().
  */
-int lib_take_errno(void);
-const char *lib_errmsg(void);
+int bftblk__take_errno(void);
+const char *bftblk__errmsg(void);
 
 #endif

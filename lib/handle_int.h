@@ -69,25 +69,25 @@ struct bftblk {
  * what this library knows, and at least its first version's, which is
  * all of it today.  0, or -EINVAL failed on h.
  */
-int lib_check_size(const struct bftblk *h, const char *what, size_t size,
+int bftblk__check_size(const struct bftblk *h, const char *what, size_t size,
     size_t known);
 
 /* "k=v k=v" (options.c): each through bftblk_set_option. */
-int lib_set_options(struct bftblk *h, const char *options);
+int bftblk__set_options(struct bftblk *h, const char *options);
 
 /*
  * volume=NAME at load (volume_open.c): finds the volume in the table
  * over a connection of its own, and sets the handle's volume id, size
  * and encryption from it.  0 or a negative errno (failed on h).
  */
-int lib_volume_resolve(struct bftblk *h);
+int bftblk__volume_resolve(struct bftblk *h);
 /*
  * An engine for plain registers (the volume table, leases), whatever
  * h's encryption: its own erasure code for 64 KiB values into *ecp.
  * NULL with the error recorded on h.
  */
-struct bft_engine *lib_plain_engine(struct bftblk *h, struct bft_ec **ecp);
+struct bft_engine *bftblk__plain_engine(struct bftblk *h, struct bft_ec **ecp);
 /* The entry's id, size and encryption into h (not yet loaded). */
-int lib_volume_apply(struct bftblk *h, const struct bftblk_volume *v);
+int bftblk__volume_apply(struct bftblk *h, const struct bftblk_volume *v);
 
 #endif

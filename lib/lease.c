@@ -57,11 +57,11 @@ note(const struct bft_lease *l, enum bftblk_log_level level,
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	if (l->vol == BFT_VOL_TABLE)
-		eng_log(l->eng, level, "the volume table's admin lock: %s",
-		    msg);
+		bftblk__eng_log(l->eng, level, "the volume table's admin lock: "
+		    "%s", msg);
 	else
-		eng_log(l->eng, level, "volume %" PRIu32 " lease: %s", l->vol,
-		    msg);
+		bftblk__eng_log(l->eng, level, "volume %" PRIu32 " lease: %s",
+		    l->vol, msg);
 }
 
 /* clock's time in ms: CLOCK_MONOTONIC for periods, REALTIME for status. */
@@ -120,19 +120,19 @@ decode(const uint8_t *blk, struct bft_lease_claim *c)
 	return true;
 }
 
-/* Reads the claim; *ts is its write's timestamp.  0 or -1 (lib_fail). */
+/* Reads the claim; *ts is its write's timestamp.  0 or -1 (bftblk__fail). */
 static int
 claim_read(struct bft_lease *l, struct bft_lease_claim *c, bool *valid,
     struct bft_ts *ts)
 {
-	struct op *op = bft_op_new(l->eng, OP_READ);
+	struct op *op = bftblk__op_new(l->eng, OP_READ);
 	int r = -1;
 
 	if (op == NULL)
-		return lib_fail(ENOMEM, NULL);
+		return bftblk__fail(ENOMEM, NULL);
 	op->block = l->addr;
 	op->data = l->buf;
-	if (bft_engine_run(l->eng, &op, 1) != 0 && op->wrong_size) {
+	if (bftblk__engine_run(l->eng, &op, 1) != 0 && op->wrong_size) {
 		/*
 		 * A claim sealed by an encrypted handle of an older version:
 		 * nobody can read it, so it holds nothing.  Overwritten by
@@ -143,37 +143,37 @@ claim_read(struct bft_lease *l, struct bft_lease_claim *c, bool *valid,
 		*valid = false;
 		r = 0;
 	} else if (op->err == 0) {
-		if (bft_op_finish_read(op) != 0) {
-			lib_fail(EIO, "the lease of volume %" PRIu32 ": %s",
+		if (bftblk__op_finish_read(op) != 0) {
+			bftblk__fail(EIO, "the lease of volume %" PRIu32 ": %s",
 			    l->vol, op->why);
 		} else {
-			bft_op_read_ts(op, ts);
+			bftblk__op_read_ts(op, ts);
 			*valid = decode(l->buf, c);
 			r = 0;
 		}
 	}
-	bft_op_free(op);
+	bftblk__op_free(op);
 	return r;
 }
 
 static int
 claim_write(struct bft_lease *l, const struct bft_lease_claim *c)
 {
-	struct op *op = bft_op_new(l->eng, OP_WRITE);
+	struct op *op = bftblk__op_new(l->eng, OP_WRITE);
 	struct bft_lease_claim stamped = *c;
 	int r = -1;
 
 	if (op == NULL)
-		return lib_fail(ENOMEM, NULL);
+		return bftblk__fail(ENOMEM, NULL);
 	stamped.wall_ms = clock_ms(CLOCK_REALTIME);
 	encode(&stamped, l->wbuf);
 	op->block = l->addr;
 	op->data = l->wbuf;
-	if (bft_op_prepare_write(op) != 0)
-		lib_fail(EIO, "erasure coding the lease failed");
-	else if (bft_engine_run(l->eng, &op, 1) == 0)
+	if (bftblk__op_prepare_write(op) != 0)
+		bftblk__fail(EIO, "erasure coding the lease failed");
+	else if (bftblk__engine_run(l->eng, &op, 1) == 0)
 		r = 0;
-	bft_op_free(op);
+	bftblk__op_free(op);
 	return r;
 }
 
@@ -187,9 +187,9 @@ ours(const struct bft_lease *l, const struct bft_lease_claim *c)
 static void
 set_gen(struct bft_lease *l, uint64_t gen)
 {
-	bft_engine_set_gen(l->eng, gen);
+	bftblk__engine_set_gen(l->eng, gen);
 	if (l->data_eng != NULL && l->data_eng != l->eng)
-		bft_engine_set_gen(l->data_eng, gen);
+		bftblk__engine_set_gen(l->data_eng, gen);
 }
 
 /* EBUSY naming who holds the claim read instead of ours ("was %staken"). */
@@ -197,8 +197,8 @@ static int
 taken_by(const struct bft_lease *l, const char *when, bool valid,
     const struct bft_lease_claim *c)
 {
-	return lib_fail(EBUSY, "volume %" PRIu32 " was %staken by %s", l->vol,
-	    when, valid ? c->holder : "another opener");
+	return bftblk__fail(EBUSY, "volume %" PRIu32 " was %staken by %s",
+	    l->vol, when, valid ? c->holder : "another opener");
 }
 
 /*
@@ -261,15 +261,15 @@ take(struct bft_lease *l, unsigned guard_ms)
 			    BFTBLK_LOG_INFO, "held by %s; checking it is "
 			    "alive for %.1f s", c.holder, (double)wait / 1000);
 		if (!nap(l, wait))
-			return lib_fail(EINTR, "the handle is closing");
+			return bftblk__fail(EINTR, "the handle is closing");
 		if (claim_read(l, &again, &valid, &ts2) != 0)
 			return -1;
 		if (valid && !again.released && bft_ts_cmp(&ts, &ts2) != 0)
-			return lib_fail(EBUSY, "volume %" PRIu32 " is in use "
-			    "by %s, which renews its lease (every %.1f s); "
-			    "stop it first, open read-only, or use "
-			    "shared=on if the volume's users coordinate "
-			    "writes themselves", l->vol, again.holder,
+			return bftblk__fail(EBUSY, "volume %" PRIu32 " is in "
+			    "use by %s, which renews its lease (every %.1f s); "
+			    "stop it first, open read-only, or use shared=on "
+			    "if the volume's users coordinate writes "
+			    "themselves", l->vol, again.holder,
 			    (double)again.period_ms / 3000);
 		if (l->running && (!valid || !ours(l, &again)))
 			return taken_by(l, "", valid, &again);
@@ -281,7 +281,7 @@ take(struct bft_lease *l, unsigned guard_ms)
 		ts = ts2;
 	}
 	if ((gen = bft_next_gen(&ts)) == 0)
-		return lib_fail(EOVERFLOW, "volume %" PRIu32 "'s lease has "
+		return bftblk__fail(EOVERFLOW, "volume %" PRIu32 "'s lease has "
 		    "used up its generations", l->vol);
 	/* Before the claim: once it is out, servers refuse older writes. */
 	set_gen(l, gen);
@@ -291,7 +291,7 @@ take(struct bft_lease *l, unsigned guard_ms)
 	 * Flushed, so that the n-t servers that fence older holders from
 	 * now on still do after a power failure.
 	 */
-	if (claim_write(l, &l->mine) != 0 || io_flush(l->eng) != 0 ||
+	if (claim_write(l, &l->mine) != 0 || bftblk__io_flush(l->eng) != 0 ||
 	    claim_read(l, &again, &valid, &ts2) != 0)
 		return -1;
 	if (!valid || !ours(l, &again))
@@ -304,7 +304,7 @@ take(struct bft_lease *l, unsigned guard_ms)
 	 */
 	if (guard_ms > 0) {
 		if (!nap(l, guard_ms))
-			return lib_fail(EINTR, "the handle is closing");
+			return bftblk__fail(EINTR, "the handle is closing");
 		if (claim_read(l, &again, &valid, &ts2) != 0)
 			return -1;
 		if (!valid || !ours(l, &again))
@@ -346,10 +346,10 @@ renew(struct bft_lease *l)
 			__atomic_store_n(&l->renewed_ms, t0, __ATOMIC_RELEASE);
 		else
 			note(l, BFTBLK_LOG_WARN, "renewal not written: %s",
-			    lib_errmsg());
+			    bftblk__errmsg());
 	} else {
 		note(l, BFTBLK_LOG_WARN, "renewal not confirmed: %s",
-		    lib_errmsg());
+		    bftblk__errmsg());
 	}
 	last = __atomic_load_n(&l->renewed_ms, __ATOMIC_ACQUIRE);
 	if (now_ms() - last >= l->period_ms &&
@@ -377,11 +377,11 @@ regain(struct bft_lease *l)
 		__atomic_store_n(&l->renewed_ms, t0, __ATOMIC_RELEASE);
 		__atomic_store_n(&l->fenced, false, __ATOMIC_RELEASE);
 		note(l, BFTBLK_LOG_WARN, "taken again after fencing, "
-		    "generation %" PRIu64, bft_engine_gen(l->eng));
+		    "generation %" PRIu64, bftblk__engine_gen(l->eng));
 		return true;
 	}
-	if ((err = lib_take_errno()) == EBUSY || err == EOVERFLOW) {
-		set_lost(l, lib_errmsg());
+	if ((err = bftblk__take_errno()) == EBUSY || err == EOVERFLOW) {
+		set_lost(l, bftblk__errmsg());
 		return false;
 	}
 	return true;	/* unreachable servers, or closing: try again */
@@ -401,7 +401,7 @@ renewer(void *arg)
 }
 
 int
-bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng,
+bftblk__lease_acquire(struct bft_lease *l, struct bft_engine *eng,
     struct bft_engine *data_eng, uint32_t vol, unsigned period_s,
     unsigned guard_ms, const char *name)
 {
@@ -416,7 +416,7 @@ bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng,
 	l->period_ms = period_s * 1000;
 	if ((l->buf = malloc(BFT_BLOCK_SIZE)) == NULL ||
 	    (l->wbuf = malloc(BFT_BLOCK_SIZE)) == NULL)
-		return lib_fail(ENOMEM, NULL);
+		return bftblk__fail(ENOMEM, NULL);
 	gethostname(host, sizeof host - 1);
 	snprintf(l->mine.holder, sizeof l->mine.holder, "%s, pid %ld, %s",
 	    host, (long)getpid(), name);
@@ -435,19 +435,19 @@ bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng,
 		l->running = false;
 		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->mu);
-		return lib_fail(EAGAIN, "cannot start the lease's thread");
+		return bftblk__fail(EAGAIN, "cannot start the lease's thread");
 	}
 	l->held = true;
 	if (l->data_eng != NULL)
-		bft_engine_set_lease(l->data_eng, l);
+		bftblk__engine_set_lease(l->data_eng, l);
 	note(l, BFTBLK_LOG_INFO, "acquired, generation %" PRIu64 " (renewed "
-	    "every %.1f s)", bft_engine_gen(l->eng),
+	    "every %.1f s)", bftblk__engine_gen(l->eng),
 	    (double)l->period_ms / 3000);
 	return 0;
 }
 
 enum bft_lease_state
-bft_lease_state(const struct bft_lease *l)
+bftblk__lease_state(const struct bft_lease *l)
 {
 	if (!l->held)
 		return BFT_LEASE_NONE;
@@ -461,15 +461,15 @@ bft_lease_state(const struct bft_lease *l)
 }
 
 bool
-bft_lease_may_write(const struct bft_lease *l)
+bftblk__lease_may_write(const struct bft_lease *l)
 {
-	enum bft_lease_state s = bft_lease_state(l);
+	enum bft_lease_state s = bftblk__lease_state(l);
 
 	return s == BFT_LEASE_NONE || s == BFT_LEASE_HELD;
 }
 
 uint64_t
-bft_lease_renewed_age_ms(const struct bft_lease *l)
+bftblk__lease_renewed_age_ms(const struct bft_lease *l)
 {
 	return l->held ? now_ms() - __atomic_load_n(&l->renewed_ms,
 	    __ATOMIC_ACQUIRE) : 0;
@@ -491,11 +491,11 @@ release_ours(struct bft_lease *l)
 }
 
 void
-bft_lease_release(struct bft_lease *l)
+bftblk__lease_release(struct bft_lease *l)
 {
 	if (l->held) {
 		if (l->data_eng != NULL)
-			bft_engine_set_lease(l->data_eng, NULL);
+			bftblk__engine_set_lease(l->data_eng, NULL);
 		pthread_mutex_lock(&l->mu);
 		l->stopping = true;
 		pthread_cond_signal(&l->cv);
@@ -518,7 +518,7 @@ bft_lease_release(struct bft_lease *l)
 }
 
 int
-bft_lease_read(struct bft_engine *eng, uint32_t vol,
+bftblk__lease_read(struct bft_engine *eng, uint32_t vol,
     struct bft_lease_info *info)
 {
 	struct bft_lease l = { .eng = eng, .vol = vol,
@@ -527,26 +527,26 @@ bft_lease_read(struct bft_engine *eng, uint32_t vol,
 
 	memset(info, 0, sizeof *info);
 	if ((l.buf = malloc(BFT_BLOCK_SIZE)) == NULL)
-		return lib_fail(ENOMEM, NULL);
+		return bftblk__fail(ENOMEM, NULL);
 	r = claim_read(&l, &info->claim, &info->claimed, &info->ts);
 	free(l.buf);
 	return r;
 }
 
 int
-bft_lease_probe(struct bft_engine *eng, uint32_t vol,
+bftblk__lease_probe(struct bft_engine *eng, uint32_t vol,
     struct bft_lease_info *info)
 {
 	struct bft_ts first;
 
-	if (bft_lease_read(eng, vol, info) != 0)
+	if (bftblk__lease_read(eng, vol, info) != 0)
 		return -1;
 	if (!info->claimed || info->claim.released)
 		return 0;
 	/* A live holder renews every period/3: wait a little longer. */
 	first = info->ts;
 	usleep((useconds_t)(info->claim.period_ms / 3 + 1000) * 1000);
-	if (bft_lease_read(eng, vol, info) != 0)
+	if (bftblk__lease_read(eng, vol, info) != 0)
 		return -1;
 	info->live = info->claimed && !info->claim.released &&
 	    bft_ts_cmp(&first, &info->ts) != 0;
@@ -554,11 +554,11 @@ bft_lease_probe(struct bft_engine *eng, uint32_t vol,
 }
 
 int
-bft_lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen)
+bftblk__lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen)
 {
 	struct bft_lease_info info;
 
-	if (bft_lease_read(eng, vol, &info) != 0)
+	if (bftblk__lease_read(eng, vol, &info) != 0)
 		return -1;
 	*gen = bft_ts_gen(&info.ts);
 	return 0;

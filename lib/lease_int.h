@@ -62,11 +62,11 @@ enum bft_lease_state {
  * timeout).  0, or -1 with the error recorded (EBUSY naming the live
  * holder).
  */
-int bft_lease_acquire(struct bft_lease *l, struct bft_engine *eng,
+int bftblk__lease_acquire(struct bft_lease *l, struct bft_engine *eng,
     struct bft_engine *data_eng, uint32_t vol, unsigned period_s,
     unsigned guard_ms, const char *name);
 
-/* What bft_lease_probe found of a volume's lease. */
+/* What bftblk__lease_probe found of a volume's lease. */
 struct bft_lease_info {
 	struct bft_ts ts;		/* the newest claim's: its generation */
 	bool claimed;			/* claim holds one (else zero) */
@@ -79,25 +79,25 @@ struct bft_lease_info {
  * not released is read again after a third of its period and a second:
  * a live holder renews in that time.
  */
-int bft_lease_probe(struct bft_engine *eng, uint32_t vol,
+int bftblk__lease_probe(struct bft_engine *eng, uint32_t vol,
     struct bft_lease_info *info);
 /* One read of volume vol's lease register into *info.  0 or -1. */
-int bft_lease_read(struct bft_engine *eng, uint32_t vol,
+int bftblk__lease_read(struct bft_engine *eng, uint32_t vol,
     struct bft_lease_info *info);
 /*
  * The generation of volume vol's newest claim into *gen: what a
  * shared=on writer's writes carry.  0, or -1 with the error recorded.
  */
-int bft_lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen);
-enum bft_lease_state bft_lease_state(const struct bft_lease *l);
+int bftblk__lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen);
+enum bft_lease_state bftblk__lease_state(const struct bft_lease *l);
 /* Whether writes may go on: no lease taken, or held and confirmed. */
-bool bft_lease_may_write(const struct bft_lease *l);
+bool bftblk__lease_may_write(const struct bft_lease *l);
 /* Since the last confirmed renewal, in ms; 0 without a lease. */
-uint64_t bft_lease_renewed_age_ms(const struct bft_lease *l);
+uint64_t bftblk__lease_renewed_age_ms(const struct bft_lease *l);
 /*
  * Stops renewing and, unless lost, writes the claim released if it is
  * still ours.
  */
-void bft_lease_release(struct bft_lease *l);
+void bftblk__lease_release(struct bft_lease *l);
 
 #endif

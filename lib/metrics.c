@@ -126,13 +126,13 @@ put_lease(struct bft_prom *p, const struct bft_engine *cl)
 		return;
 	bft_prom_one(p, P "lease_state", "gauge", "The volume's writer lease: "
 	    "1 held, 2 fenced (not confirmed for a period: writes fail), 3 "
-	    "lost to another holder.", (uint64_t)bft_lease_state(l));
+	    "lost to another holder.", (uint64_t)bftblk__lease_state(l));
 	bft_prom_one(p, P "lease_generation", "gauge", "The lease generation "
-	    "this holder's writes carry.", bft_engine_gen(cl));
+	    "this holder's writes carry.", bftblk__engine_gen(cl));
 	bft_prom_family(p, P "lease_renewed_age_seconds", "gauge",
 	    "Since the lease's last confirmed renewal.");
 	bft_prom_double(p, P "lease_renewed_age_seconds", "",
-	    (double)bft_lease_renewed_age_ms(l) / 1000);
+	    (double)bftblk__lease_renewed_age_ms(l) / 1000);
 }
 
 static void
@@ -174,7 +174,7 @@ fill(void *arg, struct bft_prom *p)
 }
 
 struct eng_metrics *
-eng_metrics_start(struct bft_engine *cl, const char *addr, char *err,
+bftblk__eng_metrics_start(struct bft_engine *cl, const char *addr, char *err,
     size_t errlen)
 {
 	struct eng_metrics *m = calloc(1, sizeof *m);
@@ -194,13 +194,13 @@ eng_metrics_start(struct bft_engine *cl, const char *addr, char *err,
 }
 
 const char *
-eng_metrics_where(const struct eng_metrics *m)
+bftblk__eng_metrics_where(const struct eng_metrics *m)
 {
 	return bft_promhttp_where(m->http);
 }
 
 void
-eng_metrics_stop(struct eng_metrics *m)
+bftblk__eng_metrics_stop(struct eng_metrics *m)
 {
 	if (m == NULL)
 		return;

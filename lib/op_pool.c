@@ -57,7 +57,7 @@ op_destroy(struct op *op)
 }
 
 struct op *
-bft_op_new(struct bft_engine *cl, enum op_kind kind)
+bftblk__op_new(struct bft_engine *cl, enum op_kind kind)
 {
 	uint32_t flen = bft_ec_frag_len(cl->p.ec);
 	uint8_t *buf = NULL, *value = NULL;
@@ -94,7 +94,7 @@ out_free_op:
 }
 
 void
-bft_op_free(struct op *op)
+bftblk__op_free(struct op *op)
 {
 	if (op == NULL)
 		return;
@@ -103,7 +103,7 @@ bft_op_free(struct op *op)
 }
 
 void
-op_pool_drain(struct bft_engine *cl)
+bftblk__op_pool_drain(struct bft_engine *cl)
 {
 	struct op *op;
 

@@ -19,7 +19,7 @@
 #define MAX_RESTARTS 32
 
 void
-read_start(struct op *op)
+bftblk__read_start(struct op *op)
 {
 	op->nc = 0;
 	op->zero = false;
@@ -27,12 +27,12 @@ read_start(struct op *op)
 	op->unhashed = 0;
 	op->wrong_len = 0;
 	memset(op->W, 0, op->cl->n * sizeof op->W[0]);
-	fast_read_start(op);
-	round_start(op, PH_COLLECT);
+	bftblk__fast_read_start(op);
+	bftblk__round_start(op, PH_COLLECT);
 }
 
 void
-read_build(struct op *op, unsigned i, struct bft_msg *m)
+bftblk__read_build(struct op *op, unsigned i, struct bft_msg *m)
 {
 	if (op->phase == PH_COLLECT) {
 		m->want_frag = (op->want >> i) & 1;
@@ -92,13 +92,13 @@ restart(struct op *op, const char *why)
 {
 	STAT_ADD(op->cl, read_restarts, 1);
 	if (++op->restarts > MAX_RESTARTS) {
-		eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: read did not settle after %d "
-		    "attempts (%s)", (unsigned long long)op->block,
-		    MAX_RESTARTS, why);
-		op_done(op, EIO, "read did not settle");
+		bftblk__eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: read "
+		    "did not settle after %d attempts (%s)",
+		    (unsigned long long)op->block, MAX_RESTARTS, why);
+		bftblk__op_done(op, EIO, "read did not settle");
 		return;
 	}
-	read_start(op);
+	bftblk__read_start(op);
 }
 
 /* Selected and restorable: repair its MAC vector if a liar broke it. */
@@ -108,15 +108,15 @@ selected(struct op *op, int h)
 	unsigned n = op->cl->n, q = (unsigned)__builtin_ctz(op->quorum);
 
 	op->chosen = op->C[h];
-	tscache_note(op->cl, op->block, op->chosen.ts.num);
+	bftblk__tscache_note(op->cl, op->block, op->chosen.ts.num);
 	if (memcmp(op->chosen.vec, op->W[q].vec, (size_t)n * BFT_MAC_LEN)
 	    == 0) {
-		op_done(op, 0, NULL);
+		bftblk__op_done(op, 0, NULL);
 		return;
 	}
 	memcpy(op->chosen.vec, op->W[q].vec, (size_t)n * BFT_MAC_LEN);
 	STAT_ADD(op->cl, repairs, 1);
-	round_start(op, PH_REPAIR);
+	bftblk__round_start(op, PH_REPAIR);
 }
 
 /*
@@ -181,15 +181,15 @@ filter_check(struct op *op, bool all_in)
 	op->nc = bft_drop_invalid(op->C, op->nc, op->W, n, t);
 	if (op->nc == 0) {
 		op->zero = true;
-		op_done(op, 0, NULL);
+		bftblk__op_done(op, 0, NULL);
 		return;
 	}
 	h = bft_highest(op->C, op->nc);
 	if (wrong_size(op, &op->C[h].ts)) {
 		op->wrong_size = true;
-		op_done(op, EIO, "servers hold fragments of another size for "
-		    "this block: it was written with encrypt=on and is read "
-		    "with encrypt=off, or the reverse");
+		bftblk__op_done(op, EIO, "servers hold fragments of another "
+		    "size for this block: it was written with encrypt=on and "
+		    "is read with encrypt=off, or the reverse");
 		return;
 	}
 	if (safe_lazily(op, &op->C[h].ts)) {
@@ -246,20 +246,20 @@ collect_check(struct op *op)
 	 */
 	if (op->nc == 0) {
 		op->zero = true;
-		op_done(op, 0, NULL);
+		bftblk__op_done(op, 0, NULL);
 		return;
 	}
-	if (!fast_read_try(op))
-		round_start(op, PH_FILTER);
+	if (!bftblk__fast_read_try(op))
+		bftblk__round_start(op, PH_FILTER);
 }
 
 void
-read_reply(struct op *op, unsigned i, const struct bft_msg *m)
+bftblk__read_reply(struct op *op, unsigned i, const struct bft_msg *m)
 {
 	struct bft_engine *cl = op->cl;
 
 	if (m->status != BFT_OK) {
-		if (round_note_error(op, i, m->status))
+		if (bftblk__round_note_error(op, i, m->status))
 			return;
 		if (op->phase == PH_FILTER)
 			filter_check(op, popcount32(op->replied) == cl->n);
@@ -272,7 +272,7 @@ read_reply(struct op *op, unsigned i, const struct bft_msg *m)
 		op->ok |= 1u << i;
 		if (m->ncands == 1)
 			add_candidate(op, i, &m->cands[0]);
-		fast_read_note(op, i, m);
+		bftblk__fast_read_note(op, i, m);
 		collect_check(op);
 		break;
 	case PH_FILTER:
@@ -281,7 +281,7 @@ read_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	case PH_REPAIR:
 		op->ok |= 1u << i;
 		if (popcount32(op->ok) >= cl->n - cl->t)
-			op_done(op, 0, NULL);
+			bftblk__op_done(op, 0, NULL);
 		break;
 	default:
 		break;
@@ -289,17 +289,17 @@ read_reply(struct op *op, unsigned i, const struct bft_msg *m)
 }
 
 void
-read_timeout(struct op *op)
+bftblk__read_timeout(struct op *op)
 {
 	if (popcount32(op->ok) >= op->cl->n - op->cl->t) {
 		restart(op, "no candidate became safe in time");
 		return;
 	}
-	op_fail_slow(op, "FILTER round timed out");
+	bftblk__op_fail_slow(op, "FILTER round timed out");
 }
 
 const uint8_t (*
-bft_op_read_cc(const struct op *op))[BFT_HASH_LEN]
+bftblk__op_read_cc(const struct op *op))[BFT_HASH_LEN]
 {
 	if (op->zero)
 		return NULL;
@@ -310,7 +310,7 @@ bft_op_read_cc(const struct op *op))[BFT_HASH_LEN]
 }
 
 void
-bft_op_read_ts(const struct op *op, struct bft_ts *ts)
+bftblk__op_read_ts(const struct op *op, struct bft_ts *ts)
 {
 	if (op->zero)
 		memset(ts, 0, sizeof *ts);
@@ -319,7 +319,7 @@ bft_op_read_ts(const struct op *op, struct bft_ts *ts)
 }
 
 int
-bft_op_finish_read(struct op *op)
+bftblk__op_finish_read(struct op *op)
 {
 	struct bft_engine *cl = op->cl;
 	uint32_t have = 0, placed = 0;
@@ -331,7 +331,7 @@ bft_op_finish_read(struct op *op)
 		return 0;
 	}
 	/* The zero value (trimmed): t+1 servers agree there is nothing. */
-	if (bft_cc_is_zero(bft_op_read_cc(op), cl->n)) {
+	if (bft_cc_is_zero(bftblk__op_read_cc(op), cl->n)) {
 		memset(op->data, 0, BFT_BLOCK_SIZE);
 		return 0;
 	}

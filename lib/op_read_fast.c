@@ -49,7 +49,7 @@
 #define DATA_PREFERENCE_NS	1000000
 
 void
-fast_read_start(struct op *op)
+bftblk__fast_read_start(struct op *op)
 {
 	struct bft_engine *cl = op->cl;
 	struct engine_loop *lp = cl->lp;
@@ -93,7 +93,7 @@ fast_read_start(struct op *op)
 }
 
 void
-fast_read_note(struct op *op, unsigned i, const struct bft_msg *m)
+bftblk__fast_read_note(struct op *op, unsigned i, const struct bft_msg *m)
 {
 	struct bft_collect_reply *a = &op->A[i];
 	uint32_t flen = bft_ec_frag_len(op->cl->p.ec);
@@ -144,7 +144,7 @@ give_up(struct op *op)
 }
 
 bool
-fast_read_try(struct op *op)
+bftblk__fast_read_try(struct op *op)
 {
 	struct bft_engine *cl = op->cl;
 	uint32_t all = (1u << cl->n) - 1, pending = all & ~op->replied;
@@ -172,8 +172,8 @@ fast_read_try(struct op *op)
 		op->fast_have = have;
 		op->fast_pick = (unsigned)pick;
 		op->chosen = op->A[pick].lc;
-		tscache_note(cl, op->block, op->chosen.ts.num);
-		op_done(op, 0, NULL);
+		bftblk__tscache_note(cl, op->block, op->chosen.ts.num);
+		bftblk__op_done(op, 0, NULL);
 		return true;
 	case BFT_FAST_WAIT:
 		if (!op->fast_wait) {
@@ -195,9 +195,9 @@ fast_read_try(struct op *op)
 }
 
 void
-fast_read_expired(struct op *op)
+bftblk__fast_read_expired(struct op *op)
 {
 	avoid(op, op->want & ~op->replied);
 	give_up(op);
-	round_start(op, PH_FILTER);
+	bftblk__round_start(op, PH_FILTER);
 }

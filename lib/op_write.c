@@ -13,7 +13,7 @@
  * every write and read that precede it.
  *
  * The heavy part, erasure coding and hashing the fragments, runs on the
- * submitting nbdkit thread in bft_op_prepare_write(); the rounds run on
+ * submitting nbdkit thread in bftblk__op_prepare_write(); the rounds run on
  * the loop thread.
  *
  * With encrypt=on the block is sealed under its write's timestamp
@@ -21,7 +21,7 @@
  * thread.  Sealing, coding and hashing there would put ~0.4 ms of CPU
  * per block on the one loop thread, so instead the write parks once its
  * timestamp is chosen: it finishes to its submitter, which seals and
- * codes on its own thread (bft_op_seal_write) and resubmits, and the
+ * codes on its own thread (bftblk__op_seal_write) and resubmits, and the
  * write resumes with STORE.  It costs one hand-off per batch, not a
  * round.  A fast-path fallback chooses a new timestamp, and so parks
  * again and is sealed anew: no ciphertext is ever sent under a
@@ -69,7 +69,7 @@ encode(struct op *op, const uint8_t *value)
 }
 
 int
-bft_op_prepare_write(struct op *op)
+bftblk__op_prepare_write(struct op *op)
 {
 	op->parked = op->resume = false;
 	op->stale = op->committed = false;
@@ -86,7 +86,7 @@ bft_op_prepare_write(struct op *op)
 }
 
 int
-bft_op_seal_write(struct op *op)
+bftblk__op_seal_write(struct op *op)
 {
 	struct bft_engine *cl = op->cl;
 
@@ -99,7 +99,7 @@ bft_op_seal_write(struct op *op)
 }
 
 void
-tscache_note(struct bft_engine *cl, uint64_t block, uint64_t num)
+bftblk__tscache_note(struct bft_engine *cl, uint64_t block, uint64_t num)
 {
 	struct tscache_entry *e = &cl->tscache[block % TSCACHE_SIZE];
 
@@ -123,7 +123,7 @@ static void clock_done(struct op *op);
  * It finishes uncommitted (see the top of this file).  Once STOREs went
  * out, (num, wid) may name this value at some servers: a fresh writer
  * id keeps it from ever naming another, and the nonce, which
- * bft_op_prepare_write replaces, is never revealed, so those STOREs
+ * bftblk__op_prepare_write replaces, is never revealed, so those STOREs
  * never become a proof of writing.
  */
 static void
@@ -134,21 +134,21 @@ write_stale(struct op *op, bool stored)
 	STAT_ADD(cl, cache_stale, 1);
 	if (stored) {
 		cl->tscache[op->block % TSCACHE_SIZE].valid = false;
-		rotate_writer_id(cl);
+		bftblk__rotate_writer_id(cl);
 	}
 	op->stale = true;
-	op_done(op, 0, NULL);
+	bftblk__op_done(op, 0, NULL);
 }
 
 void
-write_start(struct op *op)
+bftblk__write_start(struct op *op)
 {
 	struct bft_engine *cl = op->cl;
 	struct tscache_entry *e = &cl->tscache[op->block % TSCACHE_SIZE];
 
 	if (op->resume) {		/* sealed under op->ts: go on */
 		op->resume = false;
-		round_start(op, PH_STORE);
+		bftblk__round_start(op, PH_STORE);
 		return;
 	}
 	memset(&op->ts, 0, sizeof op->ts);
@@ -159,7 +159,7 @@ write_start(struct op *op)
 		return;
 	}
 	if (!op->fast) {
-		round_start(op, PH_CLOCK);
+		bftblk__round_start(op, PH_CLOCK);
 		return;
 	}
 	STAT_ADD(cl, fast_writes, 1);
@@ -183,16 +183,16 @@ fast_fallback(struct op *op)
 
 	STAT_ADD(cl, fast_fallbacks, 1);
 	cl->tscache[op->block % TSCACHE_SIZE].valid = false;
-	rotate_writer_id(cl);
+	bftblk__rotate_writer_id(cl);
 	op->fast = false;
 	bft_random(op->nonce, BFT_NONCE_LEN);
 	bft_hash(op->nonce, BFT_NONCE_LEN, op->nh);
 	memset(&op->ts, 0, sizeof op->ts);
-	round_start(op, PH_CLOCK);
+	bftblk__round_start(op, PH_CLOCK);
 }
 
 void
-write_build(struct op *op, unsigned i, struct bft_msg *m)
+bftblk__write_build(struct op *op, unsigned i, struct bft_msg *m)
 {
 	unsigned n = op->cl->n;
 
@@ -221,7 +221,7 @@ static void
 clock_done(struct op *op)
 {
 	struct bft_engine *cl = op->cl;
-	uint64_t gen = bft_engine_gen(cl), num;
+	uint64_t gen = bftblk__engine_gen(cl), num;
 
 	/*
 	 * Never below the holder's generation: its writes order after an
@@ -229,7 +229,7 @@ clock_done(struct op *op)
 	 * means a newer holder wrote the block: this one is fenced.
 	 */
 	if ((num = bft_write_num(op->ts.num, gen)) == 0) {
-		op_done(op, EIO, bft_ts_gen(&op->ts) > gen ?
+		bftblk__op_done(op, EIO, bft_ts_gen(&op->ts) > gen ?
 		    bft_status_str(BFT_EFENCED) :
 		    "the lease generation's timestamps of this block are used "
 		    "up: open the volume again");
@@ -244,14 +244,14 @@ clock_done(struct op *op)
 	/* The zero value is not sealed: it has no bytes to hide. */
 	if (cl->p.vc != NULL && !op->zero_value) {
 		op->parked = true;
-		op_done(op, 0, NULL);
+		bftblk__op_done(op, 0, NULL);
 		return;
 	}
-	round_start(op, PH_STORE);
+	bftblk__round_start(op, PH_STORE);
 }
 
 void
-write_reply(struct op *op, unsigned i, const struct bft_msg *m)
+bftblk__write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 {
 	struct bft_engine *cl = op->cl;
 	unsigned quorum = cl->n - cl->t;
@@ -265,8 +265,8 @@ write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 		 * zero; a later completed write collects the leftovers.
 		 */
 		if (m->status == BFT_ESTALE || m->status == BFT_EBUSY)
-			rotate_writer_id(cl);
-		round_note_error(op, i, m->status);
+			bftblk__rotate_writer_id(cl);
+		bftblk__round_note_error(op, i, m->status);
 		return;
 	}
 	/*
@@ -305,12 +305,12 @@ write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 		clock_done(op);
 		break;
 	case PH_STORE:
-		round_start(op, PH_COMPLETE);
+		bftblk__round_start(op, PH_COMPLETE);
 		break;
 	case PH_COMPLETE:
 		op->committed = true;
-		tscache_note(cl, op->block, op->ts.num);
-		op_done(op, 0, NULL);
+		bftblk__tscache_note(cl, op->block, op->ts.num);
+		bftblk__op_done(op, 0, NULL);
 		break;
 	default:
 		break;

@@ -19,7 +19,7 @@ set_path(struct bftblk *h, char **dst, const char *value)
 	char *p = strdup(value);
 
 	if (p == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
+		return bftblk__handle_fail(h, ENOMEM, "out of memory");
 	free(*dst);
 	*dst = p;
 	return 0;
@@ -50,10 +50,10 @@ remember(struct bftblk *h, const char *k, const char *value)
 	size_t len = strlen(k) + strlen(value) + 2;
 
 	if (opts == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
+		return bftblk__handle_fail(h, ENOMEM, "out of memory");
 	h->opts = opts;
 	if ((opts[h->nopts] = malloc(len)) == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
+		return bftblk__handle_fail(h, ENOMEM, "out of memory");
 	snprintf(opts[h->nopts++], len, "%s=%s", k, value);
 	return 0;
 }
@@ -66,7 +66,8 @@ bftblk_set_option(struct bftblk *h, const char *k, const char *value)
 	int r;
 
 	if (h->loaded)
-		return lib_handle_fail(h, EBUSY, "options must come before loading");
+		return bftblk__handle_fail(h, EBUSY, "options must come before "
+		    "loading");
 	if ((r = set_option(h, k, value)) != 0)
 		return r;
 	return remember(h, k, value);
@@ -79,8 +80,8 @@ set_option(struct bftblk *h, const char *k, const char *value)
 
 	if (strcmp(k, "volume") == 0) {
 		if (strlen(value) > BFTBLK_VOLUME_NAME_MAX)
-			return lib_handle_fail(h, EINVAL, "volume names are at most %u "
-			    "bytes", BFTBLK_VOLUME_NAME_MAX);
+			return bftblk__handle_fail(h, EINVAL, "volume names "
+			    "are at most %u bytes", BFTBLK_VOLUME_NAME_MAX);
 		return set_path(h, &h->volume_name, value);
 	}
 	if (strcmp(k, "volume-keys") == 0)
@@ -99,8 +100,8 @@ set_option(struct bftblk *h, const char *k, const char *value)
 
 		if (bft_parse_hostport(value, host, sizeof host,
 		    &port) != 0)
-			return lib_handle_fail(h, EINVAL, "metrics must be HOST:PORT, "
-			    "[ADDR]:PORT or :PORT");
+			return bftblk__handle_fail(h, EINVAL, "metrics must be "
+			    "HOST:PORT, [ADDR]:PORT or :PORT");
 		return set_path(h, &h->metrics_addr, value);
 	}
 	if (strcmp(k, "volume-key") == 0)
@@ -110,36 +111,38 @@ set_option(struct bftblk *h, const char *k, const char *value)
 	if (strcmp(k, "size") == 0) {
 		if (bft_parse_size(value, &v) != 0 || v == 0 ||
 		    v % BFT_BLOCK_SIZE)
-			return lib_handle_fail(h, EINVAL, "size must be a positive "
-			    "multiple of %u", BFT_BLOCK_SIZE);
+			return bftblk__handle_fail(h, EINVAL, "size must be a "
+			    "positive multiple of %u", BFT_BLOCK_SIZE);
 		h->export_size = v;
 	} else if (strcmp(k, "volume-id") == 0) {
 		if (parse_num(value, BFT_ADDR_MAX_VOL, &v) != 0)
-			return lib_handle_fail(h, EINVAL, "volume-id must be 0..%u",
-			    BFT_ADDR_MAX_VOL);
+			return bftblk__handle_fail(h, EINVAL, "volume-id must "
+			    "be 0..%u", BFT_ADDR_MAX_VOL);
 		h->volume_id = (uint32_t)v;
 	} else if (strcmp(k, "timeout") == 0) {
 		if (parse_num(value, 3600, &v) != 0 || v == 0)
-			return lib_handle_fail(h, EINVAL, "timeout must be 1..3600 "
-			    "seconds");
+			return bftblk__handle_fail(h, EINVAL, "timeout must be "
+			    "1..3600 seconds");
 		h->timeout_s = (unsigned)v;
 	} else if (strcmp(k, "io-timeout") == 0) {
 		if (parse_num(value, 86400, &v) != 0 || v == 0)
-			return lib_handle_fail(h, EINVAL, "io-timeout must be 1..86400 "
-			    "seconds");
+			return bftblk__handle_fail(h, EINVAL, "io-timeout must "
+			    "be 1..86400 seconds");
 		h->io_timeout_s = (unsigned)v;
 	} else if (strcmp(k, "writer-id") == 0) {
 		if (parse_num(value, UINT64_MAX, &v) != 0 || v == 0)
-			return lib_handle_fail(h, EINVAL, "writer-id must be a non-zero "
-			    "integer");
+			return bftblk__handle_fail(h, EINVAL, "writer-id must "
+			    "be a non-zero integer");
 		h->writer_id = v;
 	} else if (strcmp(k, "t") == 0) {
 		if (parse_num(value, BFT_MAX_T, &v) != 0)
-			return lib_handle_fail(h, EINVAL, "t must be 0..%u", BFT_MAX_T);
+			return bftblk__handle_fail(h, EINVAL, "t must be 0..%u",
+			    BFT_MAX_T);
 		h->want_t = (unsigned)v;
 	} else if (strcmp(k, "lease") == 0) {
 		if (parse_num(value, 3600, &v) != 0 || v < 1)
-			return lib_handle_fail(h, EINVAL, "lease must be 1..3600 seconds");
+			return bftblk__handle_fail(h, EINVAL, "lease must be "
+			    "1..3600 seconds");
 		h->lease_s = (unsigned)v;
 	} else if (strcmp(k, "encrypt") == 0 || strcmp(k, "sealed") == 0 ||
 	    strcmp(k, "shared") == 0) {
@@ -153,16 +156,19 @@ set_option(struct bftblk *h, const char *k, const char *value)
 		    strcmp(value, "false") == 0 || strcmp(value, "no") == 0)
 			*dst = false;
 		else
-			return lib_handle_fail(h, EINVAL, "%s must be on or off", k);
+			return bftblk__handle_fail(h, EINVAL, "%s must be on "
+			    "or off", k);
 	} else if (strcmp(k, "cache") == 0) {
 		if (bft_parse_size(value, &v) != 0)
-			return lib_handle_fail(h, EINVAL, "cache: not a size: %s", value);
+			return bftblk__handle_fail(h, EINVAL, "cache: not a "
+			    "size: %s", value);
 		if (v > 0 && v < BFT_BLOCK_SIZE)
-			return lib_handle_fail(h, EINVAL, "cache must be 0 (off) or at "
-			    "least %u", BFT_BLOCK_SIZE);
+			return bftblk__handle_fail(h, EINVAL, "cache must be 0 "
+			    "(off) or at least %u", BFT_BLOCK_SIZE);
 		h->cache_bytes = v;
 	} else {
-		return lib_handle_fail(h, EINVAL, "unknown parameter '%s'", k);
+		return bftblk__handle_fail(h, EINVAL, "unknown parameter '%s'",
+		    k);
 	}
 	return 0;
 }
@@ -175,7 +181,7 @@ bftblk_options_help(void)
 
 /* "k=v k=v": the plugin's parameters, separated by blanks. */
 int
-lib_set_options(struct bftblk *h, const char *options)
+bftblk__set_options(struct bftblk *h, const char *options)
 {
 	char *copy, *save, *tok;
 	int r = 0;
@@ -183,14 +189,14 @@ lib_set_options(struct bftblk *h, const char *options)
 	if (options == NULL)
 		return 0;
 	if ((copy = strdup(options)) == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
+		return bftblk__handle_fail(h, ENOMEM, "out of memory");
 	for (tok = strtok_r(copy, " \t\n", &save); tok != NULL && r == 0;
 	    tok = strtok_r(NULL, " \t\n", &save)) {
 		char *eq = strchr(tok, '=');
 
 		if (eq == NULL) {
-			r = lib_handle_fail(h, EINVAL, "option '%s' is not key=value",
-			    tok);
+			r = bftblk__handle_fail(h, EINVAL, "option '%s' is not "
+			    "key=value", tok);
 			break;
 		}
 		*eq = '\0';

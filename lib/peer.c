@@ -13,25 +13,26 @@ int
 bftblk_peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
     uint8_t *values, struct bftblk_proof *proofs, int *errs)
 {
-	struct bft_engine *cl = lib_engine(h);
+	struct bft_engine *cl = bftblk__engine(h);
 	struct op *ops[BFTBLK_PEER_BATCH];
 	unsigned made = 0;
 	int r = 0;
 
 	if (cl == NULL)
-		return lib_handle_fail(h, ENOTCONN, "the handle is not "
+		return bftblk__handle_fail(h, ENOTCONN, "the handle is not "
 		    "connected");
 	if (n > BFTBLK_PEER_BATCH)
-		return lib_handle_fail(h, EINVAL, "at most %u blocks at once",
-		    BFTBLK_PEER_BATCH);
+		return bftblk__handle_fail(h, EINVAL, "at most %u blocks at "
+		    "once", BFTBLK_PEER_BATCH);
 	for (; made < n; made++) {
 		if (!bft_addr_ok(blocks[made], cl->p.cfg->nblocks)) {
-			r = lib_handle_fail(h, EINVAL, "block %llu is beyond "
-			    "the disk", (unsigned long long)blocks[made]);
+			r = bftblk__handle_fail(h, EINVAL, "block %llu is "
+			    "beyond the disk",
+			    (unsigned long long)blocks[made]);
 			goto out_free;
 		}
-		if ((ops[made] = bft_op_new(cl, OP_READ)) == NULL) {
-			r = lib_handle_fail(h, ENOMEM, "out of memory");
+		if ((ops[made] = bftblk__op_new(cl, OP_READ)) == NULL) {
+			r = bftblk__handle_fail(h, ENOMEM, "out of memory");
 			goto out_free;
 		}
 		ops[made]->block = blocks[made];
@@ -39,21 +40,21 @@ bftblk_peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
 		    (size_t)made * BFTBLK_PEER_VALUE_MAX;
 	}
 	/* Each op keeps its own result; the first failure is not all. */
-	(void)bft_engine_run(cl, ops, n);
+	(void)bftblk__engine_run(cl, ops, n);
 	for (unsigned i = 0; i < n; i++) {
 		struct bftblk_proof *p = &proofs[i];
 		const uint8_t (*cc)[BFT_HASH_LEN];
 
 		memset(p, 0, sizeof *p);
 		errs[i] = ops[i]->wrong_size ? -EMEDIUMTYPE : -ops[i]->err;
-		if (ops[i]->err == 0 && bft_op_finish_read(ops[i]) != 0) {
-			eng_log(cl, BFTBLK_LOG_WARN, "block %llu: %s",
+		if (ops[i]->err == 0 && bftblk__op_finish_read(ops[i]) != 0) {
+			bftblk__eng_log(cl, BFTBLK_LOG_WARN, "block %llu: %s",
 			    (unsigned long long)blocks[i], ops[i]->why);
 			errs[i] = -EIO;
 		}
 		if (errs[i] != 0)
 			continue;
-		if ((cc = bft_op_read_cc(ops[i])) == NULL) {
+		if ((cc = bftblk__op_read_cc(ops[i])) == NULL) {
 			p->zero = true;
 			continue;
 		}
@@ -62,6 +63,6 @@ bftblk_peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
 	}
 out_free:
 	for (unsigned i = 0; i < made; i++)
-		bft_op_free(ops[i]);
+		bftblk__op_free(ops[i]);
 	return r;
 }

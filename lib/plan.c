@@ -9,30 +9,31 @@
 static const uint8_t zero_block[BFT_BLOCK_SIZE];
 
 void
-plan_free(struct plan *p)
+bftblk__plan_free(struct plan *p)
 {
 	for (unsigned i = 0; i < p->nops; i++) {
-		bft_op_free(p->ops[i]);
+		bftblk__op_free(p->ops[i]);
 		free(p->tmp[i]);
 	}
 	p->nops = 0;
 }
 
 int
-plan_init(struct plan *p, struct bft_engine *cl, uint64_t b, unsigned nb,
-    uint64_t off, uint64_t len, const uint8_t *src, enum op_kind kind)
+bftblk__plan_init(struct plan *p, struct bft_engine *cl, uint64_t b,
+    unsigned nb, uint64_t off, uint64_t len, const uint8_t *src,
+    enum op_kind kind)
 {
 	memset(p, 0, sizeof *p);
 	for (unsigned i = 0; i < nb; i++) {
 		uint64_t bstart = (b + i) * BFT_BLOCK_SIZE;
 		bool whole = bstart >= off &&
 		    bstart + BFT_BLOCK_SIZE <= off + len;
-		struct op *op = bft_op_new(cl, kind);
+		struct op *op = bftblk__op_new(cl, kind);
 
 		if (op == NULL)
 			goto out_nomem;
 		p->ops[p->nops++] = op;
-		op->block = bft_engine_addr(cl, b + i);
+		op->block = bftblk__engine_addr(cl, b + i);
 		if (whole && src != NULL) {
 			op->data = (uint8_t *)(src + (bstart - off));
 		} else if (whole && kind == OP_WRITE) {
@@ -47,12 +48,13 @@ plan_init(struct plan *p, struct bft_engine *cl, uint64_t b, unsigned nb,
 	}
 	return 0;
 out_nomem:
-	plan_free(p);
-	return lib_fail(ENOMEM, "no memory for the buffers of %u blocks", nb);
+	bftblk__plan_free(p);
+	return bftblk__fail(ENOMEM, "no memory for the buffers of %u blocks",
+	    nb);
 }
 
 void
-plan_overlap(uint64_t b, uint64_t off, uint64_t len, uint64_t *in_block,
+bftblk__plan_overlap(uint64_t b, uint64_t off, uint64_t len, uint64_t *in_block,
     uint64_t *in_buf, uint64_t *n)
 {
 	uint64_t bstart = b * BFT_BLOCK_SIZE;
@@ -66,12 +68,12 @@ plan_overlap(uint64_t b, uint64_t off, uint64_t len, uint64_t *in_block,
 }
 
 void
-plan_patch(uint8_t *value, uint64_t b, const struct wpatch *list)
+bftblk__plan_patch(uint8_t *value, uint64_t b, const struct wpatch *list)
 {
 	for (const struct wpatch *p = list; p != NULL; p = p->next) {
 		uint64_t ib, io, n;
 
-		plan_overlap(b, p->offset, p->count, &ib, &io, &n);
+		bftblk__plan_overlap(b, p->offset, p->count, &ib, &io, &n);
 		if (p->src)
 			memcpy(value + ib, p->src + io, n);
 		else

@@ -18,7 +18,7 @@
  * value with encrypt=on) of memory.
  */
 #define CHUNK 32
-_Static_assert(CHUNK <= BFT_RUN_MAX, "a chunk must fit bft_engine_run");
+_Static_assert(CHUNK <= BFT_RUN_MAX, "a chunk must fit bftblk__engine_run");
 
 /* The bytes of one write request: [offset, offset+count) of the disk. */
 struct wpatch {
@@ -40,16 +40,16 @@ struct plan {
  * without src); others get a bounce buffer in tmp.  0, or -1 with the
  * error recorded (error_int.h).
  */
-int plan_init(struct plan *p, struct bft_engine *cl, uint64_t b,
+int bftblk__plan_init(struct plan *p, struct bft_engine *cl, uint64_t b,
     unsigned nb, uint64_t off, uint64_t len, const uint8_t *src,
     enum op_kind kind);
-void plan_free(struct plan *p);
+void bftblk__plan_free(struct plan *p);
 
 /* The overlap of block b with [off, off+len), as offsets. */
-void plan_overlap(uint64_t b, uint64_t off, uint64_t len, uint64_t *in_block,
-    uint64_t *in_buf, uint64_t *n);
+void bftblk__plan_overlap(uint64_t b, uint64_t off, uint64_t len,
+    uint64_t *in_block, uint64_t *in_buf, uint64_t *n);
 
 /* Applies the bytes (or zeros) of every request in list to block b's value. */
-void plan_patch(uint8_t *value, uint64_t b, const struct wpatch *list);
+void bftblk__plan_patch(uint8_t *value, uint64_t b, const struct wpatch *list);
 
 #endif

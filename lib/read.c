@@ -12,36 +12,37 @@
 #include "read_int.h"
 
 int
-read_blocks(struct bft_engine *cl, struct bft_blockcache *bc,
+bftblk__read_blocks(struct bft_engine *cl, struct bft_blockcache *bc,
     struct op **ops, unsigned nops, bool insert)
 {
 	if (nops == 0)
 		return 0;
 	for (unsigned i = 0; i < nops; i++)
 		ops[i]->kind = OP_READ;
-	if (bft_engine_run(cl, ops, nops) != 0)
+	if (bftblk__engine_run(cl, ops, nops) != 0)
 		return -1;
 	for (unsigned i = 0; i < nops; i++) {
 		struct bft_ts ts;
 
-		if (bft_op_finish_read(ops[i]) != 0) {
-			eng_log(cl, BFTBLK_LOG_ERROR, "block %" PRIu64
+		if (bftblk__op_finish_read(ops[i]) != 0) {
+			bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "block %" PRIu64
 			    ": read failed: %s", ops[i]->block, ops[i]->why);
-			return lib_fail(EIO, "block %" PRIu64 ": read failed: "
-			    "%s", ops[i]->block, ops[i]->why);
+			return bftblk__fail(EIO, "block %" PRIu64 ": read "
+			    "failed: %s", ops[i]->block, ops[i]->why);
 		}
 		/* A genuine pair: the value the register had at ts. */
-		bft_op_read_ts(ops[i], &ts);
+		bftblk__op_read_ts(ops[i], &ts);
 		if (insert)
-			bft_bc_put(bc, ops[i]->block, &ts, ops[i]->data);
+			bftblk__bc_put(bc, ops[i]->block, &ts, ops[i]->data);
 		else
-			bft_bc_refresh(bc, ops[i]->block, &ts, ops[i]->data);
+			bftblk__bc_refresh(bc, ops[i]->block, &ts,
+			    ops[i]->data);
 	}
 	return 0;
 }
 
 int
-io_read(struct bft_engine *cl, struct bft_blockcache *bc, uint8_t *buf,
+bftblk__io_read(struct bft_engine *cl, struct bft_blockcache *bc, uint8_t *buf,
     uint64_t count, uint64_t offset)
 {
 	uint64_t first = offset / BFT_BLOCK_SIZE;
@@ -53,19 +54,20 @@ io_read(struct bft_engine *cl, struct bft_blockcache *bc, uint8_t *buf,
 		struct plan p;
 		int r;
 
-		if (plan_init(&p, cl, b, nb, offset, count, buf,
+		if (bftblk__plan_init(&p, cl, b, nb, offset, count, buf,
 		    OP_READ) != 0)
 			return -1;
-		r = read_blocks(cl, bc, p.ops, p.nops, false);
+		r = bftblk__read_blocks(cl, bc, p.ops, p.nops, false);
 		for (unsigned i = 0; r == 0 && i < nb; i++) {
 			uint64_t ib, io, n;
 
 			if (p.tmp[i] == NULL)
 				continue;
-			plan_overlap(b + i, offset, count, &ib, &io, &n);
+			bftblk__plan_overlap(b + i, offset, count, &ib, &io,
+			    &n);
 			memcpy(buf + io, p.tmp[i] + ib, n);
 		}
-		plan_free(&p);
+		bftblk__plan_free(&p);
 		if (r != 0)
 			return -1;
 	}

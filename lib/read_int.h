@@ -13,7 +13,7 @@
  * its timestamp: added when insert (a read-modify-write's), else only
  * refreshed if cached.  0, or -1 with the error recorded (error_int.h).
  */
-int read_blocks(struct bft_engine *cl, struct bft_blockcache *bc,
+int bftblk__read_blocks(struct bft_engine *cl, struct bft_blockcache *bc,
     struct op **ops, unsigned nops, bool insert);
 
 /*
@@ -21,7 +21,7 @@ int read_blocks(struct bft_engine *cl, struct bft_blockcache *bc,
  * read only refresh blocks already in bc.  0, or -1 with the error
  * recorded.
  */
-int io_read(struct bft_engine *cl, struct bft_blockcache *bc, uint8_t *buf,
-    uint64_t count, uint64_t offset);
+int bftblk__io_read(struct bft_engine *cl, struct bft_blockcache *bc,
+    uint8_t *buf, uint64_t count, uint64_t offset);
 
 #endif

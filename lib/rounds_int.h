@@ -62,8 +62,8 @@ struct bft_engine {
 	unsigned npool;
 };
 
-/* Frees the ops kept for reuse; at bft_engine_stop. */
-void op_pool_drain(struct bft_engine *cl);
+/* Frees the ops kept for reuse; at bftblk__engine_stop. */
+void bftblk__op_pool_drain(struct bft_engine *cl);
 
 /* Number of set bits. */
 static inline unsigned
@@ -73,45 +73,45 @@ popcount32(uint32_t x)
 }
 
 /* Begins round ph: a new id, sent to every connected server. */
-void round_start(struct op *op, enum op_phase ph);
+void bftblk__round_start(struct op *op, enum op_phase ph);
 /* Finishes op with err (0 or errno) and wakes its submitter. */
-void op_done(struct op *op, int err, const char *why);
+void bftblk__op_done(struct op *op, int err, const char *why);
 /*
  * Fails op with EIO because too few servers answered or agreed in time,
  * logging what: which servers were silent and which refused.
  */
-void op_fail_slow(struct op *op, const char *what);
+void bftblk__op_fail_slow(struct op *op, const char *what);
 /*
  * Records an error reply from server i.  Returns true when n-t good
  * replies can no longer arrive, after finishing op with a matching errno.
  */
-bool round_note_error(struct op *op, unsigned i, int status);
+bool bftblk__round_note_error(struct op *op, unsigned i, int status);
 
 /* Remembers that block's register completed a write at num. */
-void tscache_note(struct bft_engine *cl, uint64_t block, uint64_t num);
+void bftblk__tscache_note(struct bft_engine *cl, uint64_t block, uint64_t num);
 
 /* Gives this writer a fresh random id (loop thread only). */
-void rotate_writer_id(struct bft_engine *cl);
+void bftblk__rotate_writer_id(struct bft_engine *cl);
 
 /* Per-kind hooks, called by the round machinery. */
-void write_start(struct op *op);
-void write_build(struct op *op, unsigned i, struct bft_msg *m);
-void write_reply(struct op *op, unsigned i, const struct bft_msg *m);
-void read_start(struct op *op);
-void read_build(struct op *op, unsigned i, struct bft_msg *m);
-void read_reply(struct op *op, unsigned i, const struct bft_msg *m);
-void read_timeout(struct op *op);
+void bftblk__write_start(struct op *op);
+void bftblk__write_build(struct op *op, unsigned i, struct bft_msg *m);
+void bftblk__write_reply(struct op *op, unsigned i, const struct bft_msg *m);
+void bftblk__read_start(struct op *op);
+void bftblk__read_build(struct op *op, unsigned i, struct bft_msg *m);
+void bftblk__read_reply(struct op *op, unsigned i, const struct bft_msg *m);
+void bftblk__read_timeout(struct op *op);
 
 /* The 1-round read (op_read_fast.c), driven by op_read.c. */
-void fast_read_start(struct op *op);
-void fast_read_note(struct op *op, unsigned i, const struct bft_msg *m);
+void bftblk__fast_read_start(struct op *op);
+void bftblk__fast_read_note(struct op *op, unsigned i, const struct bft_msg *m);
 /*
  * With n-t COLLECT replies in: true when the 1-round read finished op
  * or waits for more replies, false when FILTER must run.
  */
-bool fast_read_try(struct op *op);
+bool bftblk__fast_read_try(struct op *op);
 /* The wait for fragments timed out: FILTER must run. */
-void fast_read_expired(struct op *op);
+void bftblk__fast_read_expired(struct op *op);
 
 /* How this reader tells a candidate a writer made (predicates.h). */
 static inline struct bft_written_key

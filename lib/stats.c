@@ -11,9 +11,9 @@ bftblk_get_info(struct bftblk *h, struct bftblk_info *out, size_t size)
 	struct bftblk_info info;
 
 	if (!h->loaded)
-		return lib_handle_fail(h, ENOTCONN, "the handle is not "
+		return bftblk__handle_fail(h, ENOTCONN, "the handle is not "
 		    "loaded yet");
-	if (lib_check_size(h, "bftblk_info", size, sizeof info) != 0)
+	if (bftblk__check_size(h, "bftblk_info", size, sizeof info) != 0)
 		return -EINVAL;
 	info = (struct bftblk_info){
 		.size = h->export_size, .block_size = BFT_BLOCK_SIZE,
@@ -34,11 +34,11 @@ bftblk_get_stats(struct bftblk *h, struct bftblk_stats *out, size_t size)
 	struct bftblk_stats all, *s = &all;
 
 	if (h->eng == NULL)
-		return lib_handle_fail(h, ENOTCONN, "the handle is not "
+		return bftblk__handle_fail(h, ENOTCONN, "the handle is not "
 		    "connected");
-	if (lib_check_size(h, "bftblk_stats", size, sizeof all) != 0)
+	if (bftblk__check_size(h, "bftblk_stats", size, sizeof all) != 0)
 		return -EINVAL;
-	e = bft_engine_stats(h->eng);
+	e = bftblk__engine_stats(h->eng);
 	memset(s, 0, sizeof *s);
 	s->reads = e->reads;
 	s->writes = e->writes;
@@ -56,8 +56,8 @@ bftblk_get_stats(struct bftblk *h, struct bftblk_stats *out, size_t size)
 	s->cache_misses = e->cache_misses;
 	s->cache_stale = e->cache_stale;
 	s->coalesced = e->coalesced;
-	s->cached_blocks = bft_bc_count(h->cache);
-	s->cache_capacity = bft_bc_capacity(h->cache);
+	s->cached_blocks = bftblk__bc_count(h->cache);
+	s->cache_capacity = bftblk__bc_capacity(h->cache);
 	s->nservers = h->cfg.n;
 	for (unsigned i = 0; i < h->cfg.n; i++) {
 		const struct engine_server_stats *es = &e->server[i];

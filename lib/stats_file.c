@@ -26,7 +26,7 @@ put_counts(FILE *fp, unsigned i, const char *sub, const uint64_t *v)
 }
 
 int
-eng_stats_file_write(struct bft_engine *cl,
+bftblk__eng_stats_file_write(struct bft_engine *cl,
     const uint64_t recent[][EV_KINDS], bool closing)
 {
 	const struct bft_engine_stats *e = &cl->stats;

@@ -33,7 +33,7 @@ all_zero(const uint8_t *p, size_t len)
 }
 
 void
-vt_init(struct voltab *vt)
+bftblk__vt_init(struct voltab *vt)
 {
 	memset(vt, 0, sizeof *vt);
 	vt->next_id = VT_FIRST_ID;
@@ -41,7 +41,7 @@ vt_init(struct voltab *vt)
 }
 
 bool
-vt_name_ok(const char *name)
+bftblk__vt_name_ok(const char *name)
 {
 	size_t len = strlen(name);
 
@@ -60,7 +60,7 @@ vt_name_ok(const char *name)
 }
 
 void
-vt_encode(const struct voltab *vt, unsigned bi, uint8_t *blk)
+bftblk__vt_encode(const struct voltab *vt, unsigned bi, uint8_t *blk)
 {
 	memset(blk, 0, BFT_BLOCK_SIZE);
 	memcpy(blk, VT_MAGIC, 8);
@@ -106,7 +106,7 @@ decode_entry(const uint8_t *p, struct vt_entry *e, uint32_t next_id,
 		    p[0], p[1]);
 		return -1;
 	}
-	if (!vt_name_ok(e->name) || !all_zero(p + 48 + strlen(e->name),
+	if (!bftblk__vt_name_ok(e->name) || !all_zero(p + 48 + strlen(e->name),
 	    BFTBLK_VOLUME_NAME_MAX - strlen(e->name))) {
 		snprintf(why, whylen, "an entry whose name is not a volume "
 		    "name");
@@ -123,7 +123,7 @@ decode_entry(const uint8_t *p, struct vt_entry *e, uint32_t next_id,
 }
 
 int
-vt_decode(struct voltab *vt, unsigned bi, const uint8_t *blk, char *why,
+bftblk__vt_decode(struct voltab *vt, unsigned bi, const uint8_t *blk, char *why,
     size_t whylen)
 {
 	uint32_t count;
@@ -131,7 +131,7 @@ vt_decode(struct voltab *vt, unsigned bi, const uint8_t *blk, char *why,
 	vt->count[bi] = 0;
 	if (all_zero(blk, BFT_BLOCK_SIZE)) {
 		if (bi == 0)
-			vt_init(vt);
+			bftblk__vt_init(vt);
 		return 0;
 	}
 	count = le_get32(blk + 24);
@@ -170,7 +170,7 @@ vt_decode(struct voltab *vt, unsigned bi, const uint8_t *blk, char *why,
 }
 
 struct vt_entry *
-vt_find(struct voltab *vt, const char *name, unsigned *bi)
+bftblk__vt_find(struct voltab *vt, const char *name, unsigned *bi)
 {
 	for (unsigned b = 0; b < vt->nblocks; b++)
 		for (unsigned i = 0; i < vt->count[b]; i++)
@@ -183,7 +183,7 @@ vt_find(struct voltab *vt, const char *name, unsigned *bi)
 }
 
 int
-vt_room(const struct voltab *vt)
+bftblk__vt_room(const struct voltab *vt)
 {
 	for (unsigned b = 0; b < VT_BLOCKS; b++)
 		if (vt->count[b] < VT_PER_BLOCK)
@@ -192,7 +192,7 @@ vt_room(const struct voltab *vt)
 }
 
 void
-vt_add(struct voltab *vt, unsigned bi, const struct vt_entry *e)
+bftblk__vt_add(struct voltab *vt, unsigned bi, const struct vt_entry *e)
 {
 	vt->e[bi][vt->count[bi]++] = *e;
 	if (bi >= vt->nblocks)
@@ -200,7 +200,7 @@ vt_add(struct voltab *vt, unsigned bi, const struct vt_entry *e)
 }
 
 void
-vt_remove(struct voltab *vt, unsigned bi, const struct vt_entry *e)
+bftblk__vt_remove(struct voltab *vt, unsigned bi, const struct vt_entry *e)
 {
 	size_t i = (size_t)(e - vt->e[bi]);
 
@@ -210,7 +210,7 @@ vt_remove(struct voltab *vt, unsigned bi, const struct vt_entry *e)
 }
 
 void
-vt_public(const struct vt_entry *e, struct bftblk_volume *out)
+bftblk__vt_public(const struct vt_entry *e, struct bftblk_volume *out)
 {
 	memset(out, 0, sizeof *out);
 	snprintf(out->name, sizeof out->name, "%s", e->name);
@@ -234,51 +234,51 @@ read_blocks(struct bft_engine *eng, unsigned first, unsigned n,
 	int r = -1;
 
 	for (unsigned i = 0; i < n; i++) {
-		if ((ops[i] = bft_op_new(eng, OP_READ)) == NULL) {
-			lib_fail(ENOMEM, NULL);
+		if ((ops[i] = bftblk__op_new(eng, OP_READ)) == NULL) {
+			bftblk__fail(ENOMEM, NULL);
 			goto out;
 		}
 		ops[i]->block = bft_addr(BFT_VOL_TABLE, first + i);
 		ops[i]->data = bufs + (size_t)i * BFT_BLOCK_SIZE;
 	}
-	if (bft_engine_run(eng, ops, n) != 0)
+	if (bftblk__engine_run(eng, ops, n) != 0)
 		goto out;
 	for (unsigned i = 0; i < n; i++)
-		if (bft_op_finish_read(ops[i]) != 0) {
-			lib_fail(EIO, "the volume table's block %u: %s",
+		if (bftblk__op_finish_read(ops[i]) != 0) {
+			bftblk__fail(EIO, "the volume table's block %u: %s",
 			    first + i, ops[i]->why);
 			goto out;
 		}
 	r = 0;
 out:
 	for (unsigned i = 0; i < n; i++)
-		bft_op_free(ops[i]);
+		bftblk__op_free(ops[i]);
 	return r;
 }
 
 int
-vt_read(struct bft_engine *eng, struct voltab *vt)
+bftblk__vt_read(struct bft_engine *eng, struct voltab *vt)
 {
 	uint8_t *bufs = malloc((size_t)VT_BLOCKS * BFT_BLOCK_SIZE);
 	char why[160];
 	int r = -1;
 
 	if (bufs == NULL)
-		return lib_fail(ENOMEM, NULL);
-	vt_init(vt);
+		return bftblk__fail(ENOMEM, NULL);
+	bftblk__vt_init(vt);
 	if (read_blocks(eng, 0, 1, bufs) != 0)
 		goto out;
-	if (vt_decode(vt, 0, bufs, why, sizeof why) != 0) {
-		lib_fail(EBADMSG, "the volume table is damaged: %s", why);
+	if (bftblk__vt_decode(vt, 0, bufs, why, sizeof why) != 0) {
+		bftblk__fail(EBADMSG, "the volume table is damaged: %s", why);
 		goto out;
 	}
 	if (vt->nblocks > 1 && read_blocks(eng, 1, vt->nblocks - 1,
 	    bufs + BFT_BLOCK_SIZE) != 0)
 		goto out;
 	for (unsigned b = 1; b < vt->nblocks; b++)
-		if (vt_decode(vt, b, bufs + (size_t)b * BFT_BLOCK_SIZE, why,
-		    sizeof why) != 0) {
-			lib_fail(EBADMSG, "the volume table is damaged: %s",
+		if (bftblk__vt_decode(vt, b, bufs + (size_t)b * BFT_BLOCK_SIZE,
+		    why, sizeof why) != 0) {
+			bftblk__fail(EBADMSG, "the volume table is damaged: %s",
 			    why);
 			goto out;
 		}
@@ -289,25 +289,25 @@ out:
 }
 
 int
-vt_write(struct bft_engine *eng, const struct voltab *vt, unsigned bi)
+bftblk__vt_write(struct bft_engine *eng, const struct voltab *vt, unsigned bi)
 {
-	struct op *op = bft_op_new(eng, OP_WRITE);
+	struct op *op = bftblk__op_new(eng, OP_WRITE);
 	uint8_t *blk = malloc(BFT_BLOCK_SIZE);
 	int r = -1;
 
 	if (op == NULL || blk == NULL) {
-		lib_fail(ENOMEM, NULL);
+		bftblk__fail(ENOMEM, NULL);
 		goto out;
 	}
-	vt_encode(vt, bi, blk);
+	bftblk__vt_encode(vt, bi, blk);
 	op->block = bft_addr(BFT_VOL_TABLE, bi);
 	op->data = blk;
-	if (bft_op_prepare_write(op) != 0)
-		lib_fail(EIO, "erasure coding the volume table failed");
-	else if (bft_engine_run(eng, &op, 1) == 0)
+	if (bftblk__op_prepare_write(op) != 0)
+		bftblk__fail(EIO, "erasure coding the volume table failed");
+	else if (bftblk__engine_run(eng, &op, 1) == 0)
 		r = 0;
 out:
-	bft_op_free(op);
+	bftblk__op_free(op);
 	free(blk);
 	return r;
 }

@@ -53,9 +53,9 @@ struct voltab {
 };
 
 /* A table with no volume, as a never-written block 0 reads. */
-void vt_init(struct voltab *vt);
+void bftblk__vt_init(struct voltab *vt);
 /* Whether name is 1-64 of [A-Za-z0-9._-], not starting with . or -. */
-bool vt_name_ok(const char *name);
+bool bftblk__vt_name_ok(const char *name);
 /*
  * Block bi of vt into blk (BFT_BLOCK_SIZE bytes).  Decoding replaces
  * block bi's entries (and with bi 0, the header); a block of zeros is
@@ -63,25 +63,28 @@ bool vt_name_ok(const char *name);
  * is not a well-formed table block (only a writer could have written
  * it: the table is then damaged, not guessed at).
  */
-void vt_encode(const struct voltab *vt, unsigned bi, uint8_t *blk);
-int vt_decode(struct voltab *vt, unsigned bi, const uint8_t *blk,
+void bftblk__vt_encode(const struct voltab *vt, unsigned bi, uint8_t *blk);
+int bftblk__vt_decode(struct voltab *vt, unsigned bi, const uint8_t *blk,
     char *why, size_t whylen);
 /* The entry named name (any state), or NULL; *bi its block. */
-struct vt_entry *vt_find(struct voltab *vt, const char *name, unsigned *bi);
+struct vt_entry *bftblk__vt_find(struct voltab *vt, const char *name,
+    unsigned *bi);
 /* A block with room for one more entry, or -1 when the table is full. */
-int vt_room(const struct voltab *vt);
-/* Adds e in block bi (vt_room's); removes entry i of block bi. */
-void vt_add(struct voltab *vt, unsigned bi, const struct vt_entry *e);
-void vt_remove(struct voltab *vt, unsigned bi, const struct vt_entry *e);
+int bftblk__vt_room(const struct voltab *vt);
+/* Adds e in block bi (bftblk__vt_room's); removes entry i of block bi. */
+void bftblk__vt_add(struct voltab *vt, unsigned bi, const struct vt_entry *e);
+void bftblk__vt_remove(struct voltab *vt, unsigned bi,
+    const struct vt_entry *e);
 /* The public view of an entry. */
-void vt_public(const struct vt_entry *e, struct bftblk_volume *out);
+void bftblk__vt_public(const struct vt_entry *e, struct bftblk_volume *out);
 
 /*
  * Reads the whole table through eng (which must not seal: table blocks
  * are plain for every client).  0, or -1 with the error recorded.
  */
-int vt_read(struct bft_engine *eng, struct voltab *vt);
+int bftblk__vt_read(struct bft_engine *eng, struct voltab *vt);
 /* Writes block bi of vt.  0, or -1 with the error recorded. */
-int vt_write(struct bft_engine *eng, const struct voltab *vt, unsigned bi);
+int bftblk__vt_write(struct bft_engine *eng, const struct voltab *vt,
+    unsigned bi);
 
 #endif

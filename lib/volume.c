@@ -38,26 +38,26 @@
 /* How long an admin waits for another one's turn to end. */
 #define LOCK_WAIT_S	120
 
-/* Ends a call whose failure lib_fail recorded: on h, for errmsg. */
+/* Ends a call whose failure bftblk__fail recorded: on h, for errmsg. */
 static int
 failed(const struct bftblk *h)
 {
-	int err = lib_take_errno();
+	int err = bftblk__take_errno();
 
-	return lib_handle_fail(h, err, "%s", lib_errmsg());
+	return bftblk__handle_fail(h, err, "%s", bftblk__errmsg());
 }
 
 static int
 check_handle(struct bftblk *h, bool write)
 {
 	if (h->eng == NULL)
-		return lib_handle_fail(h, ENOTCONN, "the handle is not "
+		return bftblk__handle_fail(h, ENOTCONN, "the handle is not "
 		    "connected");
 	if (h->encrypt)
-		return lib_handle_fail(h, EINVAL, "the volume table is read "
-		    "through a handle without encrypt=on");
+		return bftblk__handle_fail(h, EINVAL, "the volume table is "
+		    "read through a handle without encrypt=on");
 	if (write && h->key.role != BFT_ROLE_RW)
-		return lib_handle_fail(h, EPERM, "changing volumes needs a "
+		return bftblk__handle_fail(h, EPERM, "changing volumes needs a "
 		    "read-write key; '%s''s is not", h->key.name);
 	return 0;
 }
@@ -73,13 +73,14 @@ lock_take(struct bftblk *h, struct bft_lease *lock)
 	int err;
 
 	for (;;) {
-		if (bft_lease_acquire(lock, h->eng, NULL, BFT_VOL_TABLE,
+		if (bftblk__lease_acquire(lock, h->eng, NULL, BFT_VOL_TABLE,
 		    LOCK_PERIOD_S, guard, h->key.name) == 0)
 			return 0;
-		bft_lease_release(lock);
-		if ((err = lib_take_errno()) != EBUSY || time(NULL) >= until)
-			return lib_fail(err, "the volume table's admin lock: "
-			    "%s", lib_errmsg());
+		bftblk__lease_release(lock);
+		if ((err = bftblk__take_errno()) != EBUSY ||
+		    time(NULL) >= until)
+			return bftblk__fail(err, "the volume table's admin "
+			    "lock: %s", bftblk__errmsg());
 		bft_random(&pause, sizeof pause);
 		usleep(500000 + pause % 2000000);
 	}
@@ -89,9 +90,9 @@ lock_take(struct bftblk *h, struct bft_lease *lock)
 static int
 lock_check(const struct bft_lease *lock)
 {
-	if (!bft_lease_may_write(lock))
-		return lib_fail(EAGAIN, "lost the volume table's admin lock "
-		    "(another admin took it, or renewing it failed): "
+	if (!bftblk__lease_may_write(lock))
+		return bftblk__fail(EAGAIN, "lost the volume table's admin "
+		    "lock (another admin took it, or renewing it failed): "
 		    "nothing more was written; run the command again");
 	return 0;
 }
@@ -102,7 +103,7 @@ write_block(struct bftblk *h, const struct bft_lease *lock,
 {
 	if (lock_check(lock) != 0)
 		return -1;
-	return vt_write(h->eng, vt, bi);
+	return bftblk__vt_write(h->eng, vt, bi);
 }
 
 /*
@@ -124,22 +125,22 @@ finish_deletes(struct bftblk *h, const struct bft_lease *lock,
 
 			if (e->state != VT_DELETING)
 				continue;
-			n = bft_drop_volume(&h->cfg, &h->key, e->id,
+			n = bftblk__drop_volume(&h->cfg, &h->key, e->id,
 			    h->timeout_s * 1000, acked, why, sizeof why);
 			if (n < 0)
-				return lib_fail(-n, "dropping volume '%s': %s",
-				    e->name, why);
+				return bftblk__fail(-n, "dropping volume '%s': "
+				    "%s", e->name, why);
 			if ((unsigned)n < h->cfg.n) {
 				if (e->id == id)
 					*pending = h->cfg.n - (unsigned)n;
-				eng_log(h->eng, BFTBLK_LOG_WARN, "volume '%s' "
-				    "(id %" PRIu32 "): dropped by %d of %u "
-				    "servers; the others drop it at a later "
-				    "volume command", e->name, e->id, n,
+				bftblk__eng_log(h->eng, BFTBLK_LOG_WARN,
+				    "volume '%s' (id %" PRIu32 "): dropped by "
+				    "%d of %u servers; the others drop it at a "
+				    "later volume command", e->name, e->id, n,
 				    h->cfg.n);
 				continue;
 			}
-			vt_remove(vt, b, e);
+			bftblk__vt_remove(vt, b, e);
 			if (write_block(h, lock, vt, b) != 0)
 				return -1;
 			i--;
@@ -159,11 +160,11 @@ begin(struct bftblk *h, struct bft_lease *lock, struct voltab **vtp)
 
 	memset(lock, 0, sizeof *lock);
 	if ((*vtp = malloc(sizeof **vtp)) == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
-	if (lock_take(h, lock) == 0 && vt_read(h->eng, *vtp) == 0 &&
+		return bftblk__handle_fail(h, ENOMEM, "out of memory");
+	if (lock_take(h, lock) == 0 && bftblk__vt_read(h->eng, *vtp) == 0 &&
 	    finish_deletes(h, lock, *vtp, 0, &unused) == 0)
 		return 0;
-	bft_lease_release(lock);
+	bftblk__lease_release(lock);
 	free(*vtp);
 	*vtp = NULL;
 	return failed(h);
@@ -173,7 +174,7 @@ begin(struct bftblk *h, struct bft_lease *lock, struct voltab **vtp)
 static void
 end(struct bft_lease *lock, struct voltab *vt)
 {
-	bft_lease_release(lock);
+	bftblk__lease_release(lock);
 	free(vt);
 }
 
@@ -181,21 +182,21 @@ int
 bftblk_lease_get(struct bftblk *h, uint32_t volume_id,
     struct bftblk_lease *lease, size_t size)
 {
-	struct bft_engine *eng = lib_engine(h);
+	struct bft_engine *eng = bftblk__engine(h);
 	struct bftblk_lease all, *out = &all;
 	struct bft_lease_info li;
 	int r;
 
 	memset(out, 0, sizeof *out);
-	if ((r = lib_check_size(h, "bftblk_lease", size, sizeof all)) != 0)
+	if ((r = bftblk__check_size(h, "bftblk_lease", size, sizeof all)) != 0)
 		return r;
 	if (eng == NULL)
-		return lib_handle_fail(h, ENOTCONN, "the handle is not "
+		return bftblk__handle_fail(h, ENOTCONN, "the handle is not "
 		    "connected");
 	if (volume_id > BFT_ADDR_MAX_VOL)
-		return lib_handle_fail(h, EINVAL, "no volume has id %" PRIu32,
-		    volume_id);
-	if (bft_lease_read(eng, volume_id, &li) != 0)
+		return bftblk__handle_fail(h, EINVAL, "no volume has id "
+		    "%" PRIu32, volume_id);
+	if (bftblk__lease_read(eng, volume_id, &li) != 0)
 		return failed(h);
 	out->generation = bft_ts_gen(&li.ts);
 	out->claimed = li.claimed;
@@ -219,8 +220,8 @@ bftblk_volume_list(struct bftblk *h, struct bftblk_volume **vols, size_t *n)
 	if ((r = check_handle(h, false)) != 0)
 		return r;
 	if ((vt = malloc(sizeof *vt)) == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
-	if (vt_read(h->eng, vt) != 0) {
+		return bftblk__handle_fail(h, ENOMEM, "out of memory");
+	if (bftblk__vt_read(h->eng, vt) != 0) {
 		free(vt);
 		return failed(h);
 	}
@@ -231,11 +232,11 @@ bftblk_volume_list(struct bftblk *h, struct bftblk_volume **vols, size_t *n)
 	*n = 0;
 	if (*vols == NULL) {
 		free(vt);
-		return lib_handle_fail(h, ENOMEM, "out of memory");
+		return bftblk__handle_fail(h, ENOMEM, "out of memory");
 	}
 	for (unsigned b = 0; b < vt->nblocks; b++)
 		for (unsigned i = 0; i < vt->count[b]; i++)
-			vt_public(&vt->e[b][i], &(*vols)[(*n)++]);
+			bftblk__vt_public(&vt->e[b][i], &(*vols)[(*n)++]);
 	free(vt);
 	return 0;
 }
@@ -250,7 +251,7 @@ bftblk_volume_get(struct bftblk *h, const char *name,
 
 	if ((r = bftblk_volume_list(h, &all, &n)) != 0)
 		return r;
-	r = lib_handle_fail(h, ENOENT, "no volume is named '%s'", name);
+	r = bftblk__handle_fail(h, ENOENT, "no volume is named '%s'", name);
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(all[i].name, name) == 0) {
 			*v = all[i];
@@ -265,12 +266,12 @@ static int
 check_size(struct bftblk *h, uint64_t size)
 {
 	if (size == 0 || size % BFT_BLOCK_SIZE != 0)
-		return lib_handle_fail(h, EINVAL, "a volume's size is a "
+		return bftblk__handle_fail(h, EINVAL, "a volume's size is a "
 		    "positive multiple of 64 KiB (%" PRIu64 " is not; %"
 		    PRIu64 " would be)", size, (size / BFT_BLOCK_SIZE + 1) *
 		    BFT_BLOCK_SIZE);
 	if (size / BFT_BLOCK_SIZE > BFT_VOL_MAX_BLOCKS)
-		return lib_handle_fail(h, EFBIG, "a volume holds at most %"
+		return bftblk__handle_fail(h, EFBIG, "a volume holds at most %"
 		    PRIu64 " bytes", BFT_VOL_MAX_BLOCKS * BFT_BLOCK_SIZE);
 	return 0;
 }
@@ -291,7 +292,7 @@ new_entry(struct bftblk *h, const char *name, uint64_t size,
 	if (key_file == NULL)
 		return 0;
 	if (bft_volume_key_load(key_file, &vk, err, sizeof err) != 0)
-		return lib_handle_fail(h, EINVAL, "%s", err);
+		return bftblk__handle_fail(h, EINVAL, "%s", err);
 	bft_volume_key_id(&vk, e->key_id);
 	bft_wipe(&vk, sizeof vk);
 	e->encrypted = true;
@@ -309,37 +310,37 @@ bftblk_volume_create(struct bftblk *h, const char *name, uint64_t size,
 
 	if ((r = check_handle(h, true)) != 0)
 		return r;
-	if (!vt_name_ok(name))
-		return lib_handle_fail(h, EINVAL, "'%s' is not a volume name: "
-		    "1 to %u of A-Z a-z 0-9 . _ -, not starting with . or -",
-		    name, BFTBLK_VOLUME_NAME_MAX);
+	if (!bftblk__vt_name_ok(name))
+		return bftblk__handle_fail(h, EINVAL, "'%s' is not a volume "
+		    "name: 1 to %u of A-Z a-z 0-9 . _ -, not starting with . "
+		    "or -", name, BFTBLK_VOLUME_NAME_MAX);
 	if ((r = check_size(h, size)) != 0 ||
 	    (r = new_entry(h, name, size, key_file, &e)) != 0)
 		return r;
 	if ((r = begin(h, &lock, &vt)) != 0)
 		return r;
-	if (vt_find(vt, name, NULL) != NULL) {
-		r = lib_handle_fail(h, EEXIST, "a volume named '%s' exists",
+	if (bftblk__vt_find(vt, name, NULL) != NULL) {
+		r = bftblk__handle_fail(h, EEXIST, "a volume named '%s' exists",
 		    name);
 		goto out;
 	}
-	if ((bi = vt_room(vt)) < 0 || vt->next_id > VT_LAST_ID) {
-		r = lib_handle_fail(h, ENOSPC, "the volume table is full "
+	if ((bi = bftblk__vt_room(vt)) < 0 || vt->next_id > VT_LAST_ID) {
+		r = bftblk__handle_fail(h, ENOSPC, "the volume table is full "
 		    "(%u volumes, or every id was given)", VT_MAX);
 		goto out;
 	}
 	e.id = vt->next_id++;
-	vt_add(vt, (unsigned)bi, &e);
+	bftblk__vt_add(vt, (unsigned)bi, &e);
 	if (write_block(h, &lock, vt, 0) != 0 ||
 	    (bi != 0 && write_block(h, &lock, vt, (unsigned)bi) != 0)) {
 		r = failed(h);
 		goto out;
 	}
 	if (out != NULL)
-		vt_public(&e, out);
-	eng_log(h->eng, BFTBLK_LOG_INFO, "created volume '%s', id %" PRIu32
-	    ", %" PRIu64 " bytes%s", name, e.id, size, e.encrypted ?
-	    ", encrypted" : "");
+		bftblk__vt_public(&e, out);
+	bftblk__eng_log(h->eng, BFTBLK_LOG_INFO, "created volume '%s', id "
+	    "%" PRIu32 ", %" PRIu64 " bytes%s", name, e.id, size,
+	    e.encrypted ? ", encrypted" : "");
 	r = 0;
 out:
 	end(&lock, vt);
@@ -358,15 +359,15 @@ trim_tail(struct bftblk *h, const struct vt_entry *e, uint64_t from,
 	snprintf(opts, sizeof opts, "volume-id=%" PRIu32 " size=%" PRIu64
 	    " shared=on cache=0", e->id, to * BFT_BLOCK_SIZE);
 	if ((r = bftblk_open(h->config_path, h->keys_path, opts, &vh)) != 0)
-		return lib_handle_fail(h, -r, "%s", bftblk_errmsg(NULL));
+		return bftblk__handle_fail(h, -r, "%s", bftblk_errmsg(NULL));
 	for (uint64_t b = from; b < to && r == 0; b += 1024) {
 		uint64_t nb = to - b < 1024 ? to - b : 1024;
 
 		r = bftblk_trim(vh, nb * BFT_BLOCK_SIZE, b * BFT_BLOCK_SIZE, 0);
 	}
 	if (r != 0)
-		r = lib_handle_fail(h, -r, "trimming the cut-off blocks: %s",
-		    bftblk_errmsg(vh));
+		r = bftblk__handle_fail(h, -r, "trimming the cut-off blocks: "
+		    "%s", bftblk_errmsg(vh));
 	bftblk_close(vh);
 	return r;
 }
@@ -386,21 +387,22 @@ bftblk_volume_resize(struct bftblk *h, const char *name, uint64_t size,
 		return r;
 	if ((r = begin(h, &lock, &vt)) != 0)
 		return r;
-	if ((e = vt_find(vt, name, &bi)) == NULL || e->state != VT_LIVE) {
-		r = lib_handle_fail(h, ENOENT, "no volume is named '%s'",
+	if ((e = bftblk__vt_find(vt, name, &bi)) == NULL ||
+	    e->state != VT_LIVE) {
+		r = bftblk__handle_fail(h, ENOENT, "no volume is named '%s'",
 		    name);
 		goto out;
 	}
 	if (size < e->size) {
 		if (!force) {
-			r = lib_handle_fail(h, EINVAL, "shrinking '%s' from %"
-			    PRIu64 " to %" PRIu64 " bytes discards what is "
-			    "past the new end; --force does it", name,
+			r = bftblk__handle_fail(h, EINVAL, "shrinking '%s' "
+			    "from %" PRIu64 " to %" PRIu64 " bytes discards "
+			    "what is past the new end; --force does it", name,
 			    e->size, size);
 			goto out;
 		}
-		if ((r = bft_lease_probe(h->eng, e->id, &li)) != 0) {
-			r = r < 0 ? failed(h) : lib_handle_fail(h, EBUSY,
+		if ((r = bftblk__lease_probe(h->eng, e->id, &li)) != 0) {
+			r = r < 0 ? failed(h) : bftblk__handle_fail(h, EBUSY,
 			    "volume '%s' is in use by %s: stop it before "
 			    "shrinking", name, li.claim.holder);
 			goto out;
@@ -415,8 +417,8 @@ bftblk_volume_resize(struct bftblk *h, const char *name, uint64_t size,
 		r = failed(h);
 		goto out;
 	}
-	eng_log(h->eng, BFTBLK_LOG_INFO, "resized volume '%s' to %" PRIu64
-	    " bytes", name, size);
+	bftblk__eng_log(h->eng, BFTBLK_LOG_INFO, "resized volume '%s' to "
+	    "%" PRIu64 " bytes", name, size);
 	r = 0;
 out:
 	end(&lock, vt);
@@ -440,14 +442,14 @@ bftblk_volume_delete(struct bftblk *h, const char *name, int force,
 		return r;
 	if ((r = begin(h, &lock, &vt)) != 0)
 		return r;
-	if ((e = vt_find(vt, name, &bi)) == NULL) {
-		r = lib_handle_fail(h, ENOENT, "no volume is named '%s'",
+	if ((e = bftblk__vt_find(vt, name, &bi)) == NULL) {
+		r = bftblk__handle_fail(h, ENOENT, "no volume is named '%s'",
 		    name);
 		goto out;
 	}
 	if (e->state == VT_LIVE && !force &&
-	    (r = bft_lease_probe(h->eng, e->id, &li)) != 0) {
-		r = r < 0 ? failed(h) : lib_handle_fail(h, EBUSY, "volume "
+	    (r = bftblk__lease_probe(h->eng, e->id, &li)) != 0) {
+		r = r < 0 ? failed(h) : bftblk__handle_fail(h, EBUSY, "volume "
 		    "'%s' is in use by %s: stop it first, or --force",
 		    name, li.claim.holder);
 		goto out;
@@ -458,7 +460,7 @@ bftblk_volume_delete(struct bftblk *h, const char *name, int force,
 		r = failed(h);
 		goto out;
 	}
-	eng_log(h->eng, BFTBLK_LOG_INFO, "deleted volume '%s'%s", name,
+	bftblk__eng_log(h->eng, BFTBLK_LOG_INFO, "deleted volume '%s'%s", name,
 	    left ? "; some servers have yet to drop its blocks" : "");
 	r = 0;
 out:

@@ -52,7 +52,7 @@ key_path(const struct bftblk *h, const char *name, char *out, size_t len)
 }
 
 int
-lib_volume_apply(struct bftblk *h, const struct bftblk_volume *v)
+bftblk__volume_apply(struct bftblk *h, const struct bftblk_volume *v)
 {
 	struct bft_volume_key vk;
 	uint8_t id[BFT_VOLUME_KEY_ID_LEN];
@@ -60,11 +60,11 @@ lib_volume_apply(struct bftblk *h, const struct bftblk_volume *v)
 	char *copy;
 
 	if (v->deleting)
-		return lib_handle_fail(h, ENOENT, "volume '%s' is being "
+		return bftblk__handle_fail(h, ENOENT, "volume '%s' is being "
 		    "deleted", v->name);
 	if (h->export_size > v->size)
-		return lib_handle_fail(h, EINVAL, "size=%" PRIu64 " is more "
-		    "than volume '%s' holds (%" PRIu64 " bytes)",
+		return bftblk__handle_fail(h, EINVAL, "size=%" PRIu64 " is "
+		    "more than volume '%s' holds (%" PRIu64 " bytes)",
 		    h->export_size, v->name, v->size);
 	h->volume_id = v->id;
 	if (h->export_size == 0)
@@ -72,26 +72,26 @@ lib_volume_apply(struct bftblk *h, const struct bftblk_volume *v)
 	h->resolved = true;
 	if (!v->encrypted) {
 		if (h->encrypt)
-			return lib_handle_fail(h, EINVAL, "volume '%s' is not "
-			    "encrypted: drop encrypt=on", v->name);
+			return bftblk__handle_fail(h, EINVAL, "volume '%s' is "
+			    "not encrypted: drop encrypt=on", v->name);
 		return 0;
 	}
 	if (key_path(h, v->name, path, sizeof path) != 0)
-		return lib_handle_fail(h, ENAMETOOLONG, "the path of volume "
-		    "'%s''s key is too long", v->name);
+		return bftblk__handle_fail(h, ENAMETOOLONG, "the path of "
+		    "volume '%s''s key is too long", v->name);
 	if (bft_volume_key_load(path, &vk, err, sizeof err) != 0)
-		return lib_handle_fail(h, EINVAL, "volume '%s' is encrypted, "
-		    "and its key cannot be read: %s", v->name, err);
+		return bftblk__handle_fail(h, EINVAL, "volume '%s' is "
+		    "encrypted, and its key cannot be read: %s", v->name, err);
 	bft_volume_key_id(&vk, id);
 	bft_wipe(&vk, sizeof vk);
 	for (unsigned i = 0; i < sizeof id; i++)
 		snprintf(hex + 2 * i, 3, "%02x", id[i]);
 	if (strcmp(hex, v->key_id) != 0)
-		return lib_handle_fail(h, EKEYREJECTED, "%s is not volume "
+		return bftblk__handle_fail(h, EKEYREJECTED, "%s is not volume "
 		    "'%s''s key: its id is %s, the volume's is %s", path,
 		    v->name, hex, v->key_id);
 	if ((copy = strdup(path)) == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
+		return bftblk__handle_fail(h, ENOMEM, "out of memory");
 	free(h->volume_key_path);
 	h->volume_key_path = copy;
 	h->encrypt = true;
@@ -108,15 +108,15 @@ find(struct bftblk *h, struct bft_engine *eng, const char *name,
 	int r;
 
 	if (vt == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
-	if (vt_read(eng, vt) != 0) {
-		r = lib_take_errno();
-		r = lib_handle_fail(h, r, "%s", lib_errmsg());
-	} else if ((e = vt_find(vt, name, NULL)) == NULL) {
-		r = lib_handle_fail(h, ENOENT, "no volume is named '%s' "
+		return bftblk__handle_fail(h, ENOMEM, "out of memory");
+	if (bftblk__vt_read(eng, vt) != 0) {
+		r = bftblk__take_errno();
+		r = bftblk__handle_fail(h, r, "%s", bftblk__errmsg());
+	} else if ((e = bftblk__vt_find(vt, name, NULL)) == NULL) {
+		r = bftblk__handle_fail(h, ENOENT, "no volume is named '%s' "
 		    "(bftblk volume list names them)", name);
 	} else {
-		vt_public(e, v);
+		bftblk__vt_public(e, v);
 		r = 0;
 	}
 	free(vt);
@@ -124,7 +124,7 @@ find(struct bftblk *h, struct bft_engine *eng, const char *name,
 }
 
 struct bft_engine *
-lib_plain_engine(struct bftblk *h, struct bft_ec **ecp)
+bftblk__plain_engine(struct bftblk *h, struct bft_ec **ecp)
 {
 	struct bft_engine_params p = {
 		.cfg = &h->cfg, .key = &h->key,
@@ -139,14 +139,14 @@ lib_plain_engine(struct bftblk *h, struct bft_ec **ecp)
 	p.ec = bft_ec_new_len(h->cfg.t, h->ec_backend, BFT_BLOCK_SIZE, err,
 	    sizeof err);
 	if (p.ec == NULL) {
-		lib_handle_fail(h, EINVAL, "%s", err);
+		bftblk__handle_fail(h, EINVAL, "%s", err);
 		return NULL;
 	}
 	while (p.writer_id == 0)
 		bft_random(&p.writer_id, sizeof p.writer_id);
-	if ((eng = bft_engine_start(&p)) == NULL) {
+	if ((eng = bftblk__engine_start(&p)) == NULL) {
 		bft_ec_free(p.ec);
-		lib_handle_fail(h, EIO, "cannot start the event loop (or "
+		bftblk__handle_fail(h, EIO, "cannot start the event loop (or "
 		    "resolve a server's address)");
 		return NULL;
 	}
@@ -155,7 +155,7 @@ lib_plain_engine(struct bftblk *h, struct bft_ec **ecp)
 }
 
 int
-lib_volume_resolve(struct bftblk *h)
+bftblk__volume_resolve(struct bftblk *h)
 {
 	struct bftblk_volume v;
 	struct bft_engine *eng;
@@ -163,14 +163,14 @@ lib_volume_resolve(struct bftblk *h)
 	int r;
 
 	/* The table is plain: read it with an engine that does not seal. */
-	if ((eng = lib_plain_engine(h, &ec)) == NULL)
-		return -lib_take_errno();
+	if ((eng = bftblk__plain_engine(h, &ec)) == NULL)
+		return -bftblk__take_errno();
 	r = find(h, eng, h->volume_name, &v);
-	bft_engine_stop(eng);
+	bftblk__engine_stop(eng);
 	bft_ec_free(ec);
 	if (r != 0)
 		return r;
-	return lib_volume_apply(h, &v);
+	return bftblk__volume_apply(h, &v);
 }
 
 /* "k=v" onto nh, unless it is an option of h's own volume. */
@@ -186,7 +186,7 @@ set_kv(struct bftblk *nh, const char *kv, bool inherited)
 		return -ENOMEM;
 	if ((eq = strchr(copy, '=')) == NULL) {
 		free(copy);
-		return lib_handle_fail(nh, EINVAL, "option '%s' is not "
+		return bftblk__handle_fail(nh, EINVAL, "option '%s' is not "
 		    "key=value", kv);
 	}
 	*eq = '\0';
@@ -226,31 +226,31 @@ bftblk_open_volume(struct bftblk *h, const char *name, const char *options,
 
 	*out = NULL;
 	if (h->eng == NULL)
-		return lib_handle_fail(h, ENOTCONN, "the handle is not "
+		return bftblk__handle_fail(h, ENOTCONN, "the handle is not "
 		    "connected");
 	if (h->encrypt && name[0] != '\0')
-		return lib_handle_fail(h, EINVAL, "the volume table is read "
-		    "through a handle without encrypt=on");
+		return bftblk__handle_fail(h, EINVAL, "the volume table is "
+		    "read through a handle without encrypt=on");
 	if (name[0] != '\0' && (r = find(h, h->eng, name, &v)) != 0)
 		return r;
 	if ((nh = bftblk_create()) == NULL)
-		return lib_handle_fail(h, ENOMEM, "out of memory");
+		return bftblk__handle_fail(h, ENOMEM, "out of memory");
 	bftblk_set_log(nh, h->log, h->log_opaque);
 	/* Its counters add to h's: the front end's metrics cover both. */
 	nh->stats_agg = h->stats_agg != NULL ? h->stats_agg :
-	    (struct bft_engine_stats *)bft_engine_stats(h->eng);
+	    (struct bft_engine_stats *)bftblk__engine_stats(h->eng);
 	r = set_all(h, nh, options);
 	/* "": volume 0, sized by bftblk.conf: the table has no entry. */
 	if (r == 0 && name[0] != '\0' &&
 	    (r = bftblk_set_option(nh, "volume", name)) == 0)
-		r = lib_volume_apply(nh, &v);
+		r = bftblk__volume_apply(nh, &v);
 	if (r == 0)
 		r = bftblk_connect(nh);
 	if (r != 0) {
 		snprintf(msg, sizeof msg, "%s", r == -ENOMEM ? "out of memory" :
 		    bftblk_errmsg(nh));
 		bftblk_close(nh);
-		return lib_handle_fail(h, -r, "%s", msg);
+		return bftblk__handle_fail(h, -r, "%s", msg);
 	}
 	*out = nh;
 	return 0;

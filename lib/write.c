@@ -67,23 +67,24 @@ write_ops(struct bft_engine *cl, struct bft_blockcache *bc,
 			ops[i]->zero_value = ops[i]->value == NULL &&
 			    all_zero(ops[i]->data);
 		/* With encryption: sealed and coded in run_ops. */
-		if (bft_op_prepare_write(ops[i]) != 0) {
-			eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: erasure "
-			    "coding failed", (unsigned long long)ops[i]->block);
-			return lib_fail(EIO, "block %llu: erasure coding "
+		if (bftblk__op_prepare_write(ops[i]) != 0) {
+			bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: "
+			    "erasure coding failed",
+			    (unsigned long long)ops[i]->block);
+			return bftblk__fail(EIO, "block %llu: erasure coding "
 			    "failed", (unsigned long long)ops[i]->block);
 		}
 	}
-	r = bft_engine_run(cl, ops, nops);
+	r = bftblk__engine_run(cl, ops, nops);
 	for (unsigned i = 0; i < nops; i++) {
 		if (ops[i]->committed && ops[i]->partial)
-			bft_bc_put(bc, ops[i]->block, &ops[i]->ts,
+			bftblk__bc_put(bc, ops[i]->block, &ops[i]->ts,
 			    ops[i]->data);
 		else if (ops[i]->committed)
-			bft_bc_refresh(bc, ops[i]->block, &ops[i]->ts,
+			bftblk__bc_refresh(bc, ops[i]->block, &ops[i]->ts,
 			    ops[i]->data);
 		else
-			bft_bc_drop(bc, ops[i]->block);
+			bftblk__bc_drop(bc, ops[i]->block);
 	}
 	return r;
 }
@@ -102,11 +103,11 @@ rmw(struct bft_engine *cl, struct bft_blockcache *bc, struct plan *c,
 		ops[j] = c->ops[idx[j]];
 		ops[j]->based = false;
 	}
-	if (read_blocks(cl, bc, ops, n, true) != 0)
+	if (bftblk__read_blocks(cl, bc, ops, n, true) != 0)
 		return -1;
 	for (unsigned j = 0; j < n; j++)
-		plan_patch(c->tmp[idx[j]], bft_addr_block(ops[j]->block),
-		    list);
+		bftblk__plan_patch(c->tmp[idx[j]],
+		    bft_addr_block(ops[j]->block), list);
 	return write_ops(cl, bc, ops, n);
 }
 
@@ -136,23 +137,23 @@ drop_zero_blocks(struct bft_engine *cl, struct bft_blockcache *bc,
 	if (nr == 0)
 		return 0;
 	if ((buf = malloc((size_t)nr * BFT_BLOCK_SIZE)) == NULL)
-		return lib_fail(ENOMEM, "no memory to read %u blocks", nr);
+		return bftblk__fail(ENOMEM, "no memory to read %u blocks", nr);
 	for (unsigned j = 0; j < nr; j++) {
-		if ((reads[j] = bft_op_new(cl, OP_READ)) == NULL) {
+		if ((reads[j] = bftblk__op_new(cl, OP_READ)) == NULL) {
 			nr = j;
-			lib_fail(ENOMEM, NULL);
+			bftblk__fail(ENOMEM, NULL);
 			goto out_free;
 		}
 		reads[j]->block = c->ops[idx[j]]->block;
 		reads[j]->data = buf + (size_t)j * BFT_BLOCK_SIZE;
 	}
-	if (read_blocks(cl, bc, reads, nr, false) != 0)
+	if (bftblk__read_blocks(cl, bc, reads, nr, false) != 0)
 		goto out_free;
 	for (unsigned j = 0; j < nr; j++)
 		skip[idx[j]] = reads[j]->zero || all_zero(reads[j]->data);
 	for (unsigned i = 0; i < c->nops; i++) {
 		if (skip[i]) {
-			bft_op_free(c->ops[i]);
+			bftblk__op_free(c->ops[i]);
 			continue;
 		}
 		c->ops[kept] = c->ops[i];
@@ -166,7 +167,7 @@ drop_zero_blocks(struct bft_engine *cl, struct bft_blockcache *bc,
 	r = 0;
 out_free:
 	for (unsigned j = 0; j < nr; j++)
-		bft_op_free(reads[j]);
+		bftblk__op_free(reads[j]);
 	free(buf);
 	return r;
 }
@@ -190,7 +191,7 @@ write_chunk(struct bft_engine *cl, struct bft_blockcache *bc,
 		op->based = false;
 		if (c->tmp[i] == NULL)
 			continue;
-		if (bft_bc_get(bc, op->block, c->tmp[i], &op->base)) {
+		if (bftblk__bc_get(bc, op->block, c->tmp[i], &op->base)) {
 			op->based = true;
 			hits++;
 		} else {
@@ -198,15 +199,15 @@ write_chunk(struct bft_engine *cl, struct bft_blockcache *bc,
 		}
 	}
 	if (bc != NULL)
-		bft_engine_note_cache(cl, hits, nmiss);
+		bftblk__engine_note_cache(cl, hits, nmiss);
 	if (list->src == NULL && list->next == NULL &&
 	    drop_zero_blocks(cl, bc, c) != 0)
 		return -1;
-	if (read_blocks(cl, bc, miss, nmiss, true) != 0)
+	if (bftblk__read_blocks(cl, bc, miss, nmiss, true) != 0)
 		return -1;
 	for (unsigned i = 0; i < c->nops; i++)
 		if (c->tmp[i] != NULL)
-			plan_patch(c->tmp[i],
+			bftblk__plan_patch(c->tmp[i],
 			    bft_addr_block(c->ops[i]->block), list);
 	if (write_ops(cl, bc, c->ops, c->nops) != 0)
 		return -1;
@@ -229,20 +230,20 @@ static int
 write_batch(struct bft_engine *cl, struct bft_blockcache *bc, uint64_t addr,
     const struct wpatch *list)
 {
-	struct block_locks *locks = bft_engine_locks(cl);
+	struct block_locks *locks = bftblk__engine_locks(cl);
 	struct block_range range;
 	struct plan p;
 	int r;
 
-	block_lock(locks, &range, addr, addr);
-	r = plan_init(&p, cl, bft_addr_block(addr), 1, list->offset,
+	bftblk__block_lock(locks, &range, addr, addr);
+	r = bftblk__plan_init(&p, cl, bft_addr_block(addr), 1, list->offset,
 	    list->count, list->src, OP_WRITE);
 	if (r == 0) {
 		r = write_chunk(cl, bc, &p, list);
-		plan_free(&p);
+		bftblk__plan_free(&p);
 	}
-	block_unlock(locks, &range);
-	return r == 0 ? 0 : lib_take_errno();
+	bftblk__block_unlock(locks, &range);
+	return r == 0 ? 0 : bftblk__take_errno();
 }
 
 /* A write inside one block: in a batch with the others in flight. */
@@ -250,71 +251,73 @@ static int
 write_small(struct bft_engine *cl, struct bft_blockcache *bc, uint64_t addr,
     struct wpatch *req)
 {
-	struct coalesce *co = bft_engine_coalesce(cl);
+	struct coalesce *co = bftblk__engine_coalesce(cl);
 	const struct wpatch *list;
 	struct coalesce_waiter w;
 	unsigned merged = 0;
 	int err;
 
-	if ((list = coalesce_enter(co, addr, req, &w)) == NULL)
+	if ((list = bftblk__coalesce_enter(co, addr, req, &w)) == NULL)
 		/* Another request's batch wrote it; the reason is recorded. */
 		return w.result == 0 ? 0 : -1;
-	err = coalesce_leave(co, &w, write_batch(cl, bc, addr, list), &merged);
-	bft_engine_note_coalesced(cl, merged);
+	err = bftblk__coalesce_leave(co, &w, write_batch(cl, bc, addr, list),
+	    &merged);
+	bftblk__engine_note_coalesced(cl, merged);
 	if (err != 0) {
 		/* write_batch took the errno; the reason is still here. */
-		lib_fail(err, "%s", lib_errmsg());
+		bftblk__fail(err, "%s", bftblk__errmsg());
 		return -1;
 	}
 	return 0;
 }
 
 int
-io_write(struct bft_engine *cl, struct bft_blockcache *bc,
+bftblk__io_write(struct bft_engine *cl, struct bft_blockcache *bc,
     const uint8_t *src, uint32_t count, uint64_t offset, bool fua)
 {
 	uint64_t first = offset / BFT_BLOCK_SIZE;
 	uint64_t last = (offset + count - 1) / BFT_BLOCK_SIZE;
 	struct wpatch req = { .src = src, .count = count, .offset = offset };
-	struct block_locks *locks = bft_engine_locks(cl);
+	struct block_locks *locks = bftblk__engine_locks(cl);
 	struct block_range range;
 	int r = 0;
 
 	if (first == last && count < BFT_BLOCK_SIZE) {
-		if (write_small(cl, bc, bft_engine_addr(cl, first), &req) != 0)
+		if (write_small(cl, bc, bftblk__engine_addr(cl, first),
+		    &req) != 0)
 			return -1;
-		return fua ? io_flush(cl) : 0;
+		return fua ? bftblk__io_flush(cl) : 0;
 	}
-	block_lock(locks, &range, bft_engine_addr(cl, first),
-	    bft_engine_addr(cl, last));
+	bftblk__block_lock(locks, &range, bftblk__engine_addr(cl, first),
+	    bftblk__engine_addr(cl, last));
 	for (uint64_t b = first; r == 0 && b <= last; b += CHUNK) {
 		unsigned nb = (unsigned)(last - b + 1 < CHUNK ?
 		    last - b + 1 : CHUNK);
 		struct plan p;
 
-		if (plan_init(&p, cl, b, nb, offset, count, src,
+		if (bftblk__plan_init(&p, cl, b, nb, offset, count, src,
 		    OP_WRITE) != 0) {
 			r = -1;
 			break;
 		}
 		r = write_chunk(cl, bc, &p, &req);
-		plan_free(&p);
+		bftblk__plan_free(&p);
 	}
-	block_unlock(locks, &range);
+	bftblk__block_unlock(locks, &range);
 	if (r == 0 && fua)
-		r = io_flush(cl);
+		r = bftblk__io_flush(cl);
 	return r;
 }
 
 int
-io_flush(struct bft_engine *cl)
+bftblk__io_flush(struct bft_engine *cl)
 {
-	struct op *op = bft_op_new(cl, OP_FLUSH);
+	struct op *op = bftblk__op_new(cl, OP_FLUSH);
 	int r;
 
 	if (op == NULL)
-		return lib_fail(ENOMEM, NULL);
-	r = bft_engine_run(cl, &op, 1);
-	bft_op_free(op);
+		return bftblk__fail(ENOMEM, NULL);
+	r = bftblk__engine_run(cl, &op, 1);
+	bftblk__op_free(op);
 	return r;
 }

@@ -14,10 +14,10 @@
  * bc (may be NULL: no cache) or a read.  0, or -1 with the error recorded
  * set.
  */
-int io_write(struct bft_engine *cl, struct bft_blockcache *bc,
+int bftblk__io_write(struct bft_engine *cl, struct bft_blockcache *bc,
     const uint8_t *src, uint32_t count, uint64_t offset, bool fua);
 
 /* FLUSH to n-t servers.  0, or -1 with the error recorded set. */
-int io_flush(struct bft_engine *cl);
+int bftblk__io_flush(struct bft_engine *cl);
 
 #endif

@@ -28,6 +28,43 @@ exported=$(sed 's/@.*//' <<<"$syms" | sort -u)
     "$(diff <(echo "$public") <(echo "$exported") | grep '^[<>]' | tr '\n' ' ')"
 grep -q bftblk_peer_read <<<"$exported" &&
     fail "libbftblk.so exports the server's peer reads"
+# Inside the static library, lib/'s objects define bftblk_ functions of
+# the public headers and bftblk__ internals, nothing else: a name
+# without either prefix could clash with a program's own or with
+# common/'s bft_ (common/ and BLAKE3, linked in, are not looked at).
+# stray_globals reads `nm -A` output and prints the offenders; it is
+# tried on a made-up line first so that it can be seen to fail.
+stray_globals()
+{
+	awk -v objs="$(cd "$SRCDIR/lib" && ls -- *.c | sed 's/\.c$/.o/')" \
+	    -v public="$1" '
+	BEGIN {
+		n = split(objs, o, "\n")
+		for (i = 1; i <= n; i++)
+			lib[o[i]] = 1
+		n = split(public, p, "\n")
+		for (i = 1; i <= n; i++)
+			pub[p[i]] = 1
+	}
+	$2 ~ /^[TDBRVWCG]$/ {
+		n = split($1, f, ":")
+		if (!(f[n - 1] in lib) || $3 ~ /^bftblk__/ || ($3 in pub))
+			next
+		print f[n - 1] ": " $3
+	}'
+}
+libpublic=$(grep -ho '\bbftblk_[a-z_]*(' "$SRCDIR/lib/bftblk.h" \
+    "$SRCDIR/lib/bftblk_peer.h" | tr -d '(' | grep -v '_fn$' | sort -u)
+[ "$(echo 'x.a:engine.o:0000 T engine_free' | stray_globals "$libpublic")" = \
+    "engine.o: engine_free" ] || fail "stray_globals misses a stray name"
+libnm=$(nm -A --defined-only "$BUILD/libbftblk.a") ||
+    fail "nm cannot read $BUILD/libbftblk.a"
+grep -q ' T bftblk__' <<<"$libnm" || fail "libbftblk.a has no bftblk__ symbol"
+stray=$(stray_globals "$libpublic" <<<"$libnm")
+[ -z "$stray" ] ||
+    fail "lib/ defines globals that are neither bftblk_ public nor" \
+    "bftblk__: $(tr '\n' ' ' <<<"$stray")"
+
 psyms=$(nm -D --defined-only "$PLUGIN" | awk '$2 ~ /^[TDBRVW]$/ {print $3}')
 [ "$psyms" = plugin_init ] ||
     fail "the plugin exports more than plugin_init: $(tr '\n' ' ' <<<"$psyms")"

@@ -42,7 +42,7 @@ decode_frame(const struct bft_buf *frame, unsigned n, struct bft_msg *out)
 }
 
 void
-conn_send(struct conn *c, const struct bft_msg *m)
+bftblk__conn_send(struct conn *c, const struct bft_msg *m)
 {
 	struct fake_queue *q = &queues[c->idx];
 	struct fake_req *r;
@@ -107,7 +107,7 @@ fake_conn_deliver(struct conn *c, const struct bft_msg *rep)
 		fail_msg("the wire cannot carry this %s",
 		    bft_msg_type_str(rep->type));
 	decode_frame(&frame, c->cl->n, &m);
-	engine_dispatch(c, &m);
+	bftblk__engine_dispatch(c, &m);
 	bft_buf_free(&frame);
 }
 
@@ -129,24 +129,24 @@ fake_conn_reset(void)
 
 /*
  * The rest of conn.c's interface.  The tests drive an engine made by
- * engine_new, which never connects, resolves or flushes; these only
+ * bftblk__engine_new, which never connects, resolves or flushes; these only
  * satisfy the linker, and do nothing a test could mistake for work.
  */
 void
-conn_connect(struct conn *c)
+bftblk__conn_connect(struct conn *c)
 {
 	(void)c;
 }
 
 void
-conn_close(struct conn *c, const char *why)
+bftblk__conn_close(struct conn *c, const char *why)
 {
 	(void)c;
 	(void)why;
 }
 
 void
-conn_flush_all(uv_check_t *h)
+bftblk__conn_flush_all(uv_check_t *h)
 {
 	struct engine_loop *lp = h->data;
 
@@ -154,7 +154,7 @@ conn_flush_all(uv_check_t *h)
 }
 
 int
-conn_resolve(struct bft_engine *cl, const struct bft_server_addr *a,
+bftblk__conn_resolve(struct bft_engine *cl, const struct bft_server_addr *a,
     struct sockaddr_storage *out)
 {
 	(void)cl;

@@ -24,13 +24,13 @@ unsigned fake_conn_queued(unsigned i);
 /* Every request sent to server i since the last reset. */
 unsigned fake_conn_sent(unsigned i);
 /*
- * Requests conn_send was asked to send to a connection that was not
+ * Requests bftblk__conn_send was asked to send to a connection that was not
  * C_READY, or that the wire refused to encode: the round code must never
  * do either, so a test checks that both stay zero.
  */
 unsigned fake_conn_misuse(void);
 
-/* Reply from server c->idx, through the wire, to engine_dispatch. */
+/* Reply from server c->idx, through the wire, to bftblk__engine_dispatch. */
 void fake_conn_deliver(struct conn *c, const struct bft_msg *rep);
 
 /* Forgets every request, freeing them. */

@@ -1,6 +1,6 @@
 /*
  * Shared by the round tests (test_rounds_write.c, test_rounds_read.c):
- * an engine made by engine_new, driven by hand through the fake
+ * an engine made by bftblk__engine_new, driven by hand through the fake
  * connection layer (fake_conn.h), and n servers that answer honestly
  * because they are the real protocol code, server/handler.c over a real
  * store each in a scratch directory.  A second, smaller copy of
@@ -116,7 +116,7 @@ rounds_setup(void **state)
 		.timeout_ms = TIMEOUT_MS, .writer_id = WRITER_ID,
 		.log = quiet_log,
 	};
-	if ((f->cl = engine_new(&p)) == NULL)
+	if ((f->cl = bftblk__engine_new(&p)) == NULL)
 		return -1;
 	f->lp = f->cl->lp;
 	for (unsigned i = 0; i < f->n; i++)
@@ -140,7 +140,7 @@ rounds_teardown(void **state)
 	struct fx *f = *state;
 	unsigned misuse = fake_conn_misuse();
 
-	engine_free(f->cl);
+	bftblk__engine_free(f->cl);
 	for (unsigned i = 0; i < f->n; i++) {
 		bft_handler_fini(&f->h[i]);
 		bft_store_close(f->st[i]);
@@ -176,13 +176,14 @@ set_up(struct fx *f, uint32_t up)
 
 /*
  * The engine's tick, ms after the loop's time.  The loop never runs, so
- * uv_now stays where engine_new left it, and every deadline a round sets
- * is counted from there: tick(f, TIMEOUT_MS) is exactly a round's.
+ * uv_now stays where bftblk__engine_new left it, and every deadline a
+ * round sets is counted from there: tick(f, TIMEOUT_MS) is exactly a
+ * round's.
  */
 static inline void
 tick(struct fx *f, uint64_t ms)
 {
-	engine_tick(f->lp, uv_now(&f->lp->loop) + ms);
+	bftblk__engine_tick(f->lp, uv_now(&f->lp->loop) + ms);
 }
 
 static inline unsigned long long
@@ -324,16 +325,16 @@ run_start(struct fx *f, struct run *r, enum op_kind kind, uint64_t block,
 		memcpy(r->data, value, BFT_BLOCK_SIZE);
 	else
 		memset(r->data, kind == OP_WRITE ? 0 : 0xaa, BFT_BLOCK_SIZE);
-	r->op = bft_op_new(f->cl, kind);
+	r->op = bftblk__op_new(f->cl, kind);
 	assert_non_null(r->op);
 	r->op->block = block;
 	r->op->data = r->data;
 	r->op->batch = &r->b;
-	bft_batch_init(&r->b, 1);
+	bftblk__batch_init(&r->b, 1);
 	r->op->zero_value = kind == OP_WRITE && value == NULL;
 	if (kind == OP_WRITE)
-		assert_int_equal(bft_op_prepare_write(r->op), 0);
-	engine_start_op(r->op);
+		assert_int_equal(bftblk__op_prepare_write(r->op), 0);
+	bftblk__engine_start_op(r->op);
 }
 
 /* The op finished: its submitter would have been woken. */
@@ -346,8 +347,8 @@ run_done(const struct run *r)
 static inline void
 run_end(struct run *r)
 {
-	bft_batch_destroy(&r->b);
-	bft_op_free(r->op);
+	bftblk__batch_destroy(&r->b);
+	bftblk__op_free(r->op);
 	free(r->data);
 }
 

@@ -51,7 +51,7 @@ put(struct bft_blockcache *bc, uint64_t block, uint64_t num, uint64_t wid)
 	struct bft_ts ts = ts_of(num, wid);
 
 	fill(buf, block, num);
-	bft_bc_put(bc, block, &ts, buf);
+	bftblk__bc_put(bc, block, &ts, buf);
 }
 
 /* Asserts a hit with (num, wid) and the bytes put with it. */
@@ -61,7 +61,7 @@ expect_hit(struct bft_blockcache *bc, uint64_t block, uint64_t num,
 {
 	struct bft_ts ts;
 
-	assert_true(bft_bc_get(bc, block, out, &ts));
+	assert_true(bftblk__bc_get(bc, block, out, &ts));
 	assert_int_equal(ts.num, num);
 	assert_int_equal(ts.wid, wid);
 	fill(buf, block, num);
@@ -73,7 +73,7 @@ expect_miss(struct bft_blockcache *bc, uint64_t block)
 {
 	struct bft_ts ts;
 
-	assert_false(bft_bc_get(bc, block, out, &ts));
+	assert_false(bftblk__bc_get(bc, block, out, &ts));
 }
 
 static void
@@ -83,14 +83,14 @@ test_off(void **state)
 
 	(void)state;
 	/* Zero, or less than a block, is no cache; NULL caches nothing. */
-	assert_null(bft_bc_new(0));
-	assert_null(bft_bc_new(BS - 1));
-	bft_bc_put(NULL, 1, &ts, buf);
+	assert_null(bftblk__bc_new(0));
+	assert_null(bftblk__bc_new(BS - 1));
+	bftblk__bc_put(NULL, 1, &ts, buf);
 	expect_miss(NULL, 1);
-	bft_bc_drop(NULL, 1);
-	assert_int_equal(bft_bc_count(NULL), 0);
-	assert_int_equal(bft_bc_capacity(NULL), 0);
-	bft_bc_free(NULL);
+	bftblk__bc_drop(NULL, 1);
+	assert_int_equal(bftblk__bc_count(NULL), 0);
+	assert_int_equal(bftblk__bc_capacity(NULL), 0);
+	bftblk__bc_free(NULL);
 }
 
 /*
@@ -100,36 +100,36 @@ test_off(void **state)
 static void
 test_refresh(void **state)
 {
-	struct bft_blockcache *bc = bft_bc_new(4ull * BS);
+	struct bft_blockcache *bc = bftblk__bc_new(4ull * BS);
 	struct bft_ts ts = ts_of(5, 1);
 
 	(void)state;
 	fill(buf, 3, 5);
-	bft_bc_refresh(bc, 3, &ts, buf);
+	bftblk__bc_refresh(bc, 3, &ts, buf);
 	expect_miss(bc, 3);
-	assert_int_equal(bft_bc_count(bc), 0);
+	assert_int_equal(bftblk__bc_count(bc), 0);
 	put(bc, 3, 5, 1);
 	ts = ts_of(7, 2);
 	fill(buf, 3, 7);
-	bft_bc_refresh(bc, 3, &ts, buf);
+	bftblk__bc_refresh(bc, 3, &ts, buf);
 	expect_hit(bc, 3, 7, 2);
 	ts = ts_of(6, 1);
 	fill(buf, 3, 6);
-	bft_bc_refresh(bc, 3, &ts, buf);
+	bftblk__bc_refresh(bc, 3, &ts, buf);
 	expect_hit(bc, 3, 7, 2);
-	bft_bc_refresh(NULL, 3, &ts, buf);
-	assert_int_equal(bft_bc_count(bc), 1);
-	bft_bc_free(bc);
+	bftblk__bc_refresh(NULL, 3, &ts, buf);
+	assert_int_equal(bftblk__bc_count(bc), 1);
+	bftblk__bc_free(bc);
 }
 
 static void
 test_put_get(void **state)
 {
-	struct bft_blockcache *bc = bft_bc_new(16ull * BS + 100);
+	struct bft_blockcache *bc = bftblk__bc_new(16ull * BS + 100);
 
 	(void)state;
 	assert_non_null(bc);
-	assert_int_equal(bft_bc_capacity(bc), 16);
+	assert_int_equal(bftblk__bc_capacity(bc), 16);
 	expect_miss(bc, 5);
 	put(bc, 5, 3, 9);
 	put(bc, 0, 0, 0);		/* the initial value at the zero ts */
@@ -138,14 +138,14 @@ test_put_get(void **state)
 	expect_hit(bc, 0, 0, 0);
 	expect_hit(bc, UINT64_MAX, 1, 1);
 	expect_miss(bc, 6);
-	assert_int_equal(bft_bc_count(bc), 3);
-	bft_bc_free(bc);
+	assert_int_equal(bftblk__bc_count(bc), 3);
+	bftblk__bc_free(bc);
 }
 
 static void
 test_newer_wins(void **state)
 {
-	struct bft_blockcache *bc = bft_bc_new(4 * BS);
+	struct bft_blockcache *bc = bftblk__bc_new(4 * BS);
 
 	(void)state;
 	put(bc, 7, 5, 100);
@@ -159,35 +159,35 @@ test_newer_wins(void **state)
 	expect_hit(bc, 7, 5, 101);
 	put(bc, 7, 6, 1);
 	expect_hit(bc, 7, 6, 1);
-	assert_int_equal(bft_bc_count(bc), 1);
-	bft_bc_free(bc);
+	assert_int_equal(bftblk__bc_count(bc), 1);
+	bftblk__bc_free(bc);
 }
 
 static void
 test_drop(void **state)
 {
-	struct bft_blockcache *bc = bft_bc_new(2 * BS);
+	struct bft_blockcache *bc = bftblk__bc_new(2 * BS);
 
 	(void)state;
 	put(bc, 1, 1, 1);
 	put(bc, 2, 1, 1);
-	bft_bc_drop(bc, 1);
-	bft_bc_drop(bc, 3);		/* not cached: nothing happens */
+	bftblk__bc_drop(bc, 1);
+	bftblk__bc_drop(bc, 3);		/* not cached: nothing happens */
 	expect_miss(bc, 1);
 	expect_hit(bc, 2, 1, 1);
-	assert_int_equal(bft_bc_count(bc), 1);
+	assert_int_equal(bftblk__bc_count(bc), 1);
 	/* After a drop, any ts goes in again, older ones too. */
 	put(bc, 1, 0, 0);
 	expect_hit(bc, 1, 0, 0);
 	/* The freed slot is reused: no eviction of block 2. */
 	expect_hit(bc, 2, 1, 1);
-	bft_bc_free(bc);
+	bftblk__bc_free(bc);
 }
 
 static void
 test_capacity_and_clock(void **state)
 {
-	struct bft_blockcache *bc = bft_bc_new(4 * BS);
+	struct bft_blockcache *bc = bftblk__bc_new(4 * BS);
 	unsigned hits = 0;
 
 	(void)state;
@@ -198,7 +198,7 @@ test_capacity_and_clock(void **state)
 	expect_hit(bc, 2, 1, 1);
 	put(bc, 10, 1, 1);
 	put(bc, 11, 1, 1);
-	assert_int_equal(bft_bc_count(bc), 4);
+	assert_int_equal(bftblk__bc_count(bc), 4);
 	expect_hit(bc, 0, 1, 1);
 	expect_hit(bc, 2, 1, 1);
 	expect_miss(bc, 1);
@@ -208,15 +208,15 @@ test_capacity_and_clock(void **state)
 	/* A long scan leaves exactly the capacity, the newest included. */
 	for (uint64_t b = 100; b < 200; b++)
 		put(bc, b, 2, 2);
-	assert_int_equal(bft_bc_count(bc), 4);
+	assert_int_equal(bftblk__bc_count(bc), 4);
 	expect_hit(bc, 199, 2, 2);
 	for (uint64_t b = 0; b < 200; b++) {
 		struct bft_ts ts;
 
-		hits += bft_bc_get(bc, b, out, &ts);
+		hits += bftblk__bc_get(bc, b, out, &ts);
 	}
 	assert_int_equal(hits, 4);
-	bft_bc_free(bc);
+	bftblk__bc_free(bc);
 }
 
 /*
@@ -230,7 +230,7 @@ static void
 test_random_model(void **state)
 {
 	enum { BLOCKS = 300, CAP = 32, STEPS = 20000 };
-	struct bft_blockcache *bc = bft_bc_new((uint64_t)CAP * BS);
+	struct bft_blockcache *bc = bftblk__bc_new((uint64_t)CAP * BS);
 	static uint64_t num[BLOCKS], wid[BLOCKS];
 	static bool present[BLOCKS];
 	unsigned hits = 0, misses = 0;
@@ -253,12 +253,12 @@ test_random_model(void **state)
 			}
 			present[b] = true;
 		} else if (what < 5) {
-			bft_bc_drop(bc, b * 977);
+			bftblk__bc_drop(bc, b * 977);
 			present[b] = false;
 		} else {
 			struct bft_ts ts;
 
-			if (!bft_bc_get(bc, b * 977, out, &ts)) {
+			if (!bftblk__bc_get(bc, b * 977, out, &ts)) {
 				misses++;
 				continue;
 			}
@@ -269,11 +269,11 @@ test_random_model(void **state)
 			fill(buf, b * 977, ts.num);
 			assert_memory_equal(out, buf, BS);
 		}
-		assert_true(bft_bc_count(bc) <= CAP);
+		assert_true(bftblk__bc_count(bc) <= CAP);
 	}
 	assert_true(hits > 100);
 	assert_true(misses > 100);
-	bft_bc_free(bc);
+	bftblk__bc_free(bc);
 }
 
 /* Threads putting, getting and dropping: every hit is a genuine pair. */
@@ -291,10 +291,10 @@ worker(void *arg)
 
 		if (i % 3 == 0) {
 			fill(b1, block, ts.num * 16 + ts.wid);
-			bft_bc_put(shared, block, &ts, b1);
+			bftblk__bc_put(shared, block, &ts, b1);
 		} else if (i % 17 == 0) {
-			bft_bc_drop(shared, block);
-		} else if (bft_bc_get(shared, block, b1, &ts)) {
+			bftblk__bc_drop(shared, block);
+		} else if (bftblk__bc_get(shared, block, b1, &ts)) {
 			fill(b2, block, ts.num * 16 + ts.wid);
 			if (memcmp(b1, b2, BS) != 0)
 				return (void *)1;
@@ -309,7 +309,7 @@ test_threads(void **state)
 	pthread_t th[4];
 
 	(void)state;
-	shared = bft_bc_new(8 * BS);
+	shared = bftblk__bc_new(8 * BS);
 	for (uintptr_t i = 0; i < 4; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, worker,
 		    (void *)i), 0);
@@ -319,8 +319,8 @@ test_threads(void **state)
 		pthread_join(th[i], &r);
 		assert_null(r);
 	}
-	assert_true(bft_bc_count(shared) <= 8);
-	bft_bc_free(shared);
+	assert_true(bftblk__bc_count(shared) <= 8);
+	bftblk__bc_free(shared);
 }
 
 int

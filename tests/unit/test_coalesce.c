@@ -54,7 +54,7 @@ fake_write(void *ctx, uint64_t block, const struct wpatch *list)
 	if (!fail_every)
 		batches++;
 	if (r != 0)
-		lib_fail(r, "batch %u failed", batches);
+		bftblk__fail(r, "batch %u failed", batches);
 	for (const struct wpatch *p = list; p != NULL; p = p->next, n++) {
 		unsigned who = (unsigned)p->offset;
 
@@ -81,7 +81,7 @@ struct submitter {
 	unsigned id;
 	unsigned merged;
 	int results[PER_THREAD];
-	char why[PER_THREAD][32];	/* lib_errmsg() after a failure */
+	char why[PER_THREAD][32];	/* bftblk__errmsg() after a failure */
 };
 
 static void *
@@ -98,18 +98,18 @@ submit(void *arg)
 		};
 
 		struct coalesce_waiter w;
-		const struct wpatch *list = coalesce_enter(&co, block, &p,
-		    &w);
+		const struct wpatch *list = bftblk__coalesce_enter(&co, block,
+		    &p, &w);
 
 		/* Led: write the batch handed over, and say how it went. */
 		if (list != NULL)
-			s->results[i] = coalesce_leave(&co, &w,
+			s->results[i] = bftblk__coalesce_leave(&co, &w,
 			    fake_write(NULL, block, list), &s->merged);
 		else
 			s->results[i] = w.result;
 		if (s->results[i] != 0)
 			snprintf(s->why[i], sizeof s->why[i], "%s",
-			    lib_errmsg());
+			    bftblk__errmsg());
 	}
 	return NULL;
 }
@@ -125,7 +125,7 @@ run(unsigned every)
 	memset(running, 0, sizeof running);
 	overlap_seen = batches = max_batch = bad_patch = 0;
 	fail_every = every;
-	coalesce_init(&co);
+	bftblk__coalesce_init(&co);
 	for (unsigned t = 0; t < THREADS; t++) {
 		s[t] = (struct submitter){ .id = t };
 		assert_int_equal(pthread_create(&th[t], NULL, submit, &s[t]),
@@ -136,7 +136,7 @@ run(unsigned every)
 	/* Every queue went away with its last request. */
 	for (unsigned k = 0; k < COALESCE_BUCKETS; k++)
 		assert_null(co.buckets[k]);
-	coalesce_destroy(&co);
+	bftblk__coalesce_destroy(&co);
 	for (unsigned t = 0; t < THREADS; t++) {
 		merged += s[t].merged;
 		for (unsigned i = 0; i < PER_THREAD; i++) {

@@ -21,23 +21,24 @@ static void
 test_wrap(void **state)
 {
 	(void)state;
-	assert_int_equal(lib_fail(EBUSY, "volume 7 is in use by %s", "vm"), -1);
-	assert_int_equal(lib_fail(lib_take_errno(), "the admin lock: %s",
-	    lib_errmsg()), -1);
-	assert_string_equal(lib_errmsg(),
+	assert_int_equal(bftblk__fail(EBUSY, "volume 7 is in use by %s", "vm"),
+	    -1);
+	assert_int_equal(bftblk__fail(bftblk__take_errno(), "the admin lock: "
+	    "%s", bftblk__errmsg()), -1);
+	assert_string_equal(bftblk__errmsg(),
 	    "the admin lock: volume 7 is in use by vm");
-	assert_int_equal(lib_take_errno(), EBUSY);
+	assert_int_equal(bftblk__take_errno(), EBUSY);
 	/* Taken: the next take says EIO, not a stale errno. */
-	assert_int_equal(lib_take_errno(), EIO);
-	lib_fail(ENOMEM, NULL);
-	assert_string_equal(lib_errmsg(), strerror(ENOMEM));
+	assert_int_equal(bftblk__take_errno(), EIO);
+	bftblk__fail(ENOMEM, NULL);
+	assert_string_equal(bftblk__errmsg(), strerror(ENOMEM));
 }
 
 static void *
 other(void *arg)
 {
 	(void)arg;
-	lib_fail(EPERM, "another thread's reason");
+	bftblk__fail(EPERM, "another thread's reason");
 	return NULL;
 }
 
@@ -48,11 +49,11 @@ test_threads(void **state)
 	pthread_t th;
 
 	(void)state;
-	lib_fail(ENOSPC, "mine");
+	bftblk__fail(ENOSPC, "mine");
 	assert_int_equal(pthread_create(&th, NULL, other, NULL), 0);
 	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_string_equal(lib_errmsg(), "mine");
-	assert_int_equal(lib_take_errno(), ENOSPC);
+	assert_string_equal(bftblk__errmsg(), "mine");
+	assert_int_equal(bftblk__take_errno(), ENOSPC);
 }
 
 int

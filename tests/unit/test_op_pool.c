@@ -43,7 +43,7 @@ teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	op_pool_drain(&f->cl);
+	bftblk__op_pool_drain(&f->cl);
 	assert_int_equal(f->cl.npool, 0);
 	assert_null(f->cl.pool);
 	pthread_mutex_destroy(&f->cl.pool_lock);
@@ -74,7 +74,7 @@ test_reuse_clears_scalars(void **state)
 {
 	struct fixture *f = *state;
 	uint32_t flen = bft_ec_frag_len(f->ec);
-	struct op *a = bft_op_new(&f->cl, OP_WRITE), *b;
+	struct op *a = bftblk__op_new(&f->cl, OP_WRITE), *b;
 	uint8_t *frag0;
 
 	assert_non_null(a);
@@ -83,10 +83,10 @@ test_reuse_clears_scalars(void **state)
 	frag0 = a->frags[0];
 	memset(frag0, 0x77, (size_t)f->cl.n * flen);	/* writable, all */
 	dirty(a);
-	bft_op_free(a);
+	bftblk__op_free(a);
 	assert_int_equal(f->cl.npool, 1);
 
-	b = bft_op_new(&f->cl, OP_READ);
+	b = bftblk__op_new(&f->cl, OP_READ);
 	assert_ptr_equal(b, a);
 	assert_int_equal(f->cl.npool, 0);
 	assert_ptr_equal(b->frags[0], frag0);
@@ -105,7 +105,7 @@ test_reuse_clears_scalars(void **state)
 	assert_int_equal(b->want | b->fast_have | b->placed, 0);
 	assert_false(b->unchecked || b->fast_on || b->fast_wait ||
 	    b->fast_done);
-	bft_op_free(b);
+	bftblk__op_free(b);
 }
 
 static void
@@ -115,16 +115,16 @@ test_bounded(void **state)
 	struct op *ops[100];
 
 	for (unsigned i = 0; i < 100; i++)
-		assert_non_null(ops[i] = bft_op_new(&f->cl, OP_WRITE));
+		assert_non_null(ops[i] = bftblk__op_new(&f->cl, OP_WRITE));
 	for (unsigned i = 0; i < 100; i++)
-		bft_op_free(ops[i]);
+		bftblk__op_free(ops[i]);
 	/* Kept a few for the next I/Os, freed the rest. */
 	assert_true(f->cl.npool > 0 && f->cl.npool < 100);
 	for (unsigned i = 0; i < 100; i++)
-		assert_non_null(ops[i] = bft_op_new(&f->cl, OP_READ));
+		assert_non_null(ops[i] = bftblk__op_new(&f->cl, OP_READ));
 	assert_int_equal(f->cl.npool, 0);
 	for (unsigned i = 0; i < 100; i++)
-		bft_op_free(ops[i]);
+		bftblk__op_free(ops[i]);
 }
 
 static void
@@ -132,20 +132,20 @@ test_flush_not_kept(void **state)
 {
 	struct fixture *f = *state;
 	unsigned before = f->cl.npool;
-	struct op *op = bft_op_new(&f->cl, OP_FLUSH);
+	struct op *op = bftblk__op_new(&f->cl, OP_FLUSH);
 
 	assert_non_null(op);
 	assert_null(op->frags[0]);
-	bft_op_free(op);
+	bftblk__op_free(op);
 	assert_int_equal(f->cl.npool, before);
 	/* And a flush never takes a kept op's buffers. */
-	op = bft_op_new(&f->cl, OP_WRITE);
-	bft_op_free(op);
+	op = bftblk__op_new(&f->cl, OP_WRITE);
+	bftblk__op_free(op);
 	before = f->cl.npool;
-	op = bft_op_new(&f->cl, OP_FLUSH);
+	op = bftblk__op_new(&f->cl, OP_FLUSH);
 	assert_int_equal(f->cl.npool, before);
 	assert_null(op->frags[0]);
-	bft_op_free(op);
+	bftblk__op_free(op);
 }
 
 int

@@ -2,7 +2,7 @@
  * The read state machine (lib/op_read.c and the 1-round read of
  * lib/op_read_fast.c, with the round machinery of lib/engine.c) driven
  * through a fake transport against real server code (rounds_fixture.h).
- * Every read that succeeds is decoded by the real bft_op_finish_read and
+ * Every read that succeeds is decoded by the real bftblk__op_finish_read and
  * must give back the value written last, byte for byte: never an older
  * value, a forged one, or bytes of a corrupt fragment.
  */
@@ -20,7 +20,7 @@ assert_read(struct run *r, const uint8_t *value)
 	assert_true(run_done(r));
 	assert_int_equal(r->op->err, 0);
 	assert_false(r->op->zero);
-	assert_int_equal(bft_op_finish_read(r->op), 0);
+	assert_int_equal(bftblk__op_finish_read(r->op), 0);
 	assert_memory_equal(r->data, value, BFT_BLOCK_SIZE);
 }
 
@@ -78,9 +78,9 @@ test_never_written_reads_zero(void **state)
 	assert_int_equal(r.op->err, 0);
 	assert_true(r.op->zero);
 	assert_true(all_sent(f, 1));
-	assert_int_equal(bft_op_finish_read(r.op), 0);
+	assert_int_equal(bftblk__op_finish_read(r.op), 0);
 	assert_true(all_bytes(r.data, 0));
-	bft_op_read_ts(r.op, &ts);
+	bftblk__op_read_ts(r.op, &ts);
 	assert_true(bft_ts_is_zero(&ts));
 	run_end(&r);
 }
@@ -109,7 +109,7 @@ test_fast_read(void **state)
 	assert_true(all_sent(f, 4));	/* CLOCK, STORE, COMPLETE, COLLECT */
 	assert_int_equal(stat_of(&f->cl->stats.fast_reads), 1);
 	assert_int_equal(stat_of(&f->cl->stats.fast_read_fallbacks), 0);
-	bft_op_read_ts(r.op, &ts);
+	bftblk__op_read_ts(r.op, &ts);
 	assert_true(bft_ts_cmp(&ts, &lc_at(f, 0, BLOCK)->ts) == 0);
 	run_end(&r);
 	free(value);
@@ -179,8 +179,8 @@ test_slow_data_servers(void **state)
 	write_all(f, BLOCK, value);
 	for (unsigned i = 0; i < f->n; i++)
 		for (int k = 0; k < 16; k++)
-			engine_note_latency(f->cl, i, IN(slow, i) ? 2000000 :
-			    200000);
+			bftblk__engine_note_latency(f->cl, i,
+			    IN(slow, i) ? 2000000 : 200000);
 	run_start(f, &r, OP_READ, BLOCK, NULL);
 	for (unsigned i = 0; i < f->n; i++) {
 		req[i] = take(i, BFT_COLLECT, BLOCK);
@@ -204,8 +204,8 @@ test_slow_data_servers(void **state)
 	/* 0.2 ms slower is noise: the data servers' fragments decode by copy. */
 	for (unsigned i = 0; i < f->n; i++)
 		for (int k = 0; k < 64; k++)
-			engine_note_latency(f->cl, i, IN(slow, i) ? 400000 :
-			    200000);
+			bftblk__engine_note_latency(f->cl, i,
+			    IN(slow, i) ? 400000 : 200000);
 	run_start(f, &r, OP_READ, BLOCK, NULL);
 	for (unsigned i = 0; i < f->n; i++)
 		assert_int_equal(take(i, BFT_COLLECT, BLOCK)->want_frag,
@@ -620,9 +620,9 @@ test_zero_value_reads_zero(void **state)
 		assert_int_equal(r.op->err, 0);
 		assert_false(r.op->zero);
 		assert_int_equal(r.op->fast_done, pass == 0);
-		assert_int_equal(bft_op_finish_read(r.op), 0);
+		assert_int_equal(bftblk__op_finish_read(r.op), 0);
 		assert_true(all_bytes(r.data, 0));
-		bft_op_read_ts(r.op, &ts);
+		bftblk__op_read_ts(r.op, &ts);
 		assert_true(bft_ts_cmp(&ts, &lc_at(f, 0, BLOCK)->ts) == 0);
 		run_end(&r);
 	}

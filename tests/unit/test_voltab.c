@@ -51,20 +51,20 @@ test_names(void **state)
 	char longest[BFTBLK_VOLUME_NAME_MAX + 2];
 
 	(void)state;
-	assert_true(vt_name_ok("vm1"));
-	assert_true(vt_name_ok("db-01.data_2"));
-	assert_false(vt_name_ok(""));
-	assert_false(vt_name_ok(".hidden"));
-	assert_false(vt_name_ok("-opt"));
-	assert_false(vt_name_ok("a/b"));
-	assert_false(vt_name_ok("a b"));
-	assert_false(vt_name_ok("caf\xc3\xa9"));
+	assert_true(bftblk__vt_name_ok("vm1"));
+	assert_true(bftblk__vt_name_ok("db-01.data_2"));
+	assert_false(bftblk__vt_name_ok(""));
+	assert_false(bftblk__vt_name_ok(".hidden"));
+	assert_false(bftblk__vt_name_ok("-opt"));
+	assert_false(bftblk__vt_name_ok("a/b"));
+	assert_false(bftblk__vt_name_ok("a b"));
+	assert_false(bftblk__vt_name_ok("caf\xc3\xa9"));
 	memset(longest, 'a', sizeof longest);
 	longest[BFTBLK_VOLUME_NAME_MAX] = '\0';
-	assert_true(vt_name_ok(longest));
+	assert_true(bftblk__vt_name_ok(longest));
 	longest[BFTBLK_VOLUME_NAME_MAX] = 'a';
 	longest[BFTBLK_VOLUME_NAME_MAX + 1] = '\0';
-	assert_false(vt_name_ok(longest));
+	assert_false(bftblk__vt_name_ok(longest));
 }
 
 /* A block never written is an empty table whose ids start at the top. */
@@ -75,7 +75,7 @@ test_empty(void **state)
 
 	(void)state;
 	memset(blk, 0, sizeof blk);
-	assert_int_equal(vt_decode(&back, 0, blk, why, sizeof why), 0);
+	assert_int_equal(bftblk__vt_decode(&back, 0, blk, why, sizeof why), 0);
 	assert_int_equal(back.next_id, VT_FIRST_ID);
 	assert_int_equal(back.nblocks, 1);
 	assert_int_equal(back.count[0], 0);
@@ -89,21 +89,21 @@ test_round_trip(void **state)
 	char why[160];
 
 	(void)state;
-	vt_init(&vt);
+	bftblk__vt_init(&vt);
 	f.encrypted = true;
 	f.generation = 3;
 	memset(f.key_id, 0xab, sizeof f.key_id);
 	vt.next_id = VT_FIRST_ID + 2;
-	vt_add(&vt, 0, &e);
-	vt_add(&vt, 0, &f);
-	vt_encode(&vt, 0, blk);
-	assert_int_equal(vt_decode(&back, 0, blk, why, sizeof why), 0);
+	bftblk__vt_add(&vt, 0, &e);
+	bftblk__vt_add(&vt, 0, &f);
+	bftblk__vt_encode(&vt, 0, blk);
+	assert_int_equal(bftblk__vt_decode(&back, 0, blk, why, sizeof why), 0);
 	assert_int_equal(back.next_id, VT_FIRST_ID + 2);
 	assert_int_equal(back.count[0], 2);
 	assert_same(&back.e[0][0], &e);
 	assert_same(&back.e[0][1], &f);
-	assert_ptr_equal(vt_find(&back, "db", NULL), &back.e[0][1]);
-	assert_null(vt_find(&back, "d", NULL));
+	assert_ptr_equal(bftblk__vt_find(&back, "db", NULL), &back.e[0][1]);
+	assert_null(bftblk__vt_find(&back, "d", NULL));
 }
 
 /* Each corruption of a good block, applied alone, is refused. */
@@ -131,24 +131,25 @@ test_refuses_damage(void **state)
 	char why[160];
 
 	(void)state;
-	vt_init(&vt);
+	bftblk__vt_init(&vt);
 	vt.next_id = VT_FIRST_ID + 1;
-	vt_add(&vt, 0, &e);
-	vt_encode(&vt, 0, good);
-	assert_int_equal(vt_decode(&back, 0, good, why, sizeof why), 0);
+	bftblk__vt_add(&vt, 0, &e);
+	bftblk__vt_encode(&vt, 0, good);
+	assert_int_equal(bftblk__vt_decode(&back, 0, good, why, sizeof why), 0);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		memcpy(blk, good, sizeof blk);
 		blk[bad[i].off] = bad[i].val;
-		assert_int_equal(vt_decode(&back, 0, blk, why, sizeof why), -1);
+		assert_int_equal(bftblk__vt_decode(&back, 0, blk, why,
+		    sizeof why), -1);
 	}
 	/* An id below the table's range is volume-id='s, never the table's. */
 	e.id = 5;
 	vt.e[0][0] = e;
-	vt_encode(&vt, 0, blk);
-	assert_int_equal(vt_decode(&back, 0, blk, why, sizeof why), -1);
+	bftblk__vt_encode(&vt, 0, blk);
+	assert_int_equal(bftblk__vt_decode(&back, 0, blk, why, sizeof why), -1);
 	/* Block 0's value read as block 1: its header names block 0. */
-	vt_encode(&vt, 0, blk);
-	assert_int_equal(vt_decode(&back, 1, blk, why, sizeof why), -1);
+	bftblk__vt_encode(&vt, 0, blk);
+	assert_int_equal(bftblk__vt_decode(&back, 1, blk, why, sizeof why), -1);
 }
 
 /* Entries fill block 0, then the next; ids and blocks in use follow. */
@@ -158,28 +159,28 @@ test_room(void **state)
 	char why[160], name[16];
 
 	(void)state;
-	vt_init(&vt);
+	bftblk__vt_init(&vt);
 	for (unsigned i = 0; i < VT_PER_BLOCK + 3; i++) {
-		int bi = vt_room(&vt);
+		int bi = bftblk__vt_room(&vt);
 		struct vt_entry e;
 
 		assert_int_equal(bi, i < VT_PER_BLOCK ? 0 : 1);
 		snprintf(name, sizeof name, "v%u", i);
 		e = entry(name, vt.next_id++, BFT_BLOCK_SIZE);
-		vt_add(&vt, (unsigned)bi, &e);
+		bftblk__vt_add(&vt, (unsigned)bi, &e);
 	}
 	assert_int_equal(vt.nblocks, 2);
-	vt_encode(&vt, 0, blk);
-	assert_int_equal(vt_decode(&back, 0, blk, why, sizeof why), 0);
-	vt_encode(&vt, 1, blk);
-	assert_int_equal(vt_decode(&back, 1, blk, why, sizeof why), 0);
+	bftblk__vt_encode(&vt, 0, blk);
+	assert_int_equal(bftblk__vt_decode(&back, 0, blk, why, sizeof why), 0);
+	bftblk__vt_encode(&vt, 1, blk);
+	assert_int_equal(bftblk__vt_decode(&back, 1, blk, why, sizeof why), 0);
 	assert_int_equal(back.count[0], VT_PER_BLOCK);
 	assert_int_equal(back.count[1], 3);
 	assert_string_equal(back.e[1][2].name, "v513");
-	vt_remove(&back, 1, &back.e[1][0]);
+	bftblk__vt_remove(&back, 1, &back.e[1][0]);
 	assert_int_equal(back.count[1], 2);
 	assert_string_equal(back.e[1][0].name, "v512");
-	assert_null(vt_find(&back, "v511", NULL));
+	assert_null(bftblk__vt_find(&back, "v511", NULL));
 }
 
 int
