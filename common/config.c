@@ -387,6 +387,10 @@ bft_role_permits(enum bft_role role, uint8_t type)
 	case BFT_COLLECT:
 	case BFT_FILTER:
 	case BFT_REPAIR:
+	/* A snapshot is read as the head is, by whoever may read. */
+	case BFT_VCOLLECT:
+	case BFT_VFILTER:
+	case BFT_VREPAIR:
 	case BFT_FLUSH:
 	case BFT_STATUS:
 	case BFT_VOLUMES:
@@ -407,6 +411,8 @@ bft_role_permits(enum bft_role role, uint8_t type)
 	case BFT_SCRUB:
 	/* Forgetting a volume destroys data, as overwriting it does. */
 	case BFT_DROP:
+	/* Forgetting a snapshot frees its versions: the same. */
+	case BFT_SNAP:
 		return role == BFT_ROLE_RW;
 	default:
 		return false;

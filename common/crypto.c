@@ -239,3 +239,29 @@ bft_drop_verify(uint32_t vol, const uint8_t ki[BFT_KEY_LEN],
 	bft_drop_mac(vol, ki, want);
 	return bft_equal(want, m, BFT_MAC_LEN);
 }
+
+void
+bft_snap_mac(uint32_t vol, uint64_t gen, uint8_t op,
+    const uint8_t ki[BFT_KEY_LEN], uint8_t out[BFT_MAC_LEN])
+{
+	uint8_t msg[1 + 4 + 8 + 8 + 1];
+
+	msg[0] = 'S';
+	memcpy(msg + 1, "snap", 4);
+	for (int i = 0; i < 8; i++) {
+		msg[5 + i] = (uint8_t)((uint64_t)vol >> (8 * i));
+		msg[13 + i] = (uint8_t)(gen >> (8 * i));
+	}
+	msg[21] = op;
+	mac(ki, msg, sizeof msg, out);
+}
+
+bool
+bft_snap_verify(uint32_t vol, uint64_t gen, uint8_t op,
+    const uint8_t ki[BFT_KEY_LEN], const uint8_t m[BFT_MAC_LEN])
+{
+	uint8_t want[BFT_MAC_LEN];
+
+	bft_snap_mac(vol, gen, op, ki, want);
+	return bft_equal(want, m, BFT_MAC_LEN);
+}

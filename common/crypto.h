@@ -84,4 +84,16 @@ void bft_drop_mac(uint32_t vol, const uint8_t ki[BFT_KEY_LEN],
 bool bft_drop_verify(uint32_t vol, const uint8_t ki[BFT_KEY_LEN],
     const uint8_t mac[BFT_MAC_LEN]);
 
+/*
+ * MAC_ki("S" || "snap" || vol || gen || op): server i's proof that a
+ * writer asks it to keep (op 0) or forget (op 1) volume vol's view at
+ * generation gen (SNAP, wire.h).  Forgetting one frees versions as
+ * surely as a DROP, so only a writer may ask.  22 bytes, a length no
+ * other MAC here has, behind its own domain byte.
+ */
+void bft_snap_mac(uint32_t vol, uint64_t gen, uint8_t op,
+    const uint8_t ki[BFT_KEY_LEN], uint8_t out[BFT_MAC_LEN]);
+bool bft_snap_verify(uint32_t vol, uint64_t gen, uint8_t op,
+    const uint8_t ki[BFT_KEY_LEN], const uint8_t mac[BFT_MAC_LEN]);
+
 #endif

@@ -14,18 +14,20 @@
 
 /* Array lengths by type & 0x7f; replies with status != 0 have 4. */
 const uint8_t bft_wire_req_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3, 4,
+	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3, 4, 6, 5, 5, 5,
 };
 const uint8_t bft_wire_rep_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5, 4,
+	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5, 4, 4, 7, 8, 4,
 };
 
 static const char *const type_names[BFT_MSG_NTYPES] = {
 	"HELLO", "CLOCK", "STORE", "COMPLETE", "COLLECT", "FILTER", "REPAIR",
 	"FLUSH", "SUMMARY", "LCLIST", "STATUS", "SCRUB", "VOLUMES", "DROP",
+	"SNAP", "VCOLLECT", "VFILTER", "VREPAIR",
 	"HELLO_ACK", "CLOCK_ACK", "STORE_ACK", "COMPLETE_ACK", "COLLECT_ACK",
 	"FILTER_ACK", "REPAIR_ACK", "FLUSH_ACK", "SUMMARY_ACK", "LCLIST_ACK",
-	"STATUS_ACK", "SCRUB_ACK", "VOLUMES_ACK", "DROP_ACK",
+	"STATUS_ACK", "SCRUB_ACK", "VOLUMES_ACK", "DROP_ACK", "SNAP_ACK",
+	"VCOLLECT_ACK", "VFILTER_ACK", "VREPAIR_ACK",
 };
 
 #define STATUS_FIELD(f) { #f, offsetof(struct bft_status_info, f) }
@@ -185,7 +187,19 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n,
 	size_t vl = (size_t)n * BFT_MAC_LEN, cl = (size_t)n * BFT_HASH_LEN;
 	uint32_t i;
 
-	switch (m->type) {
+	/* A view request is its live twin's fields, then the boundary. */
+	if (bft_is_view(m->type) && !(m->type & BFT_ACK)) {
+		struct bft_msg twin = *m;
+
+		twin.type = bft_view_base(m->type);
+		return put_fields(pk, &twin, n, defer) ||
+		    msgpack_pack_uint64(pk, m->gen);
+	}
+	switch (bft_view_base(m->type)) {
+	case BFT_SNAP:
+		return msgpack_pack_uint64(pk, m->gen) ||
+		    msgpack_pack_uint8(pk, m->snap_op) ||
+		    put_bin(pk, m->vec, vl);
 	case BFT_HELLO:
 		return put_bin(pk, m->cluster_id, BFT_CLUSTER_ID_LEN) ||
 		    msgpack_pack_uint32(pk, m->hello_n) ||
@@ -251,34 +265,38 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n,
 static int
 encode_check(const struct bft_msg *m, unsigned n)
 {
+	uint8_t ty = bft_view_base(m->type);
 	int carries_frag;
 
 	if (n < 4 || n > BFT_MAX_N || bft_wire_type_index(m->type) < 0)
 		return -1;
-	if (m->type == BFT_FILTER && (m->ncands < 1 || m->ncands > BFT_MAX_N))
+	if (ty == BFT_FILTER && (m->ncands < 1 || m->ncands > BFT_MAX_N))
 		return -1;
-	if (m->type == BFT_SUMMARY && !bft_wire_summary_ok(m->count, m->span))
+	if (ty == BFT_SUMMARY && !bft_wire_summary_ok(m->count, m->span))
 		return -1;
-	if (m->type == BFT_LCLIST && (m->count < 1 ||
+	if (ty == BFT_LCLIST && (m->count < 1 ||
 	    m->count > BFT_LCLIST_MAX))
 		return -1;
-	if (m->type == BFT_DROP && bft_addr_block(m->block) != 0)
+	if ((ty == BFT_DROP || ty == BFT_SNAP) &&
+	    bft_addr_block(m->block) != 0)
 		return -1;
-	if (m->type == (BFT_SUMMARY | BFT_ACK) && m->status == 0 &&
+	if (ty == BFT_SNAP && m->snap_op > BFT_SNAP_REMOVE)
+		return -1;
+	if (ty == (BFT_SUMMARY | BFT_ACK) && m->status == 0 &&
 	    (m->ndigests > BFT_SUMMARY_MAX ||
 	    (m->digests == NULL && m->ndigests != 0)))
 		return -1;
-	if (m->type == (BFT_LCLIST | BFT_ACK) && m->status == 0 &&
+	if (ty == (BFT_LCLIST | BFT_ACK) && m->status == 0 &&
 	    (m->nentries > BFT_LCLIST_MAX ||
 	    (m->entries == NULL && m->nentries != 0)))
 		return -1;
-	if (m->type == (BFT_VOLUMES | BFT_ACK) && m->status == 0 &&
+	if (ty == (BFT_VOLUMES | BFT_ACK) && m->status == 0 &&
 	    (m->nentries > BFT_VOLLIST_MAX ||
 	    (m->entries == NULL && m->nentries != 0)))
 		return -1;
-	carries_frag = m->type == BFT_STORE ||
-	    (m->type == (BFT_FILTER | BFT_ACK) && m->status == 0) ||
-	    (m->type == (BFT_COLLECT | BFT_ACK) && m->status == 0 &&
+	carries_frag = ty == BFT_STORE ||
+	    (ty == (BFT_FILTER | BFT_ACK) && m->status == 0) ||
+	    (ty == (BFT_COLLECT | BFT_ACK) && m->status == 0 &&
 	    m->has_cc);
 	if (carries_frag && (m->frag_len > BFT_MAX_FRAG ||
 	    (m->frag == NULL && m->frag_len != 0)))
@@ -290,10 +308,12 @@ encode_check(const struct bft_msg *m, unsigned n)
 static size_t
 frag_tail(const struct bft_msg *m)
 {
-	if (m->type == BFT_STORE ||
-	    (m->type == (BFT_FILTER | BFT_ACK) && m->status == 0))
+	uint8_t ty = bft_view_base(m->type);
+
+	if (ty == BFT_STORE ||
+	    (ty == (BFT_FILTER | BFT_ACK) && m->status == 0))
 		return m->frag_len;
-	if (m->type == (BFT_COLLECT | BFT_ACK) && m->status == 0 && m->has_cc)
+	if (ty == (BFT_COLLECT | BFT_ACK) && m->status == 0 && m->has_cc)
 		return m->frag_len;
 	return 0;
 }

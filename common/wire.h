@@ -47,6 +47,19 @@
  *             checked as a STORE's is, so only a writer can send it.
  *             EPROTO for volume 0 and the reserved volumes; acked once
  *             durable, also when the server held nothing of V)
+ *   SNAP     [type, id, block, gen (uint), op (uint 0 or 1), vec]
+ *            (op 0: keep volume V's view at boundary generation gen,
+ *             block = bft_addr(V, 0), docs/snapshots.md; op 1: forget
+ *             that boundary.  vec[i] = bft_snap_mac(V, gen, op, k_i)
+ *             (crypto.h), a writer's, as DROP's.  EPROTO for the
+ *             reserved volumes; acked once durable)
+ *   VCOLLECT [type, id, block, want, gen]
+ *   VFILTER  [type, id, block, [cand, ...], gen]
+ *   VREPAIR  [type, id, block, cand, gen]
+ *            (COLLECT, FILTER and REPAIR over the block's view at
+ *             boundary gen instead of its live state; their replies
+ *             are COLLECT_ACK's, FILTER_ACK's and REPAIR_ACK's.  EAGAIN
+ *             when this server cannot tell what the view holds)
  *
  * SUMMARY, LCLIST and STATUS let one server compare its state with its
  * peers' and report progress; any authenticated identity may send them.
@@ -121,9 +134,43 @@ enum bft_msg_type {
 	BFT_SCRUB = 12,
 	BFT_VOLUMES = 13,
 	BFT_DROP = 14,
+	BFT_SNAP = 15,
+	BFT_VCOLLECT = 16,
+	BFT_VFILTER = 17,
+	BFT_VREPAIR = 18,
 };
 /* The highest request type; replies are these | BFT_ACK. */
-#define BFT_MSG_TYPE_MAX	BFT_DROP
+#define BFT_MSG_TYPE_MAX	BFT_VREPAIR
+
+/* What a SNAP asks. */
+enum bft_snap_op {
+	BFT_SNAP_ADD = 0,
+	BFT_SNAP_REMOVE = 1,
+};
+
+/*
+ * The live-state request a view request mirrors (VCOLLECT: COLLECT),
+ * or type itself; the ACK bit is kept.  Replies and handling follow it.
+ */
+static inline uint8_t
+bft_view_base(uint8_t type)
+{
+	uint8_t ack = type & BFT_ACK, base = type & ~BFT_ACK;
+
+	if (base == BFT_VCOLLECT)
+		return BFT_COLLECT | ack;
+	if (base == BFT_VFILTER)
+		return BFT_FILTER | ack;
+	if (base == BFT_VREPAIR)
+		return BFT_REPAIR | ack;
+	return type;
+}
+
+static inline bool
+bft_is_view(uint8_t type)
+{
+	return bft_view_base(type) != type;
+}
 /* Request and reply types together (type_names in wire.c). */
 #define BFT_MSG_NTYPES		(2 * BFT_MSG_TYPE_MAX)
 
@@ -201,6 +248,8 @@ struct bft_msg {
 	uint32_t ncands;
 
 	bool want_frag;			/* COLLECT: answer with lc's fragment */
+	uint64_t gen;			/* SNAP, VCOLLECT, VFILTER, VREPAIR */
+	uint8_t snap_op;		/* SNAP: enum bft_snap_op */
 	bool has_cc;			/* COLLECT_ACK: cc (and maybe frag) present */
 
 	/* HELLO */

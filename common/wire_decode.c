@@ -30,7 +30,7 @@ enum werr {
 	E_CID_LEN, E_HELLO_N, E_HELLO_T, E_BSIZE, E_NBLOCKS, E_SINDEX,
 	E_WANT, E_FRAG_NOCC, E_NUM, E_NUM0, E_SPAN, E_SPAN0, E_RANGES,
 	E_LCCOUNT, E_DIGESTS, E_DIGESTS_LEN, E_ENTRIES, E_ENTRIES_LEN, E_VOLS,
-	E_VOLS_LEN, E_DROPBLK,
+	E_VOLS_LEN, E_DROPBLK, E_GEN, E_SNAPOP,
 	E_INFO, E_INFO_FIELD, E_COUNT
 };
 
@@ -80,6 +80,8 @@ enum werr {
 	[E_VOLS_LEN] = T ": entries not 24-byte records, at most "	\
 	    "BFT_VOLLIST_MAX",						\
 	[E_DROPBLK] = T ": block is not a volume's block 0",		\
+	[E_GEN] = T ": gen is not a uint",				\
+	[E_SNAPOP] = T ": op is not 0 or 1",				\
 	[E_INFO] = T ": info is not an array of BFT_STATUS_NFIELDS",	\
 	[E_INFO_FIELD] = T ": info field is not a uint",		\
 }
@@ -89,11 +91,14 @@ static const char *const whys[BFT_MSG_NTYPES][E_COUNT] = {
 	WHYS("HELLO"), WHYS("CLOCK"), WHYS("STORE"), WHYS("COMPLETE"),
 	WHYS("COLLECT"), WHYS("FILTER"), WHYS("REPAIR"), WHYS("FLUSH"),
 	WHYS("SUMMARY"), WHYS("LCLIST"), WHYS("STATUS"), WHYS("SCRUB"),
-	WHYS("VOLUMES"), WHYS("DROP"), WHYS("HELLO_ACK"), WHYS("CLOCK_ACK"),
+	WHYS("VOLUMES"), WHYS("DROP"), WHYS("SNAP"), WHYS("VCOLLECT"),
+	WHYS("VFILTER"), WHYS("VREPAIR"), WHYS("HELLO_ACK"), WHYS("CLOCK_ACK"),
 	WHYS("STORE_ACK"), WHYS("COMPLETE_ACK"), WHYS("COLLECT_ACK"),
 	WHYS("FILTER_ACK"), WHYS("REPAIR_ACK"), WHYS("FLUSH_ACK"),
 	WHYS("SUMMARY_ACK"), WHYS("LCLIST_ACK"), WHYS("STATUS_ACK"),
 	WHYS("SCRUB_ACK"), WHYS("VOLUMES_ACK"), WHYS("DROP_ACK"),
+	WHYS("SNAP_ACK"), WHYS("VCOLLECT_ACK"), WHYS("VFILTER_ACK"),
+	WHYS("VREPAIR_ACK"),
 };
 
 static int
@@ -240,7 +245,7 @@ get_info(const msgpack_object *o, struct bft_status_info *info)
 
 /* Decodes the fields after the header of a status 0 message of a[]. */
 static enum werr
-get_fields(const msgpack_object *a, const uint8_t *body, size_t len,
+get_base_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 	   unsigned n, struct bft_msg *m)
 {
 	size_t vl = (size_t)n * BFT_MAC_LEN, cl = (size_t)n * BFT_HASH_LEN;
@@ -248,7 +253,18 @@ get_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 	enum werr e;
 	uint32_t i;
 
-	switch (m->type) {
+	switch (bft_view_base(m->type)) {
+	case BFT_SNAP:
+		/* A volume is named by its first address, nothing else. */
+		if (bft_addr_block(m->block) != 0)
+			return E_DROPBLK;
+		if (get_u64(&a[3], &m->gen))
+			return E_GEN;
+		if (a[4].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    a[4].via.u64 > BFT_SNAP_REMOVE)
+			return E_SNAPOP;
+		m->snap_op = (uint8_t)a[4].via.u64;
+		return get_bin(&a[5], m->vec, vl, E_VEC);
 	case BFT_HELLO:
 		if ((e = get_bin(&a[3], m->cluster_id, BFT_CLUSTER_ID_LEN,
 		    E_CID)))
@@ -347,6 +363,19 @@ get_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 	default:
 		return E_OK;
 	}
+}
+
+/* A view request is its live twin's fields, then the boundary. */
+static enum werr
+get_fields(const msgpack_object *a, const uint8_t *body, size_t len,
+	   unsigned n, struct bft_msg *m)
+{
+	enum werr e = get_base_fields(a, body, len, n, m);
+
+	if (e != E_OK || !bft_is_view(m->type) || (m->type & BFT_ACK))
+		return e;
+	return get_u64(&a[bft_wire_req_len[m->type] - 1], &m->gen) ?
+	    E_GEN : E_OK;
 }
 
 /* Checks the header and the shape, then the type's own fields. */
