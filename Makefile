@@ -210,9 +210,10 @@ $(BUILD)/tests/test_handler_info \
 	$(BUILD)/tests/test_handler_fence \
 	$(BUILD)/tests/test_quota: $(SERVER_LIB_OBJ)
 # The library's handle, options and identities, without servers.
-$(BUILD)/tests/test_peer_key $(BUILD)/tests/test_voltab: $(call obj,$(LIB_SRC))
-$(BUILD)/tests/unit/test_peer_key.o $(BUILD)/tests/unit/test_voltab.o: \
-	override CFLAGS += -Ilib
+$(BUILD)/tests/test_peer_key $(BUILD)/tests/test_voltab \
+	$(BUILD)/tests/test_options: $(call obj,$(LIB_SRC))
+$(BUILD)/tests/unit/test_peer_key.o $(BUILD)/tests/unit/test_voltab.o \
+	$(BUILD)/tests/unit/test_options.o: override CFLAGS += -Ilib
 # The rebuild's judging of claims, driven by hand (no peers, no thread).
 $(BUILD)/tests/test_rebuild_claims: $(BUILD)/server/rebuild/rebuild_claims.o
 $(BUILD)/tests/unit/test_rebuild_claims.o: override CFLAGS += -Ilib

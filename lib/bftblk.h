@@ -64,44 +64,20 @@ struct bftblk *bftblk_create(void);
 /* Before bftblk_load; NULL fn restores the default (stderr). */
 void bftblk_set_log(struct bftblk *h, bftblk_log_fn *fn, void *opaque);
 /*
- * Before bftblk_load.  Keys: config (required), keys or server-key (one
- * of them), size, timeout, io-timeout, writer-id, t, ec-backend, cache,
- * encrypt, volume-key: see BFTBLK_OPTIONS_HELP and
- * nbdkit-bftblk-plugin(1).
+ * Before bftblk_load: one option, checked as it is given (-EINVAL with
+ * the reason in bftblk_errmsg, an unknown key told the known ones).
+ * config is required, and keys or server-key; bftblk_options_help()
+ * lists them all, and nbdkit-bftblk-plugin(1) says more.
  * server-key=FILE connects as that server, a peer of the others: it
  * reads, never writes (-EPERM), and skips the server whose key it is.
  */
 int bftblk_set_option(struct bftblk *h, const char *key, const char *value);
+/*
+ * Every option bftblk_set_option takes: "key=VALUE" padded to 16
+ * columns and what it does, further lines indented to match, as
+ * nbdkit --help shows a plugin's parameters.  Static, never NULL.
+ */
 const char *bftblk_options_help(void);
-#define BFTBLK_OPTIONS_HELP \
-    "config=FILE     (required) cluster configuration, bftblk.conf(5)\n" \
-    "keys=FILE       client key file from bftblk keygen or bftblk\n" \
-    "                client add (role ro: read-only export)\n" \
-    "server-key=FILE instead of keys=: a server's key file; connects as\n" \
-    "                that server, a read-only peer of the others\n" \
-    "size=SIZE       export only the first SIZE bytes\n" \
-    "volume=NAME     serve the named volume (bftblk volume create)\n" \
-    "volume-keys=DIR where encrypted volumes' keys are, as NAME.key\n" \
-    "                (default: volumes/ beside config=)\n" \
-    "volume-id=N     serve volume N of the cluster (default 0, the disk\n" \
-    "                bftblk.conf sizes); another volume needs size=\n" \
-    "shared=on|off   off (default): take the volume's lease, one writer\n" \
-    "                at a time; on: no lease, the writers coordinate\n" \
-    "lease=SECS      with shared=off, the lease lapses SECS after its\n" \
-    "                holder's last renewal (default 15)\n" \
-    "timeout=SECS    per-round timeout (default 10)\n" \
-    "io-timeout=SECS an I/O that cannot finish fails with EIO after this\n" \
-    "                many seconds, naming silent servers (default 30)\n" \
-    "writer-id=N     this writer's id (default random)\n" \
-    "t=T             check that the cluster tolerates T faults\n" \
-    "ec-backend=NAME liberasurecode backend (default isa_l_rs_cauchy)\n" \
-    "cache=SIZE      block cache for small writes (default 128M, 0 off)\n" \
-    "encrypt=on|off  seal every block with the volume key (default off)\n" \
-    "volume-key=FILE volume key from bftblk volume-key (for encrypt=on)\n" \
-    "stats-file=FILE rewrite FILE every 10 s with what this client saw\n" \
-    "                of each server (bftblk status --client-stats)\n" \
-    "metrics=HOST:PORT serve Prometheus metrics at http://HOST:PORT/metrics\n" \
-    "                ([ADDR]:PORT for IPv6; bftblk_client_* names)"
 /* Reads and checks the configuration and keys; starts no thread. */
 int bftblk_load(struct bftblk *h);
 /* Loads if needed, starts the event loop and connects (asynchronously). */

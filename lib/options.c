@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "config.h"
 #include "error_int.h"
 #include "handle_int.h"
+#include "options_int.h"
 
 static int
 set_path(struct bftblk *h, char **dst, const char *value)
@@ -58,7 +60,226 @@ remember(struct bftblk *h, const char *k, const char *value)
 	return 0;
 }
 
-static int set_option(struct bftblk *h, const char *k, const char *value);
+/*
+ * Setters, called with the value checked as its type says (v its number
+ * for OPT_NUM and OPT_SIZE); they check what is particular to them.
+ */
+static int
+set_volume(struct bftblk *h, const char *value, uint64_t v)
+{
+	(void)v;
+	if (strlen(value) > BFTBLK_VOLUME_NAME_MAX)
+		return bftblk__handle_fail(h, EINVAL, "volume names are at "
+		    "most %u bytes", BFTBLK_VOLUME_NAME_MAX);
+	return set_path(h, &h->volume_name, value);
+}
+
+static int
+set_metrics(struct bftblk *h, const char *value, uint64_t v)
+{
+	char host[256];
+	uint16_t port;
+
+	(void)v;
+	if (bft_parse_hostport(value, host, sizeof host, &port) != 0)
+		return bftblk__handle_fail(h, EINVAL, "metrics must be "
+		    "HOST:PORT, [ADDR]:PORT or :PORT");
+	return set_path(h, &h->metrics_addr, value);
+}
+
+static int
+set_size(struct bftblk *h, const char *value, uint64_t v)
+{
+	(void)value;
+	if (v == 0 || v % BFT_BLOCK_SIZE)
+		return bftblk__handle_fail(h, EINVAL, "size must be a "
+		    "positive multiple of %u", BFT_BLOCK_SIZE);
+	h->export_size = v;
+	return 0;
+}
+
+static int
+set_cache(struct bftblk *h, const char *value, uint64_t v)
+{
+	(void)value;
+	if (v > 0 && v < BFT_BLOCK_SIZE)
+		return bftblk__handle_fail(h, EINVAL, "cache must be 0 (off) "
+		    "or at least %u", BFT_BLOCK_SIZE);
+	h->cache_bytes = v;
+	return 0;
+}
+
+/* One setter per field, each a line: the table names them. */
+#define PATH_SETTER(fn, field)						\
+static int								\
+fn(struct bftblk *h, const char *value, uint64_t v)			\
+{									\
+	(void)v;							\
+	return set_path(h, &h->field, value);				\
+}
+#define NUM_SETTER(fn, field, type)					\
+static int								\
+fn(struct bftblk *h, const char *value, uint64_t v)			\
+{									\
+	(void)value;							\
+	h->field = (type)v;						\
+	return 0;							\
+}
+PATH_SETTER(set_config, config_path)
+PATH_SETTER(set_keys, keys_path)
+PATH_SETTER(set_server_key, server_key_path)
+PATH_SETTER(set_volume_keys, volume_keys_dir)
+PATH_SETTER(set_ec_backend, ec_backend)
+PATH_SETTER(set_volume_key, volume_key_path)
+PATH_SETTER(set_stats_file, stats_path)
+NUM_SETTER(set_volume_id, volume_id, uint32_t)
+NUM_SETTER(set_timeout, timeout_s, unsigned)
+NUM_SETTER(set_io_timeout, io_timeout_s, unsigned)
+NUM_SETTER(set_writer_id, writer_id, uint64_t)
+NUM_SETTER(set_t, want_t, unsigned)
+NUM_SETTER(set_lease, lease_s, unsigned)
+NUM_SETTER(set_sealed, sealed, bool)
+NUM_SETTER(set_shared, shared, bool)
+NUM_SETTER(set_encrypt, encrypt, bool)
+
+/*
+ * Every option, in the order the help lists them: what it is called,
+ * how its value is checked, what the help says (a '\n' starts a line
+ * of its own, indented) and what takes it.  bftblk_set_option and
+ * bftblk_options_help both read this table and nothing else, so an
+ * option cannot be accepted and left out of the help, or the reverse.
+ */
+const struct bftblk__option bftblk__options[] = {
+	{ "config", "FILE", OPT_PATH, 0, 0, NULL,
+	    "(required) cluster configuration, bftblk.conf(5)", set_config },
+	{ "keys", "FILE", OPT_PATH, 0, 0, NULL,
+	    "client key file from bftblk keygen or bftblk\n"
+	    "client add (role ro: read-only export)", set_keys },
+	{ "server-key", "FILE", OPT_PATH, 0, 0, NULL,
+	    "instead of keys=: a server's key file; connects as\n"
+	    "that server, a read-only peer of the others", set_server_key },
+	{ "sealed", "on|off", OPT_BOOL, 0, 0, NULL,
+	    "with server-key=: read what encrypt=on writers\n"
+	    "sealed as it is, unopened (a rebuilding server)", set_sealed },
+	{ "size", "SIZE", OPT_SIZE, 0, 0, NULL,
+	    "export only the first SIZE bytes", set_size },
+	{ "volume", "NAME", OPT_PATH, 0, 0, NULL,
+	    "serve the named volume (bftblk volume create)", set_volume },
+	{ "volume-keys", "DIR", OPT_PATH, 0, 0, NULL,
+	    "where encrypted volumes' keys are, as NAME.key\n"
+	    "(default: volumes/ beside config=)", set_volume_keys },
+	{ "volume-id", "N", OPT_NUM, 0, BFT_ADDR_MAX_VOL, NULL,
+	    "serve volume N of the cluster (default 0, the disk\n"
+	    "bftblk.conf sizes); another volume needs size=", set_volume_id },
+	{ "shared", "on|off", OPT_BOOL, 0, 0, NULL,
+	    "off (default): take the volume's lease, one writer\n"
+	    "at a time; on: no lease, the writers coordinate", set_shared },
+	{ "lease", "SECS", OPT_NUM, 1, 3600, "seconds",
+	    "with shared=off, the lease lapses SECS after its\n"
+	    "holder's last renewal (default 15)", set_lease },
+	{ "timeout", "SECS", OPT_NUM, 1, 3600, "seconds",
+	    "per-round timeout (default 10)", set_timeout },
+	{ "io-timeout", "SECS", OPT_NUM, 1, 86400, "seconds",
+	    "an I/O that cannot finish fails with EIO after this\n"
+	    "many seconds, naming silent servers (default 30)",
+	    set_io_timeout },
+	{ "writer-id", "N", OPT_NUM, 1, UINT64_MAX, NULL,
+	    "this writer's id (default random)", set_writer_id },
+	{ "t", "T", OPT_NUM, 0, BFT_MAX_T, NULL,
+	    "check that the cluster tolerates T faults", set_t },
+	{ "ec-backend", "NAME", OPT_PATH, 0, 0, NULL,
+	    "liberasurecode backend (default isa_l_rs_cauchy)",
+	    set_ec_backend },
+	{ "cache", "SIZE", OPT_SIZE, 0, 0, NULL,
+	    "block cache for small writes (default 128M, 0 off)", set_cache },
+	{ "encrypt", "on|off", OPT_BOOL, 0, 0, NULL,
+	    "seal every block with the volume key (default off)",
+	    set_encrypt },
+	{ "volume-key", "FILE", OPT_PATH, 0, 0, NULL,
+	    "volume key from bftblk volume-key (for encrypt=on)",
+	    set_volume_key },
+	{ "stats-file", "FILE", OPT_PATH, 0, 0, NULL,
+	    "rewrite FILE every 10 s with what this client saw\n"
+	    "of each server (bftblk status --client-stats)", set_stats_file },
+	{ "metrics", "HOST:PORT", OPT_PATH, 0, 0, NULL,
+	    "serve Prometheus metrics at http://HOST:PORT/metrics\n"
+	    "([ADDR]:PORT for IPv6; bftblk_client_* names)", set_metrics },
+};
+const size_t bftblk__noptions =
+    sizeof bftblk__options / sizeof bftblk__options[0];
+
+static const struct bftblk__option *
+find_option(const char *k)
+{
+	for (size_t i = 0; i < bftblk__noptions; i++)
+		if (strcmp(bftblk__options[i].name, k) == 0)
+			return &bftblk__options[i];
+	return NULL;
+}
+
+/* on, 1, true, yes or off, 0, false, no; 1, 0, or -1 for anything else. */
+static int
+parse_bool(const char *s)
+{
+	if (strcmp(s, "on") == 0 || strcmp(s, "1") == 0 ||
+	    strcmp(s, "true") == 0 || strcmp(s, "yes") == 0)
+		return 1;
+	if (strcmp(s, "off") == 0 || strcmp(s, "0") == 0 ||
+	    strcmp(s, "false") == 0 || strcmp(s, "no") == 0)
+		return 0;
+	return -1;
+}
+
+/* An unknown key is told the known ones, from the table. */
+static int
+unknown(struct bftblk *h, const char *k)
+{
+	char names[512];
+	size_t len = 0;
+
+	names[0] = '\0';
+	for (size_t i = 0; i < bftblk__noptions && len < sizeof names; i++)
+		len += (size_t)snprintf(names + len, sizeof names - len,
+		    "%s%s", i > 0 ? " " : "", bftblk__options[i].name);
+	return bftblk__handle_fail(h, EINVAL, "unknown option '%s'; the "
+	    "options are: %s", k, names);
+}
+
+static int
+set_option(struct bftblk *h, const char *k, const char *value)
+{
+	const struct bftblk__option *o = find_option(k);
+	uint64_t v = 0;
+	int b;
+
+	if (o == NULL)
+		return unknown(h, k);
+	switch (o->type) {
+	case OPT_PATH:
+		break;
+	case OPT_NUM:
+		if (parse_num(value, o->max, &v) == 0 && v >= o->min)
+			break;
+		if (o->max == UINT64_MAX)
+			return bftblk__handle_fail(h, EINVAL, "%s must be an "
+			    "integer, at least %" PRIu64, k, o->min);
+		return bftblk__handle_fail(h, EINVAL, "%s must be %" PRIu64
+		    "..%" PRIu64 "%s%s", k, o->min, o->max,
+		    o->unit != NULL ? " " : "", o->unit != NULL ? o->unit : "");
+	case OPT_SIZE:
+		if (bft_parse_size(value, &v) != 0)
+			return bftblk__handle_fail(h, EINVAL, "%s: not a size: "
+			    "%s", k, value);
+		break;
+	case OPT_BOOL:
+		if ((b = parse_bool(value)) < 0)
+			return bftblk__handle_fail(h, EINVAL, "%s must be on "
+			    "or off", k);
+		v = (uint64_t)b;
+		break;
+	}
+	return o->set(h, value, v);
+}
 
 int
 bftblk_set_option(struct bftblk *h, const char *k, const char *value)
@@ -73,110 +294,46 @@ bftblk_set_option(struct bftblk *h, const char *k, const char *value)
 	return remember(h, k, value);
 }
 
-static int
-set_option(struct bftblk *h, const char *k, const char *value)
+/*
+ * The help, made from the table once: "name=ARG" in 15 columns and a
+ * blank, the text's further lines indented to match.  A fixed buffer,
+ * so that the text is there even before anything could be allocated
+ * (the plugin hands it to nbdkit as it is loaded); test_options checks
+ * that every option fits.
+ */
+static char help[4096];
+static pthread_once_t help_once = PTHREAD_ONCE_INIT;
+
+static void
+make_help(void)
 {
-	uint64_t v;
+	size_t len = 0;
 
-	if (strcmp(k, "volume") == 0) {
-		if (strlen(value) > BFTBLK_VOLUME_NAME_MAX)
-			return bftblk__handle_fail(h, EINVAL, "volume names "
-			    "are at most %u bytes", BFTBLK_VOLUME_NAME_MAX);
-		return set_path(h, &h->volume_name, value);
-	}
-	if (strcmp(k, "volume-keys") == 0)
-		return set_path(h, &h->volume_keys_dir, value);
-	if (strcmp(k, "config") == 0)
-		return set_path(h, &h->config_path, value);
-	if (strcmp(k, "keys") == 0)
-		return set_path(h, &h->keys_path, value);
-	if (strcmp(k, "server-key") == 0)
-		return set_path(h, &h->server_key_path, value);
-	if (strcmp(k, "stats-file") == 0)
-		return set_path(h, &h->stats_path, value);
-	if (strcmp(k, "metrics") == 0) {
-		char host[256];
-		uint16_t port;
+	for (size_t i = 0; i < bftblk__noptions && len < sizeof help; i++) {
+		const struct bftblk__option *o = &bftblk__options[i];
+		char head[32];
+		const char *t, *nl;
 
-		if (bft_parse_hostport(value, host, sizeof host,
-		    &port) != 0)
-			return bftblk__handle_fail(h, EINVAL, "metrics must be "
-			    "HOST:PORT, [ADDR]:PORT or :PORT");
-		return set_path(h, &h->metrics_addr, value);
+		snprintf(head, sizeof head, "%s=%s", o->name, o->arg);
+		len += (size_t)snprintf(help + len, sizeof help - len,
+		    "%s%-15s ", i > 0 ? "\n" : "", head);
+		for (t = o->help; len < sizeof help; t = nl + 1) {
+			nl = strchr(t, '\n');
+			len += (size_t)snprintf(help + len, sizeof help - len,
+			    "%.*s%s", nl != NULL ? (int)(nl - t) :
+			    (int)strlen(t), t, nl != NULL ?
+			    "\n                " : "");
+			if (nl == NULL)
+				break;
+		}
 	}
-	if (strcmp(k, "volume-key") == 0)
-		return set_path(h, &h->volume_key_path, value);
-	if (strcmp(k, "ec-backend") == 0)
-		return set_path(h, &h->ec_backend, value);
-	if (strcmp(k, "size") == 0) {
-		if (bft_parse_size(value, &v) != 0 || v == 0 ||
-		    v % BFT_BLOCK_SIZE)
-			return bftblk__handle_fail(h, EINVAL, "size must be a "
-			    "positive multiple of %u", BFT_BLOCK_SIZE);
-		h->export_size = v;
-	} else if (strcmp(k, "volume-id") == 0) {
-		if (parse_num(value, BFT_ADDR_MAX_VOL, &v) != 0)
-			return bftblk__handle_fail(h, EINVAL, "volume-id must "
-			    "be 0..%u", BFT_ADDR_MAX_VOL);
-		h->volume_id = (uint32_t)v;
-	} else if (strcmp(k, "timeout") == 0) {
-		if (parse_num(value, 3600, &v) != 0 || v == 0)
-			return bftblk__handle_fail(h, EINVAL, "timeout must be "
-			    "1..3600 seconds");
-		h->timeout_s = (unsigned)v;
-	} else if (strcmp(k, "io-timeout") == 0) {
-		if (parse_num(value, 86400, &v) != 0 || v == 0)
-			return bftblk__handle_fail(h, EINVAL, "io-timeout must "
-			    "be 1..86400 seconds");
-		h->io_timeout_s = (unsigned)v;
-	} else if (strcmp(k, "writer-id") == 0) {
-		if (parse_num(value, UINT64_MAX, &v) != 0 || v == 0)
-			return bftblk__handle_fail(h, EINVAL, "writer-id must "
-			    "be a non-zero integer");
-		h->writer_id = v;
-	} else if (strcmp(k, "t") == 0) {
-		if (parse_num(value, BFT_MAX_T, &v) != 0)
-			return bftblk__handle_fail(h, EINVAL, "t must be 0..%u",
-			    BFT_MAX_T);
-		h->want_t = (unsigned)v;
-	} else if (strcmp(k, "lease") == 0) {
-		if (parse_num(value, 3600, &v) != 0 || v < 1)
-			return bftblk__handle_fail(h, EINVAL, "lease must be "
-			    "1..3600 seconds");
-		h->lease_s = (unsigned)v;
-	} else if (strcmp(k, "encrypt") == 0 || strcmp(k, "sealed") == 0 ||
-	    strcmp(k, "shared") == 0) {
-		bool *dst = k[0] == 'e' ? &h->encrypt : k[1] == 'e' ?
-		    &h->sealed : &h->shared;
-
-		if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0 ||
-		    strcmp(value, "true") == 0 || strcmp(value, "yes") == 0)
-			*dst = true;
-		else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0 ||
-		    strcmp(value, "false") == 0 || strcmp(value, "no") == 0)
-			*dst = false;
-		else
-			return bftblk__handle_fail(h, EINVAL, "%s must be on "
-			    "or off", k);
-	} else if (strcmp(k, "cache") == 0) {
-		if (bft_parse_size(value, &v) != 0)
-			return bftblk__handle_fail(h, EINVAL, "cache: not a "
-			    "size: %s", value);
-		if (v > 0 && v < BFT_BLOCK_SIZE)
-			return bftblk__handle_fail(h, EINVAL, "cache must be 0 "
-			    "(off) or at least %u", BFT_BLOCK_SIZE);
-		h->cache_bytes = v;
-	} else {
-		return bftblk__handle_fail(h, EINVAL, "unknown parameter '%s'",
-		    k);
-	}
-	return 0;
 }
 
 const char *
 bftblk_options_help(void)
 {
-	return BFTBLK_OPTIONS_HELP;
+	pthread_once(&help_once, make_help);
+	return help;
 }
 
 /* "k=v k=v": the plugin's parameters, separated by blanks. */

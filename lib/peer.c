@@ -1,29 +1,29 @@
 /*
- * Reads for a rebuilding server (bftblk_peer.h): the block layer's read,
+ * Reads for a rebuilding server (peer.h): the block layer's read,
  * one op per block, with what decided each value handed back.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "bftblk_peer.h"
+#include "peer.h"
 #include "rounds_int.h"
 #include "error_int.h"
 
 int
-bftblk_peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
-    uint8_t *values, struct bftblk_proof *proofs, int *errs)
+bftblk__peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
+    uint8_t *values, struct bftblk__proof *proofs, int *errs)
 {
 	struct bft_engine *cl = bftblk__engine(h);
-	struct op *ops[BFTBLK_PEER_BATCH];
+	struct op *ops[BFTBLK__PEER_BATCH];
 	unsigned made = 0;
 	int r = 0;
 
 	if (cl == NULL)
 		return bftblk__handle_fail(h, ENOTCONN, "the handle is not "
 		    "connected");
-	if (n > BFTBLK_PEER_BATCH)
+	if (n > BFTBLK__PEER_BATCH)
 		return bftblk__handle_fail(h, EINVAL, "at most %u blocks at "
-		    "once", BFTBLK_PEER_BATCH);
+		    "once", BFTBLK__PEER_BATCH);
 	for (; made < n; made++) {
 		if (!bft_addr_ok(blocks[made], cl->p.cfg->nblocks)) {
 			r = bftblk__handle_fail(h, EINVAL, "block %llu is "
@@ -37,12 +37,12 @@ bftblk_peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
 		}
 		ops[made]->block = blocks[made];
 		ops[made]->data = values +
-		    (size_t)made * BFTBLK_PEER_VALUE_MAX;
+		    (size_t)made * BFTBLK__PEER_VALUE_MAX;
 	}
 	/* Each op keeps its own result; the first failure is not all. */
 	(void)bftblk__engine_run(cl, ops, n);
 	for (unsigned i = 0; i < n; i++) {
-		struct bftblk_proof *p = &proofs[i];
+		struct bftblk__proof *p = &proofs[i];
 		const uint8_t (*cc)[BFT_HASH_LEN];
 
 		memset(p, 0, sizeof *p);

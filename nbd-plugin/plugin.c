@@ -371,7 +371,7 @@ static struct nbdkit_plugin plugin = {
 	.unload			= plug_unload,
 	.config			= plug_config,
 	.config_complete	= plug_config_complete,
-	.config_help		= BFTBLK_OPTIONS_HELP,
+	.config_help		= NULL,		/* set_help() */
 	.after_fork		= plug_after_fork,
 	.cleanup		= plug_cleanup,
 	.open			= plug_open,
@@ -392,5 +392,18 @@ static struct nbdkit_plugin plugin = {
 	.flush			= plug_flush,
 	.errno_is_preserved	= 0,
 };
+
+/*
+ * nbdkit --help shows the library's own list of options, which it makes
+ * from the table it parses them by.  It is a call, not a constant, and
+ * nbdkit copies the struct as soon as plugin_init returns it, so the
+ * pointer goes in as the plugin is loaded: dlopen runs constructors
+ * before nbdkit looks up plugin_init.
+ */
+__attribute__((constructor)) static void
+set_help(void)
+{
+	plugin.config_help = bftblk_options_help();
+}
 
 NBDKIT_REGISTER_PLUGIN(plugin)

@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bftblk_peer.h"
 #include "crypto.h"
 #include "log.h"
+#include "peer.h"
 #include "rebuild_int.h"
 
 #define RETRY_S		5	/* between passes that could not finish */
@@ -268,15 +268,15 @@ static void
 rebuild_todo(struct bft_rebuild *rb)
 {
 	uint64_t total = rb->ntodo, done = 0, bytes = 0;
-	uint64_t batch[BFTBLK_PEER_BATCH], sealed[BFTBLK_PEER_BATCH];
+	uint64_t batch[BFTBLK__PEER_BATCH], sealed[BFTBLK__PEER_BATCH];
 	double start = rb_now_s(), last = start;
 	size_t failed = 0;
 
 	set_progress(rb, BFT_REBUILD_REBUILDING, 0, total);
 	for (size_t k = 0; k < total && !rb->stopping;
-	    k += BFTBLK_PEER_BATCH) {
-		unsigned nb = total - k < BFTBLK_PEER_BATCH ?
-		    (unsigned)(total - k) : BFTBLK_PEER_BATCH, ns = 0, nr = 0;
+	    k += BFTBLK__PEER_BATCH) {
+		unsigned nb = total - k < BFTBLK__PEER_BATCH ?
+		    (unsigned)(total - k) : BFTBLK__PEER_BATCH, ns = 0, nr = 0;
 		double batch_start = rb_now_s();
 
 		/* todo[failed..] is rewritten behind the read position. */

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bftblk_peer.h"
 #include "crypto.h"
 #include "log.h"
+#include "peer.h"
 #include "predicates.h"
 #include "rebuild_int.h"
 
@@ -24,7 +24,7 @@
  */
 static int
 check_value(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
-    const uint8_t *value, const struct bftblk_proof *p)
+    const uint8_t *value, const struct bftblk__proof *p)
 {
 	uint32_t flen = bft_ec_frag_len(k->ec);
 	uint8_t h[BFT_HASH_LEN];
@@ -56,7 +56,7 @@ check_value(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
  */
 static int
 adopt(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
-    const struct bftblk_proof *p)
+    const struct bftblk__proof *p)
 {
 	unsigned n = rb->cfg->n, i = rb->key->index;
 	struct bft_msg *req = &rb->req, *rep = &rb->lrep;
@@ -178,13 +178,13 @@ void
 rb_rebuild_batch(struct bft_rebuild *rb, int kind, const uint64_t *blocks,
     unsigned nb, uint64_t *other, unsigned *nother, size_t *failed)
 {
-	static uint8_t values[BFTBLK_PEER_BATCH * BFTBLK_PEER_VALUE_MAX];
-	struct bftblk_proof proofs[BFTBLK_PEER_BATCH];
+	static uint8_t values[BFTBLK__PEER_BATCH * BFTBLK__PEER_VALUE_MAX];
+	struct bftblk__proof proofs[BFTBLK__PEER_BATCH];
 	struct rb_kind *k = &rb->kind[kind];
-	int errs[BFTBLK_PEER_BATCH];
+	int errs[BFTBLK__PEER_BATCH];
 
 	if (open_lib(rb, k, kind == 1) != 0 ||
-	    bftblk_peer_read(k->lib, blocks, nb, values, proofs, errs) != 0) {
+	    bftblk__peer_read(k->lib, blocks, nb, values, proofs, errs) != 0) {
 		if (k->lib != NULL)
 			bft_log("rebuild: %s", bftblk_errmsg(k->lib));
 		for (unsigned j = 0; j < nb; j++)
@@ -207,7 +207,7 @@ rb_rebuild_batch(struct bft_rebuild *rb, int kind, const uint64_t *blocks,
 		rb_claim_read(rb, blocks[j], &proofs[j]);
 		if (!proofs[j].zero)
 			ok = check_value(rb, k, blocks[j], values +
-			    (size_t)j * BFTBLK_PEER_VALUE_MAX,
+			    (size_t)j * BFTBLK__PEER_VALUE_MAX,
 			    &proofs[j]) == 0 &&
 			    adopt(rb, k, blocks[j], &proofs[j]) == 0;
 		if (!ok)

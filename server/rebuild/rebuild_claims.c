@@ -17,7 +17,7 @@
  * judge as they go: once RB_EARLY_FALSE (64) of a peer's lone claims
  * were found false, more than were found true, it is distrusted at
  * once and the blocks only it listed are not read.  Reads go in
- * batches of BFTBLK_PEER_BATCH (32), so a liar with k true claims costs
+ * batches of BFTBLK__PEER_BATCH (32), so a liar with k true claims costs
  * at most max(64, k + 1) + 32 block reads of its lies per pass, and a
  * pass only after its distrust ends.
  */
@@ -139,7 +139,7 @@ rb_claim_wanted(struct bft_rebuild *rb, uint64_t block)
 
 void
 rb_claim_read(struct bft_rebuild *rb, uint64_t block,
-    const struct bftblk_proof *p)
+    const struct bftblk__proof *p)
 {
 	struct rb_lone *l = lone_find(rb, block);
 

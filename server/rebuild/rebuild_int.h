@@ -10,8 +10,8 @@
 #include <stddef.h>
 
 #include "bftblk.h"
-#include "bftblk_peer.h"
 #include "ec.h"
+#include "peer.h"
 #include "../heal.h"
 #include "rebuild.h"
 #include "session.h"
@@ -131,7 +131,7 @@ int rb_scan(struct bft_rebuild *rb);
 bool rb_claim(struct bft_rebuild *rb, uint64_t block,
     const struct bft_ts *own, uint32_t who);
 void rb_claim_read(struct bft_rebuild *rb, uint64_t block,
-    const struct bftblk_proof *p);
+    const struct bftblk__proof *p);
 void rb_claims_judge(struct bft_rebuild *rb);
 /* Starts a scan's claims: distrust that has run out ends. */
 void rb_claims_begin(struct bft_rebuild *rb);

@@ -2,8 +2,9 @@
 # Every program answers --help and --version, with exit status 0 and
 # output on stdout, and the version is the one lib/bftblk.h keeps: the
 # admin tool (on its own and after any command), the server, the
-# plugin (nbdkit --dump-plugin) and libbftblk (bftblk_version(), through
-# the admin tool's line).  An unknown command still fails.
+# plugin (nbdkit --dump-plugin, and its options under nbdkit --help) and
+# libbftblk (bftblk_version(), through the admin tool's line).  An
+# unknown command still fails.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_build
@@ -24,6 +25,17 @@ env "${NBDKIT_ENV[@]}" nbdkit --dump-plugin "$PLUGIN" >"$TESTDIR/dump.out" ||
     fail "nbdkit --dump-plugin failed"
 grep -qx "version=$ver" "$TESTDIR/dump.out" ||
     fail "the plugin says $(grep '^version=' "$TESTDIR/dump.out")"
+# nbdkit PLUGIN --help lists every option of lib/options.c's table: the
+# plugin hands nbdkit bftblk_options_help() as it is loaded.
+env "${NBDKIT_ENV[@]}" nbdkit "$PLUGIN" --help >"$TESTDIR/help.out" ||
+    fail "nbdkit PLUGIN --help failed"
+keys=$(sed -n 's/^\t{ "\([a-z-]*\)", .*/\1/p' "$SRCDIR/lib/options.c")
+[ -n "$keys" ] || fail "no options found in lib/options.c's table"
+for k in $keys; do
+	grep -q "^$k=" "$TESTDIR/help.out" ||
+	    fail "nbdkit --help does not show $k=:" \
+	    "$(tail -5 "$TESTDIR/help.out")"
+done
 
 for cmd in "" keygen client "client add" volume-key volume "volume create" \
     "volume list" ping scrub server "server replace" status; do

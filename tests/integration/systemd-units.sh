@@ -48,6 +48,11 @@ want=(
 for f in "${want[@]}"; do
 	[ -e "$root$f" ] || fail "make install did not install $f"
 done
+# The public header is the one installed: lib/peer.h, shared with the
+# server's rebuild, includes common/ headers that are not.
+[ "$(ls "$root/usr/include")" = bftblk.h ] ||
+    fail "make install installed headers besides bftblk.h:" \
+    "$(ls "$root/usr/include" | tr '\n' ' ')"
 [ "$(readlink "$root/usr/lib/libbftblk.so")" = libbftblk.so.1 ] ||
     fail "libbftblk.so does not point at libbftblk.so.1"
 [ "$(stat -c %a "$root/usr/sbin/bftblk-server")" = 755 ] ||

@@ -39,7 +39,7 @@ static unsigned
 pass(uint32_t who, bool (*truth)(uint64_t))
 {
 	static const struct bft_ts own = { .num = 5, .wid = 1 };
-	struct bftblk_proof p;
+	struct bftblk__proof p;
 	unsigned reads = 0;
 
 	static bool todo[NCLAIMS];
