@@ -24,7 +24,11 @@
 #include "proto.h"
 
 /*
- * The data directory's format.  6: the log may hold DROP records
+ * The data directory's format.  7: the log may hold SNAP, UNSNAP and
+ * VLC records (snapshot boundaries and the write-backs into their
+ * views, store_log.h), which a format 6 server would take for damage;
+ * formats 3 to 6 are upgraded in place on open, and older versions
+ * refuse 7.  6: the log may hold DROP records
  * (store_log.h), which a format 5 server would take for damage: it
  * would stop reading the segment there, and cut the last one off; so
  * formats 3 to 5 are upgraded in place on open, and older versions
@@ -42,7 +46,7 @@
  * records name the block, and a format-2 directory's would all fail.
  * STATUS reports it as the version a server speaks.
  */
-#define BFT_STORE_FORMAT	6
+#define BFT_STORE_FORMAT	7
 
 /* What a data directory belongs to; open refuses a mismatch. */
 struct bft_store_identity {
