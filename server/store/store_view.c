@@ -312,31 +312,31 @@ lc_of(const struct ret_node *node, uint64_t g)
 
 /*
  * Adds node's records that only boundary sp->gen uses: a record used
- * by one boundary is exclusive to it.  O(boundaries * records) a node,
- * without writing to the index.
+ * by one boundary is exclusive to it.  lc_g is found once a boundary,
+ * so a node costs O(boundaries * records), without writing to it.
  */
 static void
 space_node(struct space *sp, const struct ret_node *node)
 {
 	uint64_t top = bft_ts_gen(&st_idx(sp->st, node->addr)->lc_ts);
 	const struct snap_vol *sv = sp->sv;
-	long mine;
+	long lc[BFT_STORE_MAX_SNAPS], mine = -1;
+	uint32_t ng = 0;
 
 	if (!st_snap_has(sv, sp->gen) || sp->gen >= top)
 		return;
-	mine = lc_of(node, sp->gen);
+	for (; ng < sv->ngens && sv->gens[ng].gen < top; ng++) {
+		lc[ng] = lc_of(node, sv->gens[ng].gen);
+		if (sv->gens[ng].gen == sp->gen)
+			mine = lc[ng];
+	}
 	for (uint32_t i = 0; i < node->n; i++) {
 		bool used = (long)i == mine || in_view(node, mine, sp->gen, i);
 
-		for (uint32_t k = 0; used && k < sv->ngens &&
-		    sv->gens[k].gen < top; k++) {
-			uint64_t g = sv->gens[k].gen;
-			long lc_i = lc_of(node, g);
-
-			if (g != sp->gen && ((long)i == lc_i ||
-			    in_view(node, lc_i, g, i)))
+		for (uint32_t k = 0; used && k < ng; k++)
+			if (sv->gens[k].gen != sp->gen && ((long)i == lc[k] ||
+			    in_view(node, lc[k], sv->gens[k].gen, i)))
 				used = false;
-		}
 		if (used)
 			sp->exclusive += st_ret_len(sp->st, &node->rec[i]);
 	}

@@ -110,6 +110,41 @@ test_view_two(void **state)
 }
 
 /*
+ * A version that two boundaries share is stored once and is neither's
+ * alone: removing one keeps it for the other.
+ */
+static void
+test_view_shared(void **state)
+{
+	uint64_t b = bft_addr(V, 1), s = bft_addr(V, 2), excl, total;
+	size_t pair = bft_rec_lc_len(4) + bft_rec_hist_len(4, FRAGLEN);
+	struct bft_store *st;
+
+	(void)state;
+	st = sopen(0);
+	assert_int_equal(bft_store_snap_add(st, V, 1), 0);
+	assert_int_equal(bft_store_snap_add(st, V, 3), 0);
+	for (uint64_t g = 1; g <= 4; g++)
+		write_v(st, b, G(g, 5));
+	write_v(st, s, G(1, 1));
+	write_v(st, s, G(4, 1));
+	check_view_lc(st, s, 1, G(1, 1));
+	check_view_lc(st, s, 3, G(1, 1));
+	bft_store_snap_space(st, V, 1, &excl, &total);
+	assert_int_equal(excl, pair);
+	assert_int_equal(total, 3 * pair);
+	bft_store_snap_space(st, V, 3, &excl, &total);
+	assert_int_equal(excl, pair);
+	assert_int_equal(bft_store_snap_remove(st, V, 1), 0);
+	bft_store_snap_space(st, V, 3, &excl, &total);
+	assert_int_equal(excl, 2 * pair);
+	assert_int_equal(total, 2 * pair);
+	check_view_lc(st, s, 3, G(1, 1));
+	check_view_entry(st, s, 3, G(1, 1));
+	bft_store_close(st);
+}
+
+/*
  * A STORE of generation 1 that never completed is in view 1 beside the
  * older lc, and stays there; a STORE of generation 1 after the block
  * passed 1 is refused.  Write-backs into the frozen view: a newer
@@ -316,6 +351,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_view_basic, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_view_two, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_shared, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_view_pending, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_snap_remove, setup,
