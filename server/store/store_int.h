@@ -519,6 +519,12 @@ int st_snap_load(struct bft_store *st, uint32_t vol,
  */
 int st_snap_prescan(struct bft_store *st, uint32_t no, uint64_t off,
     char *why, size_t whylen);
+/*
+ * After a replay, which added records whose set_lc it had not met yet
+ * and kept what boundaries removed since held: every retained block
+ * pruned to what the views need.
+ */
+void st_snap_prune_all(struct bft_store *st);
 /* A SNAP or UNSNAP record met by replay: an UNSNAP is kept for good. */
 void st_snap_replayed(struct bft_store *st, const struct bft_rec_hdr *h,
     uint64_t loc);

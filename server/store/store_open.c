@@ -197,6 +197,9 @@ replay_tail(struct bft_store *st, uint32_t from_no, uint64_t from_off,
 		ck->tail_bytes += st->segs[i].end - from;
 	}
 	st->replay_min_seq = 0;
+	/* What is pruned away need not be where the checkpoint said. */
+	if (e == 0)
+		st_snap_prune_all(st);
 	if (e < 0 || !st_ckpt_locs_ok(st, ck->why, sizeof ck->why))
 		return 1;
 	ck->loaded = true;
@@ -240,6 +243,7 @@ replay(struct bft_store *st, char *err, size_t errlen)
 			return -EIO;
 		ck->tail_bytes += st->segs[i].end;
 	}
+	st_snap_prune_all(st);
 	return 0;
 }
 
@@ -388,16 +392,6 @@ bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
 	/* A checkpoint holds no per-volume sums: they come from its index. */
 	st_idx_recount(st);
 	st_ret_recount(st);
-	/*
-	 * A replay added records whose set_lc it had not met yet, and
-	 * boundaries removed since left records behind: all go now.
-	 */
-	for (size_t i = 0; i < st->nsvols; i++) {
-		st->svols[i].gc = true;
-		st->svols[i].gc_next = 0;
-	}
-	while (bft_store_snap_gc_step(st, UINT64_MAX))
-		;
 	if (st->nseg == 0 && (e = st_seg_create(st)) < 0) {
 		errno = -e;
 		goto out_errno;

@@ -323,8 +323,13 @@ st_ret_replayed(struct bft_store *st, uint64_t block, unsigned type,
 {
 	const struct snap_vol *sv = st_snap_vol(st, bft_addr_vol(block));
 
-	/* No boundary: nothing of it can be needed (see store_snap.c). */
-	if (sv == NULL || sv->ngens == 0)
+	/*
+	 * No boundary: nothing of it can be needed (see store_snap.c);
+	 * but a copy of what a checkpoint holds still moves it, so that
+	 * the record's old place may go.
+	 */
+	if (sv == NULL || (sv->ngens == 0 &&
+	    !(st_idx(st, block)->flags & IDX_RET)))
 		return 0;
 	if (st_ret_reserve(st, block, 1) < 0)
 		return -ENOMEM;

@@ -462,6 +462,17 @@ st_snap_prescan(struct bft_store *st, uint32_t no, uint64_t off, char *why,
 }
 
 void
+st_snap_prune_all(struct bft_store *st)
+{
+	for (size_t i = 0; i < st->nsvols; i++) {
+		st->svols[i].gc = true;
+		st->svols[i].gc_next = 0;
+	}
+	while (bft_store_snap_gc_step(st, UINT64_MAX))
+		;
+}
+
+void
 st_snap_replayed(struct bft_store *st, const struct bft_rec_hdr *h,
     uint64_t loc)
 {
