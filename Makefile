@@ -203,7 +203,8 @@ $(EXAMPLE): docs/example.c lib/bftblk.h $(LIBBFTBLK_LINK)
 
 $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 	$(BUILD)/tests/test_store_crash $(BUILD)/tests/test_store_identity \
-	$(BUILD)/tests/test_store_drop $(BUILD)/tests/test_store_flush: \
+	$(BUILD)/tests/test_store_drop $(BUILD)/tests/test_store_flush \
+	$(BUILD)/tests/test_store_snap $(BUILD)/tests/test_store_snap_replay: \
 	$(LIBSTORE)
 $(BUILD)/tests/test_handler_info \
 	$(BUILD)/tests/test_handler $(BUILD)/tests/test_handler_vol \

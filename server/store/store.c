@@ -202,11 +202,15 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
 	/* Replay keeps the highest lc, so the index must never go back. */
 	if (bft_ts_cmp(&c->ts, &st_idx(st, block)->lc_ts) <= 0)
 		return -EINVAL;
-	if ((err = st_idx_make(st, block)) < 0)
+	if ((err = st_idx_make(st, block)) < 0 ||
+	    (err = st_ret_reserve_cross(st, block, &c->ts)) < 0)
 		return err;
 	len = bft_rec_encode_lc(st->wbuf, st->n, st->next_seq, block, c);
-	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
+	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0) {
+		/* A retained node reserved for nothing goes again. */
+		st_ret_prune(st, block);
 		return err;
+	}
 	bft_rec_decode_lc(st->wbuf, st->n, &cand);
 	/*
 	 * Every COLLECT reads lc: a block read soon after it was written
@@ -434,6 +438,13 @@ out_corrupt:
 	bft_warn("%s: record at seg %" PRIu32 " offset %" PRIu64 " is damaged;"
 	    " not serving it", st->dir, s->no, off);
 	return -EIO;
+}
+
+int
+st_hist_read(struct bft_store *st, uint64_t loc, uint64_t block,
+    const struct bft_ts *ts, uint32_t frag_len, struct bft_hist_meta *m)
+{
+	return read_rec_at(st, loc, block, ts, frag_len, m);
 }
 
 /* read_rec_at, forgetting the entry when its record is damaged. */

@@ -24,7 +24,11 @@
 #include "proto.h"
 
 /*
- * The data directory's format.  6: the log may hold DROP records
+ * The data directory's format.  7: the log may hold SNAP, UNSNAP and
+ * VLC records (snapshot boundaries and the write-backs into their
+ * views, store_log.h), which a format 6 server would take for damage;
+ * formats 3 to 6 are upgraded in place on open, and older versions
+ * refuse 7.  6: the log may hold DROP records
  * (store_log.h), which a format 5 server would take for damage: it
  * would stop reading the segment there, and cut the last one off; so
  * formats 3 to 5 are upgraded in place on open, and older versions
@@ -42,7 +46,7 @@
  * records name the block, and a format-2 directory's would all fail.
  * STATUS reports it as the version a server speaks.
  */
-#define BFT_STORE_FORMAT	6
+#define BFT_STORE_FORMAT	7
 
 /* What a data directory belongs to; open refuses a mismatch. */
 struct bft_store_identity {
@@ -125,7 +129,8 @@ bool bft_store_lc_held(struct bft_store *st, uint64_t block);
 /* The first address at or after addr in a page, or UINT64_MAX. */
 uint64_t bft_store_next_page(struct bft_store *st, uint64_t addr);
 /*
- * The page-map steps every such walk took since open: a walk's cost,
+ * The page-map steps every such walk took since open, and the nodes of
+ * the retention index bft_store_view_next touched: a walk's cost,
  * which the tests bound.
  */
 uint64_t bft_store_idx_steps(const struct bft_store *st);
@@ -216,7 +221,8 @@ int bft_store_read_hist(struct bft_store *st, uint64_t block,
 
 /*
  * Forgets volume vol (DROP, wire.h): every block of it, lc and Hist,
- * is gone from the index and its records become garbage for compaction.
+ * its snapshot boundaries and what they retained, is gone from the
+ * index and its records become garbage for compaction.
  * A DROP record is appended first, so that replay forgets the volume
  * at the same point of the log; it stays in the log for good (44
  * bytes, not counted as live), copied forward by compaction.  The
@@ -233,6 +239,104 @@ int bft_store_drop_volume(struct bft_store *st, uint32_t vol,
 
 /* Whether vol was dropped: no block of it is accepted again. */
 bool bft_store_dropped(const struct bft_store *st, uint32_t vol);
+
+/*
+ * Snapshot views (store_snap.c, store_view.c; docs/store.md).  A
+ * snapshot of volume vol at boundary generation gen is, for every
+ * block, the newest version whose ts has generation <= gen
+ * (bft_ts_gen).  Once a snapshot exists no write of generation <= gen
+ * completes (the protocol sees to it), so the store only keeps what the
+ * GC rule would drop: at the first set_lc of a block that moves lc from
+ * generation <= gen to above it, the lc it replaces and the Hist
+ * entries of generation <= gen it drops are retained for the boundary
+ * instead of becoming garbage.  A retained record serves every boundary
+ * whose view it is, and is stored once.
+ */
+
+/* At most this many snapshot boundaries per volume. */
+#define BFT_STORE_MAX_SNAPS	256
+
+/*
+ * Adds boundary gen to vol's snapshots.  A SNAP record in the log
+ * makes it durable as a DROP is (replayed, copied forward by
+ * compaction, in the checkpoint).  0, also when it is there already
+ * (nothing appended); -EINVAL for the reserved volumes (BFT_VOL_TABLE,
+ * BFT_VOL_LEASES) or a generation above BFT_GEN_MAX; -EIDRM for a
+ * dropped volume; -ENOSPC past BFT_STORE_MAX_SNAPS; -ESTALE when a
+ * block of vol already completed a write of a generation above gen
+ * (what that write replaced is gone here, so this store cannot hold
+ * the snapshot's view); or a negative errno with the state unchanged.
+ * Not synced.
+ */
+int bft_store_snap_add(struct bft_store *st, uint32_t vol, uint64_t gen);
+/*
+ * Removes boundary gen (an UNSNAP record, kept in the log for good as a
+ * DROP is): the records kept only for it become garbage for compaction
+ * and leave bytes_live.  The removal is O(log) on the caller's thread;
+ * the freeing is a walk over the volume's retained blocks, done at once
+ * for a few thousand of them and otherwise by bft_store_snap_gc_step.
+ * 0, also when absent (nothing appended); -EINVAL as for snap_add; or a
+ * negative errno with the state unchanged.  Not synced.
+ */
+int bft_store_snap_remove(struct bft_store *st, uint32_t vol, uint64_t gen);
+/*
+ * Frees what removed boundaries left, visiting at most budget retained
+ * blocks.  Returns whether work remains.  For the server's idle timer,
+ * beside bft_store_compact_idle.
+ */
+bool bft_store_snap_gc_step(struct bft_store *st, uint64_t budget);
+/* vol's boundaries in increasing order, at most max; returns how many. */
+size_t bft_store_snaps(const struct bft_store *st, uint32_t vol,
+    uint64_t *gens, size_t max);
+
+/*
+ * The view of block at boundary gen: lc_g and Hist_g.  While the
+ * block's live lc has generation <= gen, the view is the live state: lc
+ * and the Hist entries of generation <= gen.  Once a set_lc moved lc
+ * above gen, lc_g is the newest retained lc of generation <= gen (the
+ * lc that set_lc replaced, or a write-back since), or c0 when the block
+ * had none; Hist_g is the retained entries of generation <= gen with
+ * ts >= lc_g.ts.  Every call returns -ENOENT (or nothing) when gen is
+ * not a boundary of the block's volume, and -ERANGE beyond the disk.
+ * view_lc is like get_lc; view_hist_at counts 0 .. view_nhist - 1 in no
+ * order, the indices holding until the next call that modifies the
+ * store; view_read_hist is like read_hist.  A damaged retained entry is
+ * forgotten, as a live one is.
+ */
+int bft_store_view_lc(struct bft_store *st, uint64_t block, uint64_t gen,
+    struct bft_cand *out);
+unsigned bft_store_view_nhist(struct bft_store *st, uint64_t block,
+    uint64_t gen);
+int bft_store_view_hist_at(struct bft_store *st, uint64_t block,
+    uint64_t gen, unsigned i, struct bft_hist_entry *out);
+int bft_store_view_read_hist(struct bft_store *st, uint64_t block,
+    uint64_t gen, const struct bft_ts *ts, struct bft_hist_entry *out,
+    uint8_t *buf);
+/*
+ * A reader's write-back into the view: lc_g = *c if c's generation is
+ * <= gen and c->ts > lc_g.ts, else -EINVAL.  While the view is the live
+ * state this is bft_store_set_lc; once frozen, a VLC record in the log
+ * makes it durable.  -EIDRM for a dropped volume.
+ */
+int bft_store_view_set_lc(struct bft_store *st, uint64_t block, uint64_t gen,
+    const struct bft_cand *c);
+/*
+ * The first address >= addr of volume vol (that volume only) whose view
+ * at boundary gen is frozen: a block completed with a generation above
+ * gen since the boundary was added.  UINT64_MAX when there is none.
+ * It costs in proportion to the retained blocks it passes (counted in
+ * bft_store_idx_steps), not to the volume's size: export-diff between
+ * two snapshots walks it.
+ */
+uint64_t bft_store_view_next(struct bft_store *st, uint32_t vol,
+    uint64_t gen, uint64_t addr);
+/*
+ * Bytes of the records kept only for boundary gen of vol (what removing
+ * it would free), and of every record retained for vol's boundaries.
+ * A walk over the volume's retained blocks.
+ */
+void bft_store_snap_space(const struct bft_store *st, uint32_t vol,
+    uint64_t gen, uint64_t *exclusive, uint64_t *total);
 
 /* fdatasync of everything written so far.  0 or a negative errno. */
 int bft_store_sync(struct bft_store *st);
@@ -296,7 +400,7 @@ struct bft_store_stats {
 	uint64_t records_replayed;
 	uint64_t records_discarded;	/* torn or corrupt, found on open */
 	uint64_t segments;
-	uint64_t bytes_live, bytes_total;
+	uint64_t bytes_live, bytes_total;	/* live: retained too */
 	uint64_t compactions;
 	uint64_t bytes_copied;		/* by compaction, since open */
 	uint64_t bytes_removed;		/* of the segments it emptied */

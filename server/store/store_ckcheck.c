@@ -44,5 +44,5 @@ st_ckpt_locs_ok(struct bft_store *st, char *why, size_t whylen)
 			return false;
 		}
 	}
-	return true;
+	return st_snap_locs_ok(st, why, whylen);
 }

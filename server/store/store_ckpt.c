@@ -8,8 +8,10 @@
  * ck_hdr), the segments (struct ck_seg), the index's pages that exist,
  * each as its first block's address and its IDX_PAGE entries, the
  * side entries, and the ids of the volumes dropped (ascending): their
- * DROP records may lie before the position, where replay does not go.  It is written to a temporary name only after everything it
- * covers is durable, then fsynced and renamed over the last one.
+ * DROP records may lie before the position, where replay does not go;
+ * then the snapshot boundaries and the retained records (store_int.h).
+ * It is written to a temporary name only after everything it covers is
+ * durable, then fsynced and renamed over the last one.
  *
  * Why loading it gives the state a full replay gives: the log after the
  * position holds every record appended since, in order, and the index
@@ -40,10 +42,11 @@
 #define CKPT_TMP	"index.ckpt.tmp"
 #define CKPT_MAGIC	"BFTIDX1"
 /*
- * 3: the dropped volumes.  2: pages.  An older file is refused: the
- * whole log is replayed, and it finds every DROP record.
+ * 4: the snapshot boundaries and retained records.  3: the dropped
+ * volumes.  2: pages.  An older file is refused: the whole log is
+ * replayed, and it finds every DROP, SNAP and UNSNAP record.
  */
-#define CKPT_VERSION	3u
+#define CKPT_VERSION	4u
 
 struct ck_hdr {
 	char magic[8];
@@ -60,6 +63,22 @@ struct ck_hdr {
 	uint64_t nside;
 	uint64_t npages;		/* pages that follow the segments */
 	uint64_t ndropped;		/* volume ids after the side entries */
+	uint64_t nsnaps;		/* boundaries after the volume ids */
+	uint64_t nret;			/* retained records after those */
+	uint32_t ret_size;		/* struct ret_rec's: same build */
+	uint32_t pad;
+};
+
+/* A boundary, and a retained record, as the file holds them. */
+struct ck_snap {
+	uint32_t vol;
+	uint32_t pad;
+	struct snap_gen g;
+};
+
+struct ck_ret {
+	uint64_t addr;
+	struct ret_rec r;
 };
 
 struct ck_seg {
@@ -78,6 +97,9 @@ struct ckpt_job {
 	struct blk_idx *copy;		/* the pages copied, or NULL */
 	struct side_ent *side;
 	uint32_t *dropped;
+	struct ck_snap *snaps;
+	struct ck_ret *ret;
+	uint64_t ret_cap;		/* records ret has room for */
 	int dirfd;
 	int *fds;			/* segments to sync first */
 	size_t nfds;
@@ -105,7 +127,9 @@ ckpt_emit(struct ck_stream *w, const struct ckpt_job *job)
 			return err;
 	if ((err = ck_write(w, job->side, h->nside * sizeof *job->side)) < 0 ||
 	    (err = ck_write(w, job->dropped, h->ndropped *
-	    sizeof *job->dropped)) < 0)
+	    sizeof *job->dropped)) < 0 ||
+	    (err = ck_write(w, job->snaps, h->nsnaps * sizeof *job->snaps)) <
+	    0 || (err = ck_write(w, job->ret, h->nret * sizeof *job->ret)) < 0)
 		return err;
 	return ck_flush(w);
 }
@@ -155,6 +179,53 @@ copy_len(const struct ckpt_job *job)
 	return (size_t)job->hdr.npages * IDX_PAGE * sizeof(struct blk_idx);
 }
 
+/* The bytes of a job's retained records. */
+static size_t
+ret_len(const struct ckpt_job *job)
+{
+	return (size_t)job->ret_cap * sizeof(struct ck_ret);
+}
+
+static int
+ret_put(void *arg, uint64_t addr, const struct ret_rec *r)
+{
+	struct ckpt_job *job = arg;
+
+	if (job->hdr.nret == job->ret_cap)
+		return -EOVERFLOW;
+	job->ret[job->hdr.nret++] = (struct ck_ret){ .addr = addr, .r = *r };
+	return 0;
+}
+
+/*
+ * The boundaries and retained records, copied: a copy of the retained
+ * index costs 56 bytes a record, on the event loop like the pages'.
+ */
+static int
+snaps_copy(struct bft_store *st, struct ckpt_job *job)
+{
+	uint64_t ngens = 0, nrec = 0;
+	struct ck_hdr *h = &job->hdr;
+
+	for (size_t i = 0; i < st->nsvols; i++) {
+		ngens += st->svols[i].ngens;
+		nrec += st->svols[i].recs;
+	}
+	if ((job->snaps = calloc(ngens + 1, sizeof *job->snaps)) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->nsvols; i++)
+		for (uint32_t k = 0; k < st->svols[i].ngens; k++)
+			job->snaps[h->nsnaps++] = (struct ck_snap){
+			    .vol = st->svols[i].vol,
+			    .g = st->svols[i].gens[k] };
+	if (nrec == 0)
+		return 0;
+	if ((job->ret = ck_big_alloc(nrec * sizeof *job->ret)) == NULL)
+		return -ENOMEM;
+	job->ret_cap = nrec;
+	return st_ret_walk(st, ret_put, job);
+}
+
 static void
 job_free(struct ckpt_job *job)
 {
@@ -167,6 +238,8 @@ job_free(struct ckpt_job *job)
 	free(job->pages);
 	free(job->side);
 	free(job->dropped);
+	ck_big_free(job->ret, ret_len(job));
+	free(job->snaps);
 	free(job->segs);
 	ck_big_free(job->buf, CK_BUF_LEN);
 	free(job->fds);
@@ -204,6 +277,7 @@ job_make(struct bft_store *st, bool copy)
 	h->version = CKPT_VERSION;
 	h->idx_size = sizeof(struct blk_idx);
 	h->side_size = sizeof(struct side_ent);
+	h->ret_size = sizeof(struct ret_rec);
 	h->n = st->n;
 	h->server_index = st->id.server_index;
 	memcpy(h->cluster_id, st->id.cluster_id, BFT_CLUSTER_ID_LEN);
@@ -234,6 +308,8 @@ job_make(struct bft_store *st, bool copy)
 	if ((h->ndropped = st->ndropped) > 0)
 		memcpy(job->dropped, st->dropped, st->ndropped *
 		    sizeof *st->dropped);
+	if (snaps_copy(st, job) < 0)
+		goto out_free;
 	for (uint64_t a = 0; h->npages < st->pages_made &&
 	    st_idx_next(st, &a); a += IDX_PAGE) {
 		job->page_no[h->npages] = a;
@@ -378,7 +454,8 @@ hdr_check(const struct bft_store *st, const struct ck_hdr *h, char *why,
 		return fail(why, whylen, -EINVAL, "%s", "not a checkpoint of "
 		    "this version");
 	if (h->idx_size != sizeof(struct blk_idx) ||
-	    h->side_size != sizeof(struct side_ent))
+	    h->side_size != sizeof(struct side_ent) ||
+	    h->ret_size != sizeof(struct ret_rec))
 		return fail(why, whylen, -EINVAL, "%s", "written by another "
 		    "build's layout");
 	if (h->n != st->n || h->server_index != st->id.server_index ||
@@ -387,7 +464,8 @@ hdr_check(const struct bft_store *st, const struct ck_hdr *h, char *why,
 		return fail(why, whylen, -EINVAL, "%s", "its identity is not "
 		    "the data dir's");
 	if (h->nseg > (1u << 24) || h->nside > h->nblocks * 1024 ||
-	    h->npages > (UINT64_C(1) << 30) || h->ndropped > BFT_ADDR_MAX_VOL)
+	    h->npages > (UINT64_C(1) << 30) || h->ndropped > BFT_ADDR_MAX_VOL ||
+	    h->nsnaps > (UINT64_C(1) << 32) || h->nret > (UINT64_C(1) << 40))
 		return fail(why, whylen, -EINVAL, "%s", "implausible sizes");
 	return 0;
 }
@@ -468,6 +546,7 @@ st_ckpt_load_undo(struct bft_store *st)
 	st->nretired = 0;
 	st->held = 0;
 	st->next_seq = 1;
+	st_snap_free(st);
 	st->replayed = 0;
 	/* A torn tail was cut off for good; damage is counted again. */
 	st->rp.corrupt_records = st->rp.corrupt_bytes = 0;
@@ -521,6 +600,41 @@ dropped_read(struct bft_store *st, struct ck_stream *r, uint64_t ndropped,
 	return 0;
 }
 
+/* The boundaries, then the retained records, ascending. */
+static int
+snaps_read(struct bft_store *st, struct ck_stream *r, const struct ck_hdr *h,
+    char *why, size_t whylen)
+{
+	struct ck_snap cs;
+	struct ck_ret cr;
+	uint64_t prev = 0;
+	int err;
+
+	for (uint64_t i = 0; i < h->nsnaps; i++) {
+		if ((err = ck_read(r, &cs, sizeof cs)) < 0)
+			return err;
+		if (!bft_rec_snap_ok(cs.vol) || cs.g.gen > BFT_GEN_MAX ||
+		    bft_store_dropped(st, cs.vol) ||
+		    (err = st_snap_load(st, cs.vol, &cs.g)) == -EINVAL)
+			return fail(why, whylen, -EINVAL, "%s", "a boundary no "
+			    "SNAP can name, or twice");
+		if (err < 0)
+			return err;
+	}
+	for (uint64_t i = 0; i < h->nret; i++) {
+		if ((err = ck_read(r, &cr, sizeof cr)) < 0)
+			return err;
+		if (cr.addr < prev ||
+		    (err = st_ret_load(st, cr.addr, &cr.r)) == -EINVAL)
+			return fail(why, whylen, -EINVAL, "%s", "a retained "
+			    "record out of order or beyond the index");
+		if (err < 0)
+			return err;
+		prev = cr.addr;
+	}
+	return 0;
+}
+
 int
 st_ckpt_load(struct bft_store *st, uint32_t *seg_no, uint64_t *off,
     char *why, size_t whylen)
@@ -565,7 +679,8 @@ st_ckpt_load(struct bft_store *st, uint32_t *seg_no, uint64_t *off,
 		}
 		st_side_insert(st, &e);
 	}
-	if ((err = dropped_read(st, &r, h.ndropped, why, whylen)) < 0)
+	if ((err = dropped_read(st, &r, h.ndropped, why, whylen)) < 0 ||
+	    (err = snaps_read(st, &r, &h, why, whylen)) < 0)
 		goto out_why;
 	if (ck_read(&r, &extra, 1) != -EBADMSG || r.fill != r.pos) {
 		err = fail(why, whylen, -EINVAL, "%s", "trailing bytes");

@@ -61,18 +61,40 @@ compact_pick(struct bft_store *st)
 	return best != NULL && below(st, live, size) ? best : NULL;
 }
 
-/* rec_owner's *side for a DROP record, and for lc's. */
+/*
+ * rec_owner's *side for a retained record (its index in *ret's node), a
+ * snapshot boundary's record, a DROP record, and lc's.
+ */
+#define OWNER_RET	(-5)
+#define OWNER_SNAP	(-4)
 #define OWNER_DROP	(-3)
 #define OWNER_LC	(-2)
 
+/* A retained record of block at loc, or NULL. */
+static struct ret_rec *
+ret_owner(const struct bft_store *st, const struct blk_idx *x, uint64_t block,
+    uint64_t loc)
+{
+	struct ret_node *node;
+
+	if (!(x->flags & IDX_RET) || (node = st_ret_node(st, block)) == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < node->n; i++)
+		if (node->rec[i].type != 0 && node->rec[i].loc == loc)
+			return &node->rec[i];
+	return NULL;
+}
+
 /*
  * Whether the record at loc must be copied: lc's (*side OWNER_LC),
- * Hist[lc.ts]'s (-1), a side entry's (its slot), or a DROP record
- * (OWNER_DROP), which is never garbage (store_drop.c).
+ * Hist[lc.ts]'s (-1), a side entry's (its slot), a retained record
+ * (OWNER_RET, *ret), a DROP record (OWNER_DROP), which is never garbage
+ * (store_drop.c), or a boundary's SNAP or an UNSNAP (OWNER_SNAP,
+ * store_snap.c).
  */
 static bool
 rec_owner(const struct bft_store *st, uint64_t loc,
-    const struct bft_rec_hdr *h, long *side)
+    const struct bft_rec_hdr *h, long *side, struct ret_rec **ret)
 {
 	const struct blk_idx *x;
 	long pos = -1;
@@ -81,12 +103,19 @@ rec_owner(const struct bft_store *st, uint64_t loc,
 		*side = OWNER_DROP;
 		return true;
 	}
+	if (h->type == BFT_REC_SNAP || h->type == BFT_REC_UNSNAP) {
+		*side = OWNER_SNAP;
+		return st_snap_owner(st, h, loc);
+	}
 	if (!st_addr_ok(st, h->block))
 		return false;
 	x = st_idx(st, h->block);
-	if (h->type == BFT_REC_LC) {
+	*side = OWNER_RET;
+	if ((*ret = ret_owner(st, x, h->block, loc)) != NULL)
+		return true;
+	if (bft_rec_is_lc(h->type)) {
 		*side = OWNER_LC;
-		return x->lc_loc == loc;
+		return h->type == BFT_REC_LC && x->lc_loc == loc;
 	}
 	if ((x->flags & IDX_HENT) && x->h_loc == loc) {
 		*side = -1;
@@ -103,56 +132,94 @@ rec_owner(const struct bft_store *st, uint64_t loc,
 
 /* Where the index keeps the owner's location. */
 static uint64_t *
-owner_loc(struct bft_store *st, uint64_t block, long side)
+owner_loc(struct bft_store *st, uint64_t block, long side,
+    struct ret_rec *ret)
 {
 	struct blk_idx *x = st_idx_mut(st, block);
 
+	if (side == OWNER_RET)
+		return &ret->loc;
 	return side == OWNER_LC ? &x->lc_loc : side == -1 ? &x->h_loc :
 	    &st->side.e[side].loc;
 }
 
+/* What the record of an owner must be: its type and ts. */
+static const struct bft_ts *
+owner_ts(struct bft_store *st, const struct blk_idx *x, long side,
+    const struct ret_rec *ret, unsigned *type)
+{
+	if (side == OWNER_RET) {
+		*type = ret->type;
+		return &ret->ts;
+	}
+	*type = side == OWNER_LC ? BFT_REC_LC : BFT_REC_HIST;
+	return side >= 0 ? &st->side.e[side].ts : &x->lc_ts;
+}
+
+/* Forgets the damaged HIST record of an owner, as a read would. */
+static void
+owner_forget(struct bft_store *st, uint64_t block, long side,
+    struct ret_rec *ret, const struct bft_ts *ts)
+{
+	struct ret_node *node;
+
+	if (side != OWNER_RET) {
+		st_hist_forget(st, block, ts);
+		return;
+	}
+	node = st_ret_node(st, block);
+	st_ret_drop(st, st_snap_vol(st, bft_addr_vol(block)), node,
+	    (unsigned)(ret - node->rec));
+}
+
 /*
- * Copies one live record to the log's end.  A HIST record found damaged
- * is forgotten, as a read would; a damaged LC record cannot be, since
- * lc must never go back, so it is rewritten from the metadata cache if
- * that still holds it, and otherwise its segment is kept (-EUCLEAN).
+ * Copies one live record to the log's end, as it is: a retained one
+ * stays what replay takes for retained (store_int.h).  A HIST record
+ * found damaged is forgotten, as a read would; a damaged LC or VLC
+ * record cannot be, since an lc must never go back, so it is rewritten
+ * from the metadata cache if that still holds it, and otherwise its
+ * segment is kept (-EUCLEAN).
  */
 static int
-compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
-    uint64_t block, long side)
+compact_copy(struct bft_store *st, const struct bft_rec_hdr *ch,
+    uint64_t oldloc, size_t len, long side, struct ret_rec *ret)
 {
 	struct seg *src = st_seg_find(st, LOC_SEG(oldloc));
 	size_t meta = bft_rec_meta_len(BFT_REC_LC, st->n);
+	uint64_t block = ch->block, loc;
+	const struct bft_ts *want;
 	struct bft_hist_meta m;
 	struct bft_rec_hdr h;
-	const struct bft_ts *want;
-	struct blk_idx *x;
-	uint64_t loc;
+	struct bft_cand c;
+	unsigned type;
 	bool ok;
 	int err;
 
 	if (side == OWNER_DROP)
 		return st_drop_copy(st, oldloc, len);
-	x = st_idx_mut(st, block);	/* it owns a record */
+	if (side == OWNER_SNAP)
+		return st_snap_copy(st, ch, oldloc, len);
+	want = owner_ts(st, st_idx(st, block), side, ret, &type);
 	if ((err = bft_pread_all(src->fd, st->rbuf, len, LOC_OFF(oldloc))) < 0)
 		return err;
-	ok = bft_rec_check(st->rbuf, len, st->n, &h) == BFT_REC_OK;
-	if (ok && side >= -1) {
-		want = side == -1 ? &x->lc_ts : &st->side.e[side].ts;
+	ok = bft_rec_check(st->rbuf, len, st->n, &h) == BFT_REC_OK &&
+	    h.type == type;
+	if (ok && type == BFT_REC_HIST) {
 		bft_rec_decode_hist(st->rbuf, st->n, &m);
 		ok = bft_ts_cmp(&m.ts, want) == 0;
+	} else if (ok) {
+		bft_rec_decode_lc(st->rbuf, st->n, &c);
+		ok = bft_ts_cmp(&c.ts, want) == 0;
 	}
-	if (!ok && side >= -1) {
+	if (!ok && type == BFT_REC_HIST) {
 		bft_warn("%s: HIST record at seg %" PRIu32 " offset %" PRIu64
 		    " was damaged since open; dropping the entry", st->dir,
 		    src->no, LOC_OFF(oldloc));
-		st_hist_forget(st, block, side == -1 ? &x->lc_ts :
-		    &st->side.e[side].ts);
+		owner_forget(st, block, side, ret, want);
 		return 0;
 	}
 	if (!ok) {
-		const uint8_t *p = st_meta_read(st, oldloc, BFT_REC_LC, block,
-		    len);
+		const uint8_t *p = st_meta_read(st, oldloc, type, block, len);
 
 		/* A hit is what was checked when it was cached. */
 		if (p == NULL)
@@ -165,7 +232,7 @@ compact_copy(struct bft_store *st, uint64_t oldloc, size_t len,
 	st_live_dec(st, oldloc, len);
 	st_live_inc(st, loc, len);
 	st->copied += len;
-	*owner_loc(st, block, side) = loc;
+	*owner_loc(st, block, side, ret) = loc;
 	return 0;
 }
 
@@ -248,7 +315,8 @@ keep_stuck(struct bft_store *st, struct seg *src, uint64_t off,
 	else
 		bft_warn("%s: seg %" PRIu32 " offset %" PRIu64 ": %s record "
 		    "was damaged since open; keeping the segment", st->dir,
-		    src->no, off, h->type == BFT_REC_DROP ? "a DROP" : "lc's");
+		    src->no, off, h->type == BFT_REC_DROP ? "a DROP" :
+		    h->type == BFT_REC_UNSNAP ? "an UNSNAP" : "an lc");
 	src->stuck = true;
 	st->cmp_no = 0;
 }
@@ -275,6 +343,7 @@ compact_run(struct bft_store *st, uint64_t budget)
 	}
 	while (done < budget) {
 		uint64_t off = st->cmp_off, avail;
+		struct ret_rec *ret = NULL;
 		size_t len;
 		long side;
 
@@ -302,9 +371,9 @@ compact_run(struct bft_store *st, uint64_t budget)
 		}
 		len = BFT_REC_HDR_LEN + (size_t)h.payload_len +
 		    BFT_REC_SUM_LEN;
-		if (rec_owner(st, LOC(src->no, off), &h, &side) &&
-		    (err = compact_copy(st, LOC(src->no, off), len, h.block,
-		    side)) < 0) {
+		if (rec_owner(st, LOC(src->no, off), &h, &side, &ret) &&
+		    (err = compact_copy(st, &h, LOC(src->no, off), len, side,
+		    ret)) < 0) {
 			if (err != -EUCLEAN && err != -EBUSY)
 				break;
 			keep_stuck(st, src, off, &h, err);

@@ -158,6 +158,7 @@ st_drop_apply(struct bft_store *st, uint32_t vol, uint64_t loc,
 		return 0;
 	if ((err = st_dropped_add(st, vol)) < 0)
 		return err;
+	st_snap_drop_vol(st, vol);
 	if ((cv = st_idx_vol(st, vol)) == NULL)
 		return 0;
 	i = (size_t)(cv - st->vols);

@@ -353,6 +353,12 @@ vol_live(struct bft_store *st, uint64_t addr, int64_t delta)
 }
 
 void
+st_vol_live(struct bft_store *st, uint64_t addr, int64_t delta)
+{
+	vol_live(st, addr, delta);
+}
+
+void
 st_idx_recount(struct bft_store *st)
 {
 	size_t lc = bft_rec_lc_len(st->n);
@@ -361,10 +367,13 @@ st_idx_recount(struct bft_store *st)
 		struct idx_vol *v = &st->vols[i];
 
 		v->live = 0;
+		v->top_gen = 0;
 		for (uint64_t p = 0; p < v->npages; p++) {
 			const struct blk_idx *x = v->pages[p];
 
 			for (unsigned k = 0; x != NULL && k < IDX_PAGE; k++) {
+				if (bft_ts_gen(&x[k].lc_ts) > v->top_gen)
+					v->top_gen = bft_ts_gen(&x[k].lc_ts);
 				if (x[k].lc_loc != 0)
 					v->live += lc;
 				if (x[k].flags & IDX_HENT)
@@ -446,6 +455,17 @@ st_hist_apply(struct bft_store *st, uint64_t block,
 	vol_live(st, block, (int64_t)hist_len(st, m->frag_len));
 }
 
+/*
+ * Entry (ts, loc, frag_len) of block leaves the live state under the GC
+ * rule: retained when the set_lc crossed a boundary at or above its
+ * generation (store_retain.c; room was reserved), else garbage.
+ */
+static bool
+gc_retains(bool cross, uint64_t gmax, const struct bft_ts *ts)
+{
+	return cross && bft_ts_gen(ts) <= gmax;
+}
+
 bool
 st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
     uint64_t loc)
@@ -453,13 +473,22 @@ st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
 	struct blk_idx *x = st_idx_mut(st, block);
 	int cmp = bft_ts_cmp(&c->ts, &x->lc_ts);
 	size_t len = bft_rec_lc_len(st->n);
+	struct bft_ts old = x->lc_ts;
+	struct idx_vol *v;
+	uint64_t gmax = 0;
+	bool cross;
 	long pos;
 
 	if (cmp < 0)
 		return false;
+	/* The one place both the live store and replay retain. */
+	cross = cmp > 0 && st_ret_crossing(st, block, &old, &c->ts, &gmax);
 	if (bft_ts_is_zero(&x->lc_ts) && !bft_ts_is_zero(&c->ts))
 		st->held++;
-	if (x->lc_loc != 0) {
+	if (cross)
+		st_ret_add_moved(st, block, x->lc_loc != 0 ? BFT_REC_LC : 0,
+		    &old, x->lc_loc, 0);
+	else if (x->lc_loc != 0) {
 		st_live_dec(st, x->lc_loc, len);
 		vol_live(st, block, -(int64_t)len);
 	}
@@ -467,11 +496,21 @@ st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
 	x->lc_loc = loc;
 	st_live_inc(st, loc, len);
 	vol_live(st, block, (int64_t)len);
+	if ((v = vol_find(st, bft_addr_vol(block))) != NULL &&
+	    bft_ts_gen(&c->ts) > v->top_gen)
+		v->top_gen = bft_ts_gen(&c->ts);
 	if (cmp == 0)
 		return true;
 	/* The GC rule: every entry below the new lc goes. */
-	if (x->flags & IDX_HENT)
+	if ((x->flags & IDX_HENT) && gc_retains(cross, gmax, &old)) {
+		st_ret_add_moved(st, block, BFT_REC_HIST, &old, x->h_loc,
+		    x->h_frag_len);
+		x->h_loc = 0;
+		x->h_frag_len = 0;
+		x->flags &= ~(IDX_HENT | IDX_HELD | IDX_HELD_UNKNOWN);
+	} else if (x->flags & IDX_HENT) {
 		h_drop(st, block, x);
+	}
 	for (pos = -1; IDX_NSIDE(x) > 0 && st_side_next(st, block, &pos);) {
 		struct side_ent *e = &st->side.e[pos];
 		int ec = bft_ts_cmp(&e->ts, &c->ts);
@@ -486,12 +525,18 @@ st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
 			if (held_by(c, &e->ts, e->nh))
 				x->flags |= IDX_HELD;
 			side_delete(st, (size_t)pos);
+		} else if (gc_retains(cross, gmax, &e->ts)) {
+			st_ret_add_moved(st, block, BFT_REC_HIST, &e->ts,
+			    e->loc, e->frag_len);
+			side_delete(st, (size_t)pos);
 		} else {
 			st_side_drop(st, pos);
 		}
 		/* A deletion shifts entries back: walk the run again. */
 		pos = -1;
 	}
+	if (cross)
+		st_ret_prune(st, block);
 	return true;
 }
 

@@ -53,7 +53,7 @@ struct seg {
 	uint64_t end;		/* end of the records replay accepted */
 	uint64_t live;		/* bytes of records the index points to */
 	uint64_t first_seq;	/* its first record's sequence number */
-	uint32_t drops;		/* DROP records in it, never garbage */
+	uint32_t drops;		/* DROP, UNSNAP records: never garbage */
 	bool dirty;		/* written since the last sync */
 	bool stuck;		/* compaction could not parse it: keep it */
 	bool retired;		/* compacted: unlink once copies are synced */
@@ -97,6 +97,7 @@ struct idx_vol {
 	struct pagemap map;		/* which pages[p] are not NULL */
 	uint64_t hi;			/* one past the highest page */
 	uint64_t live;			/* bytes of the records it points to */
+	uint64_t top_gen;		/* the highest generation of an lc */
 };
 
 struct blk_idx {
@@ -122,6 +123,7 @@ _Static_assert(IDX_PAGE == BFT_STORE_PAGE, "store.h says the page size");
 #define IDX_HENT	1u		/* h_loc is Hist[lc.ts] */
 #define IDX_HELD	2u		/* and validByHist(lc, it) holds */
 #define IDX_HELD_UNKNOWN 4u		/* HELD to be read from the records */
+#define IDX_RET		8u		/* has retained records */
 #define IDX_SIDE_SHIFT	8
 #define IDX_NSIDE(x)	((x)->flags >> IDX_SIDE_SHIFT)
 
@@ -192,6 +194,10 @@ struct bft_store {
 	size_t ndropped, dropcap;
 	/* Page-map steps of every walk: what the tests bound a walk by. */
 	uint64_t idx_steps;
+	/* Snapshot boundaries and retained records, by volume, ascending. */
+	struct snap_vol *svols;
+	size_t nsvols, svolcap;
+	uint64_t ret_seed;		/* the retention index's priorities */
 	struct side_tab side;
 	struct mcache mc;
 	struct seg *segs;		/* ascending numbers; last is active */
@@ -428,5 +434,170 @@ st_addr_ok(const struct bft_store *st, uint64_t addr)
 {
 	return bft_addr_ok(addr, st->id.nblocks);
 }
+
+/*
+ * Snapshot views (store.h).  store_snap.c keeps each volume's
+ * boundaries and their SNAP and UNSNAP records; store_view.c keeps the
+ * retained records and answers the views.
+ *
+ * A block's retained records are a set of lc records (LC or VLC, or
+ * c0's marker, which has no record) and HIST records, sorted by ts.
+ * What the set must hold follows from it alone: for every boundary g
+ * below the live lc's generation, the newest lc of generation <= g
+ * (lc_g), and the entries of generation <= g with ts >= lc_g.ts.
+ * st_ret_prune keeps exactly that.  A set_lc that crosses a boundary
+ * (st_lc_apply) adds the lc it replaces and the entries the GC rule
+ * drops; a VLC record adds a write-back; replay adds any LC or HIST
+ * record older than the block's lc, which only a compaction copy of a
+ * retained record can be.  Since the pruned set depends only on what
+ * was added, not when, a replay that meets the records in another
+ * order (compaction moves them) prunes to what the live store held:
+ * docs/store.md says why that needs the boundaries known before the
+ * replay (st_snap_prescan) and refuses a boundary below a completed
+ * write.
+ */
+struct bft_rec_hdr;
+
+struct snap_gen {
+	uint64_t gen;
+	uint64_t id;			/* the SNAP's id: its first seq */
+	uint64_t loc;			/* its record */
+};
+
+/* One retained record: 48 bytes. */
+struct ret_rec {
+	struct bft_ts ts;		/* zero for c0's marker */
+	uint64_t loc;			/* 0 for c0's marker */
+	uint32_t frag_len;		/* a HIST record's */
+	uint8_t type;			/* BFT_REC_HIST, _LC, _VLC; 0: c0 */
+	uint8_t pad[3];
+};
+
+/*
+ * A block with retained records, in its volume's treap by address: 48
+ * bytes and its records' array, 48 bytes a record.
+ */
+struct ret_node {
+	uint64_t addr;
+	struct ret_node *l, *r;
+	uint32_t prio;
+	uint32_t n, cap;
+	struct ret_rec *rec;		/* sorted by ts, lc before HIST */
+};
+
+struct snap_vol {
+	uint32_t vol;
+	uint32_t ngens, gencap;
+	struct snap_gen *gens;		/* ascending */
+	struct ret_node *root;
+	uint64_t nodes, recs;
+	uint64_t bytes;			/* of its retained records */
+	bool gc;			/* a boundary went: prune every node */
+	uint64_t gc_next;		/* the address the pruning resumes at */
+};
+
+/* store_snap.c. */
+struct snap_vol *st_snap_vol(const struct bft_store *st, uint32_t vol);
+/* vol's table, made when absent; NULL when out of memory. */
+struct snap_vol *st_snap_vol_make(struct bft_store *st, uint32_t vol);
+/* Whether gen is one of sv's boundaries. */
+bool st_snap_has(const struct snap_vol *sv, uint64_t gen);
+/*
+ * The highest boundary of sv in [lo, hi), or false when there is none:
+ * whether an lc moving from generation lo to hi crosses one.
+ */
+bool st_snap_crossed(const struct snap_vol *sv, uint64_t lo, uint64_t hi,
+    uint64_t *gmax);
+/* Adds a boundary as it is (a checkpoint's); 0 or -ENOMEM. */
+int st_snap_load(struct bft_store *st, uint32_t vol,
+    const struct snap_gen *g);
+/*
+ * Before a replay from (no, off): the boundaries the log after it
+ * leaves, its SNAP and UNSNAP records ordered by their ids, so that
+ * every set_lc the replay meets crosses what the live store's did.
+ * 0 or a negative errno with why.
+ */
+int st_snap_prescan(struct bft_store *st, uint32_t no, uint64_t off,
+    char *why, size_t whylen);
+/*
+ * After a replay, which added records whose set_lc it had not met yet
+ * and kept what boundaries removed since held: every retained block
+ * pruned to what the views need.
+ */
+void st_snap_prune_all(struct bft_store *st);
+/* A SNAP or UNSNAP record met by replay: an UNSNAP is kept for good. */
+void st_snap_replayed(struct bft_store *st, const struct bft_rec_hdr *h,
+    uint64_t loc);
+/*
+ * Compaction: whether the SNAP or UNSNAP record at loc must be copied,
+ * and its copy (read into rbuf, len bytes): 0, -EUCLEAN when damaged,
+ * or another negative errno to retry.
+ */
+bool st_snap_owner(const struct bft_store *st, const struct bft_rec_hdr *h,
+    uint64_t loc);
+int st_snap_copy(struct bft_store *st, const struct bft_rec_hdr *h,
+    uint64_t oldloc, size_t len);
+/* A DROP: vol's boundaries and retained records go. */
+void st_snap_drop_vol(struct bft_store *st, uint32_t vol);
+void st_snap_free(struct bft_store *st);
+/* After a replay: every location in a SNAP record or retained one is. */
+bool st_snap_locs_ok(struct bft_store *st, char *why, size_t whylen);
+
+/*
+ * store_view.c.  st_ret_reserve makes room for extra more records of
+ * block before the append whose transition adds them, so that the
+ * transition cannot fail (0 or -ENOMEM); st_ret_reserve_cross reserves
+ * what a set_lc of block to ts would retain.
+ */
+int st_ret_reserve(struct bft_store *st, uint64_t block, unsigned extra);
+int st_ret_reserve_cross(struct bft_store *st, uint64_t block,
+    const struct bft_ts *ts);
+/*
+ * Adds a record to block's retained set (reserved); add_new counts its
+ * bytes as live, add_moved does not (they were live as lc's or an
+ * entry's).  A record of the same ts and kind is replaced.  Then
+ * st_ret_prune keeps what the views need (store_int.h, above).
+ */
+void st_ret_add_new(struct bft_store *st, uint64_t block, unsigned type,
+    const struct bft_ts *ts, uint64_t loc, uint32_t frag_len);
+void st_ret_add_moved(struct bft_store *st, uint64_t block, unsigned type,
+    const struct bft_ts *ts, uint64_t loc, uint32_t frag_len);
+void st_ret_prune(struct bft_store *st, uint64_t block);
+/* The bytes of a retained record in the log. */
+size_t st_ret_len(const struct bft_store *st, const struct ret_rec *r);
+/* block's retained node, or NULL. */
+struct ret_node *st_ret_node(const struct bft_store *st, uint64_t block);
+/* Drops retained record i of node (its bytes no longer live). */
+void st_ret_drop(struct bft_store *st, struct snap_vol *sv,
+    struct ret_node *node, unsigned i);
+/*
+ * Prunes nodes of sv from sv->gc_next on, one of *budget each; true
+ * when it reached the end (sv->gc is then false).
+ */
+bool st_ret_gc(struct bft_store *st, struct snap_vol *sv, uint64_t *budget);
+/* Whether a set_lc of block from old to ts crosses a boundary. */
+bool st_ret_crossing(const struct bft_store *st, uint64_t block,
+    const struct bft_ts *old, const struct bft_ts *ts, uint64_t *gmax);
+/*
+ * A LC, VLC or HIST record that replay found older than its block's
+ * lc (a compaction copy of a retained record), or any VLC record:
+ * added to the block's retained set.  0 or -ENOMEM.
+ */
+int st_ret_replayed(struct bft_store *st, uint64_t block, unsigned type,
+    const struct bft_ts *ts, uint64_t loc, uint32_t frag_len);
+/* Frees sv's treap; drop: its records stop being live, too. */
+void st_ret_free(struct bft_store *st, struct snap_vol *sv, bool drop);
+/* Calls fn for every retained record, in address order. */
+int st_ret_walk(const struct bft_store *st,
+    int (*fn)(void *arg, uint64_t addr, const struct ret_rec *r), void *arg);
+/* A checkpoint's record, its bytes counted already.  0 or -errno. */
+int st_ret_load(struct bft_store *st, uint64_t addr, const struct ret_rec *r);
+/* Adds every volume's retained bytes to its live bytes (open). */
+void st_ret_recount(struct bft_store *st);
+/* store_index.c: vol's live bytes, by addr, change by delta. */
+void st_vol_live(struct bft_store *st, uint64_t addr, int64_t delta);
+/* store.c: reads the HIST record at loc into rbuf, checked whole. */
+int st_hist_read(struct bft_store *st, uint64_t loc, uint64_t block,
+    const struct bft_ts *ts, uint32_t frag_len, struct bft_hist_meta *m);
 
 #endif

@@ -87,6 +87,20 @@ bft_rec_drop_ok(uint32_t vol)
 	return vol != 0 && vol < BFT_VOL_TABLE;
 }
 
+#define SNAP_PAYLOAD	24u
+
+size_t
+bft_rec_snap_len(void)
+{
+	return BFT_REC_HDR_LEN + SNAP_PAYLOAD + BFT_REC_SUM_LEN;
+}
+
+bool
+bft_rec_snap_ok(uint32_t vol)
+{
+	return vol < BFT_VOL_TABLE;
+}
+
 size_t
 bft_rec_max_len(unsigned n)
 {
@@ -137,6 +151,8 @@ bft_rec_meta_len(unsigned type, unsigned n)
 {
 	if (type == BFT_REC_DROP)
 		return BFT_REC_HDR_LEN + DROP_PAYLOAD;
+	if (type == BFT_REC_SNAP || type == BFT_REC_UNSNAP)
+		return BFT_REC_HDR_LEN + SNAP_PAYLOAD;
 	return type == BFT_REC_HIST ? bft_rec_frag_off(n) :
 	    BFT_REC_HDR_LEN + lc_payload_len(n);
 }
@@ -191,10 +207,17 @@ size_t
 bft_rec_encode_lc(uint8_t *buf, unsigned n, uint64_t seq, uint64_t block,
     const struct bft_cand *c)
 {
+	return bft_rec_encode_lc_as(buf, n, BFT_REC_LC, seq, block, c);
+}
+
+size_t
+bft_rec_encode_lc_as(uint8_t *buf, unsigned n, unsigned type, uint64_t seq,
+    uint64_t block, const struct bft_cand *c)
+{
 	size_t len = bft_rec_lc_len(n);
 	uint8_t *p = buf + BFT_REC_HDR_LEN;
 
-	put_hdr(buf, BFT_REC_LC, (uint32_t)lc_payload_len(n), seq, block);
+	put_hdr(buf, type, (uint32_t)lc_payload_len(n), seq, block);
 	p = put_ts(p, &c->ts);
 	memcpy(p, c->nonce, BFT_NONCE_LEN);
 	p += BFT_NONCE_LEN;
@@ -210,6 +233,20 @@ bft_rec_encode_drop(uint8_t *buf, unsigned n, uint64_t seq, uint32_t vol)
 
 	put_hdr(buf, BFT_REC_DROP, DROP_PAYLOAD, seq, bft_addr(vol, 0));
 	put64(buf + BFT_REC_HDR_LEN, vol);
+	put_sum(buf, len, n);
+	return len;
+}
+
+size_t
+bft_rec_encode_snap(uint8_t *buf, unsigned n, unsigned type, uint64_t seq,
+    uint32_t vol, uint64_t gen, uint64_t id)
+{
+	size_t len = bft_rec_snap_len();
+
+	put_hdr(buf, type, SNAP_PAYLOAD, seq, bft_addr(vol, 0));
+	put64(buf + BFT_REC_HDR_LEN, vol);
+	put64(buf + BFT_REC_HDR_LEN + 8, gen);
+	put64(buf + BFT_REC_HDR_LEN + 16, id);
 	put_sum(buf, len, n);
 	return len;
 }
@@ -252,11 +289,17 @@ bft_rec_check_hdr(const uint8_t *buf, size_t avail, unsigned n,
 			return BFT_REC_BADHDR;
 		break;
 	case BFT_REC_LC:
+	case BFT_REC_VLC:
 		if (h->payload_len != lc_payload_len(n))
 			return BFT_REC_BADHDR;
 		break;
 	case BFT_REC_DROP:
 		if (h->payload_len != DROP_PAYLOAD)
+			return BFT_REC_BADHDR;
+		break;
+	case BFT_REC_SNAP:
+	case BFT_REC_UNSNAP:
+		if (h->payload_len != SNAP_PAYLOAD)
 			return BFT_REC_BADHDR;
 		break;
 	default:
@@ -265,6 +308,18 @@ bft_rec_check_hdr(const uint8_t *buf, size_t avail, unsigned n,
 	if (avail - BFT_REC_HDR_LEN < (size_t)h->payload_len + BFT_REC_SUM_LEN)
 		return BFT_REC_SHORT;
 	return BFT_REC_OK;
+}
+
+/* A SNAP or UNSNAP names its volume twice, and a possible boundary. */
+static bool
+snap_sane(const uint8_t *buf, const struct bft_rec_hdr *h)
+{
+	uint64_t vol = get64(buf + BFT_REC_HDR_LEN);
+
+	return vol <= BFT_ADDR_MAX_VOL && bft_rec_snap_ok((uint32_t)vol) &&
+	    h->block == bft_addr((uint32_t)vol, 0) &&
+	    get64(buf + BFT_REC_HDR_LEN + 8) <= BFT_GEN_MAX &&
+	    get64(buf + BFT_REC_HDR_LEN + 16) != 0;
 }
 
 enum bft_rec_status
@@ -293,6 +348,9 @@ bft_rec_check(const uint8_t *buf, size_t len, unsigned n,
 	    BFT_ADDR_MAX_VOL || h->block != bft_addr(bft_rec_decode_drop(buf),
 	    0) || !bft_rec_drop_ok(bft_rec_decode_drop(buf))))
 		return BFT_REC_BADSUM;
+	if ((h->type == BFT_REC_SNAP || h->type == BFT_REC_UNSNAP) &&
+	    !snap_sane(buf, h))
+		return BFT_REC_BADSUM;
 	return BFT_REC_OK;
 }
 
@@ -309,7 +367,7 @@ bft_rec_check_meta(const uint8_t *buf, size_t avail, unsigned n,
 	    get16(buf + 6) != 0)
 		return BFT_REC_BADHDR;
 	get_hdr(buf, h);
-	if (h->type != BFT_REC_HIST && h->type != BFT_REC_LC)
+	if (h->type != BFT_REC_HIST && !bft_rec_is_lc(h->type))
 		return BFT_REC_BADHDR;
 	meta = bft_rec_meta_len(h->type, n);
 	if (avail < meta)
@@ -374,6 +432,15 @@ uint32_t
 bft_rec_decode_drop(const uint8_t *rec)
 {
 	return (uint32_t)get64(rec + BFT_REC_HDR_LEN);
+}
+
+void
+bft_rec_decode_snap(const uint8_t *rec, uint32_t *vol, uint64_t *gen,
+    uint64_t *id)
+{
+	*vol = (uint32_t)get64(rec + BFT_REC_HDR_LEN);
+	*gen = get64(rec + BFT_REC_HDR_LEN + 8);
+	*id = get64(rec + BFT_REC_HDR_LEN + 16);
 }
 
 void

@@ -23,6 +23,16 @@
  * index as bft_store_drop_volume() did.  Its block is the volume's
  * block 0; a record whose two disagree, or that names volume 0 or a
  * reserved one, is damaged.  Its meta CRC covers the whole payload.
+ *
+ * Format 7 adds three (store_snap.c, store_view.c).  A SNAP record
+ * adds a snapshot boundary of a volume and an UNSNAP record removes
+ * one: the payload is the volume (8 bytes), the generation (8) and the
+ * event's id (8), the sequence number it was first written under, which
+ * copies keep, so that replay can order the events of one boundary
+ * whatever compaction did to their places.  Their block is the volume's
+ * block 0, and a reserved volume or a generation above BFT_GEN_MAX is
+ * damage.  A VLC record is laid out as an LC record: a reader's
+ * write-back into a snapshot's view, never the block's live lc.
  */
 #ifndef BFTBLK_STORE_LOG_H
 #define BFTBLK_STORE_LOG_H
@@ -43,7 +53,17 @@ enum bft_rec_type {
 	BFT_REC_HIST = 1,
 	BFT_REC_LC = 2,
 	BFT_REC_DROP = 3,
+	BFT_REC_SNAP = 4,
+	BFT_REC_UNSNAP = 5,
+	BFT_REC_VLC = 6,
 };
+
+/* Whether a record of type is laid out as an LC record. */
+static inline bool
+bft_rec_is_lc(unsigned type)
+{
+	return type == BFT_REC_LC || type == BFT_REC_VLC;
+}
 
 /* What bft_rec_check() and bft_rec_read() found at an offset. */
 enum bft_rec_status {
@@ -76,6 +96,7 @@ size_t bft_rec_hist_meta_len(unsigned n);
 size_t bft_rec_hist_len(unsigned n, uint32_t frag_len);
 size_t bft_rec_lc_len(unsigned n);
 size_t bft_rec_drop_len(void);
+size_t bft_rec_snap_len(void);
 size_t bft_rec_max_len(unsigned n);
 /* Where a HIST record's fragment starts, from the record's start. */
 size_t bft_rec_frag_off(unsigned n);
@@ -88,6 +109,14 @@ size_t bft_rec_encode_lc(uint8_t *buf, unsigned n, uint64_t seq,
 			 uint64_t block, const struct bft_cand *c);
 size_t bft_rec_encode_drop(uint8_t *buf, unsigned n, uint64_t seq,
 			   uint32_t vol);
+/* type: BFT_REC_LC or BFT_REC_VLC. */
+size_t bft_rec_encode_lc_as(uint8_t *buf, unsigned n, unsigned type,
+			    uint64_t seq, uint64_t block,
+			    const struct bft_cand *c);
+/* A SNAP or UNSNAP record (type) of boundary gen of vol. */
+size_t bft_rec_encode_snap(uint8_t *buf, unsigned n, unsigned type,
+			   uint64_t seq, uint32_t vol, uint64_t gen,
+			   uint64_t id);
 /* Give an encoded record a new sequence number and checksums. */
 void bft_rec_restamp(uint8_t *rec, size_t len, unsigned n, uint64_t seq);
 
@@ -124,8 +153,12 @@ void bft_rec_decode_hist(const uint8_t *rec, unsigned n,
 			 struct bft_hist_meta *m);
 void bft_rec_decode_lc(const uint8_t *rec, unsigned n, struct bft_cand *c);
 uint32_t bft_rec_decode_drop(const uint8_t *rec);
+void bft_rec_decode_snap(const uint8_t *rec, uint32_t *vol, uint64_t *gen,
+			 uint64_t *id);
 /* Whether a DROP of vol may be: not the cluster's disk, not reserved. */
 bool bft_rec_drop_ok(uint32_t vol);
+/* Whether vol may have snapshots: any volume but the reserved ones. */
+bool bft_rec_snap_ok(uint32_t vol);
 
 /* Whole-buffer I/O: 0 or a negative errno (-EIO for a short read). */
 int bft_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);

@@ -25,6 +25,7 @@ static int
 replay_rec(struct bft_store *st, const struct bft_rec_hdr *h, uint64_t loc,
     size_t len)
 {
+	const struct bft_ts *lc;
 	struct bft_hist_meta m;
 	struct bft_cand c;
 	uint64_t blocks;
@@ -33,19 +34,36 @@ replay_rec(struct bft_store *st, const struct bft_rec_hdr *h, uint64_t loc,
 	if (h->type == BFT_REC_DROP)
 		return st_drop_apply(st, bft_rec_decode_drop(st->rbuf), loc,
 		    &blocks);
+	if (h->type == BFT_REC_SNAP || h->type == BFT_REC_UNSNAP) {
+		st_snap_replayed(st, h, loc);
+		return 0;
+	}
 	/* Written after its DROP by a server that did not refuse it. */
 	if (bft_store_dropped(st, bft_addr_vol(h->block)))
 		return 0;
 	if (st_idx_make(st, h->block) < 0)
 		return -ENOMEM;
-	if (h->type == BFT_REC_LC) {
+	lc = &st_idx(st, h->block)->lc_ts;
+	/*
+	 * A record older than lc is a compaction copy of a retained one
+	 * (appends are never older), and a VLC record is never live.
+	 */
+	if (bft_rec_is_lc(h->type)) {
 		bft_rec_decode_lc(st->rbuf, st->n, &c);
+		if (h->type == BFT_REC_VLC || bft_ts_cmp(&c.ts, lc) < 0)
+			return st_ret_replayed(st, h->block, h->type, &c.ts,
+			    loc, 0);
+		if (st_ret_reserve_cross(st, h->block, &c.ts) < 0)
+			return -ENOMEM;
 		st_lc_apply(st, h->block, &c, loc);
 		return 0;
 	}
+	bft_rec_decode_hist(st->rbuf, st->n, &m);
+	if (bft_ts_cmp(&m.ts, lc) < 0)
+		return st_ret_replayed(st, h->block, h->type, &m.ts, loc,
+		    m.frag_len);
 	if (st_side_reserve(st, 1) < 0)
 		return -ENOMEM;
-	bft_rec_decode_hist(st->rbuf, st->n, &m);
 	st_hist_apply(st, h->block, &m, loc, len);
 	return 0;
 }
@@ -179,6 +197,9 @@ replay_tail(struct bft_store *st, uint32_t from_no, uint64_t from_off,
 		ck->tail_bytes += st->segs[i].end - from;
 	}
 	st->replay_min_seq = 0;
+	/* What is pruned away need not be where the checkpoint said. */
+	if (e == 0)
+		st_snap_prune_all(st);
 	if (e < 0 || !st_ckpt_locs_ok(st, ck->why, sizeof ck->why))
 		return 1;
 	ck->loaded = true;
@@ -202,6 +223,8 @@ replay(struct bft_store *st, char *err, size_t errlen)
 	int e;
 
 	e = st_ckpt_load(st, &from_no, &from_off, ck->why, sizeof ck->why);
+	if (e == 0 && st_snap_prescan(st, from_no, from_off, err, errlen) < 0)
+		return -EIO;
 	if (e == 0 && (e = replay_tail(st, from_no, from_off, err,
 	    errlen)) <= 0)
 		return e;
@@ -213,11 +236,14 @@ replay(struct bft_store *st, char *err, size_t errlen)
 		bft_warn("%s: index checkpoint not usable: %s; replaying the "
 		    "whole log", st->dir, ck->why);
 	ck->tail_bytes = 0;
+	if (st_snap_prescan(st, 0, 0, err, errlen) < 0)
+		return -EIO;
 	for (size_t i = 0; i < st->nseg; i++) {
 		if (replay_seg(st, i, 0, err, errlen) < 0)
 			return -EIO;
 		ck->tail_bytes += st->segs[i].end;
 	}
+	st_snap_prune_all(st);
 	return 0;
 }
 
@@ -365,6 +391,7 @@ bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
 		goto out_close;
 	/* A checkpoint holds no per-volume sums: they come from its index. */
 	st_idx_recount(st);
+	st_ret_recount(st);
 	if (st->nseg == 0 && (e = st_seg_create(st)) < 0) {
 		errno = -e;
 		goto out_errno;
@@ -412,6 +439,7 @@ bft_store_close(struct bft_store *st)
 		close(st->dirfd);
 	st_side_free(st);
 	st_mc_free(st);
+	st_snap_free(st);
 	st_idx_free(st);
 	free(st->segs);
 	free(st->wbuf);

@@ -47,7 +47,7 @@ out=$TESTDIR/log/healthy.out
 [ "$(head -n 1 "$out")" = "health: OK" ] || fail "the first line is not" \
     "'health: OK'"
 for ((i = 0; i < CLUSTER_N; i++)); do
-	grep -q "^server $i 127.0.0.1:$((CLUSTER_BASE_PORT + i)): reachable, version 6, up [0-9]*s, 8 blocks, .* on disk" \
+	grep -q "^server $i 127.0.0.1:$((CLUSTER_BASE_PORT + i)): reachable, version 7, up [0-9]*s, 8 blocks, .* on disk" \
 	    "$out" || fail "no healthy line for server $i"
 done
 status_run healthy-json --json
@@ -64,7 +64,7 @@ assert len(r['servers']) == n, r
 for i, s in enumerate(r['servers']):
     assert s['index'] == i and s['reachable'] is True, s
     assert s['server_index'] == i and s['blocks_held'] == 8, s
-    assert s["version"] == 6 and s['bytes_total'] > 0, s
+    assert s["version"] == 7 and s['bytes_total'] > 0, s
     assert s['rebuild_state'] == 0 and s['rebuild_state_name'] == 'idle', s
     for k in ('uptime_s', 'bytes_live', 'damaged_records',
               'repaired_records', 'rebuild_done', 'rebuild_total',

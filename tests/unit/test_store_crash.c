@@ -13,6 +13,11 @@
  * then and written again after (store_drop.c): both restarts must hold
  * the same volumes with the same live bytes.
  *
+ * Volume 0 has snapshots (store_snap.c): writes carry a generation
+ * that moves on now and then, boundaries are added at the current one
+ * and removed, and readers write back into frozen views.  Both
+ * restarts must show the same views, fragments included.
+ *
  * The index keeps validByHist(lc, Hist[lc.ts]) as a flag instead of
  * reading both records; half the writes here store H(N) of the nonce
  * their COMPLETE reveals, and both restarts must agree with the flag
@@ -94,21 +99,66 @@ check_held(struct bft_store *st)
 	return held;
 }
 
+/*
+ * Volume 0's next generation: a boundary at the one ending, now and
+ * then, and one of six removed.
+ */
+static void
+next_gen(struct bft_store *st, uint64_t *gen, uint64_t x)
+{
+	uint64_t gens[BFT_STORE_MAX_SNAPS];
+	size_t n = bft_store_snaps(st, 0, gens, BFT_STORE_MAX_SNAPS);
+
+	if (n >= 6 && bft_store_snap_remove(st, 0, gens[(x >> 9) % n]) < 0)
+		_exit(5);
+	if ((x >> 5) % 2 && bft_store_snap_add(st, 0, *gen) < 0)
+		_exit(6);
+	(*gen)++;
+}
+
+/* A reader's write-back into a frozen view of b, from its entries. */
+static void
+write_back(struct bft_store *st, uint64_t b, uint64_t x)
+{
+	uint64_t gens[BFT_STORE_MAX_SNAPS], g;
+	size_t n = bft_store_snaps(st, 0, gens, BFT_STORE_MAX_SNAPS);
+	struct bft_hist_entry e;
+	struct bft_cand c;
+	unsigned nh;
+	int err;
+
+	if (n == 0 || (nh = bft_store_view_nhist(st, b, g = gens[x % n])) == 0
+	    || bft_store_view_hist_at(st, b, g, (unsigned)(x >> 7) % nh, &e) <
+	    0)
+		return;
+	memset(&c, 0, sizeof c);
+	c.ts = e.meta.ts;
+	fill(c.nonce, BFT_NONCE_LEN, b, c.ts.num, c.ts.wid, 5);
+	err = bft_store_view_set_lc(st, b, g, &c);
+	if (err < 0 && err != -EINVAL)
+		_exit(7);
+}
+
 /* The child's endless workload: never returns. */
 static void
 workload(unsigned seed)
 {
 	struct bft_store *st = open_ckpt(3 * FRAGLEN);
-	uint64_t x = seed * 2654435761u + 1;
+	uint64_t x = seed * 2654435761u + 1, gen = 1 + (uint64_t)seed * 1000;
 
-	for (uint64_t num = 1000 + (uint64_t)seed * 1000000;; num++) {
-		uint64_t b;
+	for (uint64_t k = 1;; k++) {
+		uint64_t b, num;
 		int err;
 
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
 		b = x % NBLK;
+		if (x % 61 == 0)
+			next_gen(st, &gen, x >> 3);
+		if (x % 89 == 0)
+			write_back(st, b, x >> 3);
+		num = bft_gen_floor(gen) + k;
 		if (x % 97 == 0 && bft_store_drop_volume(st, 1 + (uint32_t)(x >>
 		    12) % 3, NULL) < 0)
 			_exit(4);
@@ -127,6 +177,55 @@ workload(unsigned seed)
 }
 
 static unsigned last_held;	/* blocks whose lc Hist backs, last check */
+static size_t last_snaps;	/* volume 0's boundaries, last check */
+
+static uint64_t
+fnv(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/*
+ * Volume 0's views at every boundary: lc and entries of every block,
+ * the fragments of every eighth, as one hash.
+ */
+static uint64_t
+views_hash(struct bft_store *st)
+{
+	uint64_t gens[BFT_STORE_MAX_SNAPS], h = 1469598103934665603ull;
+	size_t n = bft_store_snaps(st, 0, gens, BFT_STORE_MAX_SNAPS);
+	struct bft_hist_entry e, r;
+	struct bft_cand c;
+
+	h = fnv(h, gens, n * sizeof gens[0]);
+	last_snaps = n;
+	for (size_t g = 0; g < n; g++) {
+		for (uint64_t b = 0; b < NBLK; b++) {
+			unsigned nh = bft_store_view_nhist(st, b, gens[g]);
+			uint64_t sum = 0;
+
+			assert_int_equal(bft_store_view_lc(st, b, gens[g], &c),
+			    0);
+			h = fnv(h, &c, sizeof c);
+			for (unsigned i = 0; i < nh; i++) {
+				assert_int_equal(bft_store_view_hist_at(st, b,
+				    gens[g], i, &e), 0);
+				sum += fnv(1, &e.meta, sizeof e.meta);
+				if (b % 8 != 0)
+					continue;
+				assert_int_equal(bft_store_view_read_hist(st, b,
+				    gens[g], &e.meta.ts, &r, got), 0);
+				sum += fnv(2, got, r.meta.frag_len);
+			}
+			h = fnv(h, &sum, sizeof sum);
+		}
+	}
+	return h;
+}
 
 /* The volumes two stores hold are the same, with the same live bytes. */
 static void
@@ -151,6 +250,7 @@ compare_paths(void)
 	struct bft_store *st;
 	struct snap *a, *b;
 	size_t n1, n2;
+	uint64_t views;
 	unsigned held;
 
 	st = open_ckpt(0);
@@ -158,6 +258,7 @@ compare_paths(void)
 	if (!ck.loaded)
 		print_message("not from a checkpoint: %s\n", ck.why);
 	a = snap_take(st);
+	views = views_hash(st);
 	held = check_held(st);
 	bft_store_stats(st, &s1);
 	n1 = bft_store_volumes(st, 0, v1, 8);
@@ -166,6 +267,7 @@ compare_paths(void)
 	drop_ckpt();
 	st = open_ckpt(0);
 	b = snap_take(st);
+	assert_int_equal(views_hash(st), views);
 	assert_int_equal(check_held(st), held);
 	last_held = held;
 	bft_store_stats(st, &s2);
@@ -206,8 +308,8 @@ test_kill_anywhere(void **state)
 	}
 	print_message("%u kills, %u of them while a checkpoint was being "
 	    "written, %u restarts from a checkpoint, %u blocks backed by "
-	    "their Hist at the last\n", ROUNDS, mid_write, loaded,
-	    last_held);
+	    "their Hist and %zu snapshots at the last\n", ROUNDS, mid_write,
+	    loaded, last_held, last_snaps);
 	assert_true(loaded > 0);
 }
 

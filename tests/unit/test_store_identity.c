@@ -3,7 +3,7 @@
  * directory of another cluster, server or geometry is refused naming
  * what differs; formats 1 and 2 are refused with the reason; format 3
  * (records without a metadata CRC) is upgraded in place and read, and
- * so are formats 4 and 5 (whose records format 6 reads as they are).
+ * so are formats 4 to 6 (whose records format 7 reads as they are).
  */
 #include "store_fixture.h"
 
@@ -129,8 +129,8 @@ test_identity(void **state)
 	/* Format 2's MACs do not name the block: all would fail now. */
 	set_format(p, '2');
 	refused("did not name the block");
-	set_format(p, '7');
-	refused("format 7 is not supported");
+	set_format(p, '8');
+	refused("format 8 is not supported");
 	/*
 	 * Format 3 is upgraded in place, and its records (version 1, no
 	 * meta CRC) are still read: whole, the metadata with them.
@@ -143,21 +143,26 @@ test_identity(void **state)
 	assert_int_equal(set_lc(st, 1, 1, 1), 0);
 	assert_int_equal(store_lc(st, 1)->ts.num, 1);
 	bft_store_close(st);
-	assert_non_null(strstr(read_text(p), "format = 6\n"));
+	assert_non_null(strstr(read_text(p), "format = 7\n"));
 	st = sopen(0);
 	check_entry(st, 1, 1, 1, 0);
 	bft_store_close(st);
-	/* Format 4's and 5's records are format 6's: only the identity. */
+	/* Format 4's to 6's records are format 7's: only the identity. */
 	set_format(p, '4');
 	st = sopen(0);
 	check_entry(st, 1, 1, 1, 0);
 	bft_store_close(st);
-	assert_non_null(strstr(read_text(p), "format = 6\n"));
+	assert_non_null(strstr(read_text(p), "format = 7\n"));
 	set_format(p, '5');
 	st = sopen(0);
 	check_entry(st, 1, 1, 1, 0);
 	bft_store_close(st);
-	assert_non_null(strstr(read_text(p), "format = 6\n"));
+	assert_non_null(strstr(read_text(p), "format = 7\n"));
+	set_format(p, '6');
+	st = sopen(0);
+	check_entry(st, 1, 1, 1, 0);
+	bft_store_close(st);
+	assert_non_null(strstr(read_text(p), "format = 7\n"));
 	fd = open(p, O_WRONLY | O_APPEND);
 	assert_int_equal(write(fd, "colour = blue\n", 14), 14);
 	close(fd);
