@@ -15,8 +15,12 @@
  *                    22     SCRUB              23     its ACK
  *                    24     VOLUMES            25     its ACK
  *                    26     DROP               27     its ACK
+ *                    28     SNAP               29     its ACK
+ *                    30     VCOLLECT           31     VFILTER
  *                  (each type keeps its index as types are added, so
- *                  older seeds below 26 keep their types)
+ *                  older seeds below 28 keep their types; VREPAIR is
+ *                  REPAIR's decoder and a boundary, which VFILTER's
+ *                  already exercises)
  *   sel / 32 % 5:  t - 1, i.e. n = 4, 7, 10, 13 or 16
  */
 #include <string.h>
@@ -41,7 +45,11 @@ sel_type(unsigned ti)
 		return ti == 22 ? BFT_SCRUB : BFT_SCRUB | BFT_ACK;
 	if (ti < 26)
 		return ti == 24 ? BFT_VOLUMES : BFT_VOLUMES | BFT_ACK;
-	return ti == 26 ? BFT_DROP : BFT_DROP | BFT_ACK;
+	if (ti < 28)
+		return ti == 26 ? BFT_DROP : BFT_DROP | BFT_ACK;
+	if (ti < 30)
+		return ti == 28 ? BFT_SNAP : BFT_SNAP | BFT_ACK;
+	return ti == 30 ? BFT_VCOLLECT : BFT_VFILTER;
 }
 
 int

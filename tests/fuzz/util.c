@@ -89,7 +89,13 @@ fields_equal(const struct bft_msg *m, const struct bft_msg *d, unsigned n)
 	}
 	if (reply && (d->status != m->status || m->status != 0))
 		return d->status == m->status;
-	switch (m->type) {
+	/* A view request: its twin's fields, and the boundary. */
+	if (!reply && bft_is_view(m->type) && d->gen != m->gen)
+		return false;
+	switch (bft_view_base(m->type)) {
+	case BFT_SNAP:
+		return d->gen == m->gen && d->snap_op == m->snap_op &&
+		    memcmp(d->vec, m->vec, vl) == 0;
 	case BFT_HELLO:
 		return memcmp(d->cluster_id, m->cluster_id,
 		    BFT_CLUSTER_ID_LEN) == 0 && d->hello_n == m->hello_n &&

@@ -194,7 +194,8 @@ test_roles(void **state)
 			switch (type) {
 			case BFT_HELLO: case BFT_COLLECT: case BFT_FILTER:
 			case BFT_REPAIR: case BFT_FLUSH: case BFT_STATUS:
-			case BFT_VOLUMES:
+			case BFT_VOLUMES: case BFT_VCOLLECT: case BFT_VFILTER:
+			case BFT_VREPAIR:
 				want = any;
 				break;
 			case BFT_SUMMARY: case BFT_LCLIST:
@@ -202,7 +203,7 @@ test_roles(void **state)
 				    role == BFT_ROLE_PEER;
 				break;
 			case BFT_CLOCK: case BFT_STORE: case BFT_COMPLETE:
-			case BFT_SCRUB: case BFT_DROP:
+			case BFT_SCRUB: case BFT_DROP: case BFT_SNAP:
 				want = role == BFT_ROLE_RW;
 				break;
 			default:

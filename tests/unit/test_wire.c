@@ -40,7 +40,7 @@ test_round_trip(void **state)
 static void
 test_encode(void **state)
 {
-	static const uint8_t bad_types[] = { 0, 15, 0x7f, 0x80, 0x8f, 0xff };
+	static const uint8_t bad_types[] = { 0, 19, 0x7f, 0x80, 0x93, 0xff };
 	static struct bft_msg m1, m2, d;
 	struct bft_buf b = { 0 };
 	uint32_t l1, l2;
@@ -108,7 +108,7 @@ test_encode(void **state)
 	assert_string_equal(bft_msg_type_str(BFT_SCRUB | BFT_ACK),
 	    "SCRUB_ACK");
 	assert_string_equal(bft_msg_type_str(0), "UNKNOWN");
-	assert_string_equal(bft_msg_type_str(0x8f), "UNKNOWN");
+	assert_string_equal(bft_msg_type_str(0x93), "UNKNOWN");
 	assert_string_equal(bft_msg_type_str(BFT_VOLUMES | BFT_ACK),
 	    "VOLUMES_ACK");
 	assert_string_equal(bft_msg_type_str(BFT_DROP), "DROP");
@@ -123,6 +123,36 @@ test_encode(void **state)
 	assert_memory_equal(dec.vec, m1.vec, 4 * BFT_MAC_LEN);
 	m1.block = bft_addr(5, 1);
 	assert_int_equal(bft_wire_encode(&m1, 4, &b), -1);
+
+	/* So does a SNAP, whose op is add or remove and nothing else. */
+	assert_string_equal(bft_msg_type_str(BFT_SNAP), "SNAP");
+	assert_string_equal(bft_msg_type_str(BFT_VFILTER | BFT_ACK),
+	    "VFILTER_ACK");
+	make_msg(&m1, BFT_SNAP, 0, 4, 0);
+	m1.block = bft_addr(5, 0);
+	m1.gen = 77;
+	m1.snap_op = BFT_SNAP_REMOVE;
+	l1 = encode_one(&m1, 4, &b);
+	expect(b.data + 4, l1, 4, NULL);
+	assert_true(dec.type == BFT_SNAP && dec.gen == 77 &&
+	    dec.snap_op == BFT_SNAP_REMOVE);
+	m1.snap_op = 2;
+	assert_int_equal(bft_wire_encode(&m1, 4, &b), -1);
+	m1.snap_op = BFT_SNAP_ADD;
+	m1.block = bft_addr(5, 1);
+	assert_int_equal(bft_wire_encode(&m1, 4, &b), -1);
+
+	/* A view request is its twin with a boundary; replies are alike. */
+	assert_true(bft_view_base(BFT_VCOLLECT) == BFT_COLLECT);
+	assert_true(bft_view_base(BFT_VREPAIR | BFT_ACK) ==
+	    (BFT_REPAIR | BFT_ACK));
+	assert_true(bft_view_base(BFT_SNAP) == BFT_SNAP);
+	assert_false(bft_is_view(BFT_COLLECT));
+	make_msg(&m1, BFT_VFILTER, 0, 4, 0);
+	m1.gen = UINT64_MAX;
+	l1 = encode_one(&m1, 4, &b);
+	expect(b.data + 4, l1, 4, NULL);
+	assert_msg_equal(&m1, &dec);
 	bft_buf_free(&b);
 }
 

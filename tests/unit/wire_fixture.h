@@ -21,9 +21,9 @@
 
 #define NTYPES	BFT_MSG_NTYPES
 static const uint8_t all_types[NTYPES] = {
-	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
 	0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c,
-	0x8d, 0x8e,
+	0x8d, 0x8e, 0x8f, 0x90, 0x91, 0x92,
 };
 
 /*
@@ -70,13 +70,21 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 	m->id = rnd();
 	m->block = (type == BFT_HELLO || type == BFT_FLUSH ||
 	    type == BFT_STATUS || type == BFT_SCRUB) ? 0 : rnd();
-	/* DROP names a volume by its first block. */
-	if (type == BFT_DROP)
+	/* DROP and SNAP name a volume by its first block. */
+	if (type == BFT_DROP || type == BFT_SNAP)
 		m->block &= ~BFT_ADDR_MAX_BLOCK;
 	m->status = (type & BFT_ACK) ? status : 0;
 	if (m->status != 0)
 		return;
-	switch (type) {
+	/* A view request is its live twin's fields and a boundary. */
+	if (bft_is_view(type) && !(type & BFT_ACK))
+		m->gen = rnd();
+	switch (bft_view_base(type)) {
+	case BFT_SNAP:
+		m->gen = rnd();
+		m->snap_op = rnd() & 1;
+		rnd_bytes(m->vec, n * BFT_MAC_LEN);
+		break;
 	case BFT_HELLO:
 		rnd_bytes(m->cluster_id, sizeof(m->cluster_id));
 		rnd_bytes(&m->hello_n, sizeof(m->hello_n));
@@ -191,6 +199,8 @@ assert_msg_equal(const struct bft_msg *a, const struct bft_msg *b)
 	assert_int_equal(a->server_index, b->server_index);
 	assert_true(a->nblocks == b->nblocks);
 	assert_int_equal(a->want_frag, b->want_frag);
+	assert_true(a->gen == b->gen);
+	assert_int_equal(a->snap_op, b->snap_op);
 	assert_int_equal(a->has_cc, b->has_cc);
 	assert_int_equal(a->frag_len, b->frag_len);
 	if (a->frag_len)
