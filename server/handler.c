@@ -40,9 +40,9 @@ bft_handler_fini(struct bft_handler *h)
 	h->infobuf = NULL;
 }
 
-static int
-store_status(struct bft_handler *h, const char *peer, const char *what,
-    uint64_t block, int err)
+int
+bft_handler_store_status(struct bft_handler *h, const char *peer,
+    const char *what, uint64_t block, int err)
 {
 	/*
 	 * Not a failure of the store: a stale write-back or write into a
@@ -61,9 +61,8 @@ store_status(struct bft_handler *h, const char *peer, const char *what,
 	}
 }
 
-/* Copies the first n entries of a MAC vector and zeroes the rest. */
-static void
-copy_vec(uint8_t dst[BFT_MAX_N][BFT_MAC_LEN],
+void
+bft_handler_copy_vec(uint8_t dst[BFT_MAX_N][BFT_MAC_LEN],
     const uint8_t src[BFT_MAX_N][BFT_MAC_LEN], unsigned n)
 {
 	memset(dst, 0, BFT_MAX_N * BFT_MAC_LEN);
@@ -205,7 +204,7 @@ handle_store(struct bft_handler *h, const char *peer,
 			return;
 		}
 		if ((err = bft_store_get_lc(h->st, req->block, &lc)) < 0) {
-			rep->status = store_status(h, peer, "STORE",
+			rep->status = bft_handler_store_status(h, peer, "STORE",
 			    req->block, err);
 			return;
 		}
@@ -235,12 +234,12 @@ handle_store(struct bft_handler *h, const char *peer,
 	memset(&meta, 0, sizeof meta);
 	meta.ts = req->ts;
 	memcpy(meta.nh, req->nh, BFT_HASH_LEN);
-	copy_vec(meta.vec, req->vec, n);
+	bft_handler_copy_vec(meta.vec, req->vec, n);
 	memcpy(meta.cc, req->cc, (size_t)n * BFT_HASH_LEN);
 	meta.frag_len = req->frag_len;
 	err = bft_store_put_hist(h->st, req->block, &meta, req->frag);
 	if (err < 0)
-		rep->status = store_status(h, peer, "STORE", req->block, err);
+		rep->status = bft_handler_store_status(h, peer, "STORE", req->block, err);
 }
 
 static int
@@ -254,9 +253,9 @@ set_lc(struct bft_handler *h, const char *peer, const char *what,
 	memset(&c, 0, sizeof c);
 	c.ts = *ts;
 	memcpy(c.nonce, nonce, BFT_NONCE_LEN);
-	copy_vec(c.vec, vec, h->cfg->n);
+	bft_handler_copy_vec(c.vec, vec, h->cfg->n);
 	err = bft_store_set_lc(h->st, block, &c);
-	return err < 0 ? store_status(h, peer, what, block, err) : BFT_OK;
+	return err < 0 ? bft_handler_store_status(h, peer, what, block, err) : BFT_OK;
 }
 
 /* Lines 116-118. */
@@ -294,199 +293,6 @@ handle_complete(struct bft_handler *h, const char *peer,
 		    req->nonce, req->vec);
 }
 
-/* Hist[ts] copied into *buf, or NULL. */
-static const struct bft_hist_meta *
-hist_meta(struct bft_handler *h, uint64_t block, const struct bft_ts *ts,
-    struct bft_hist_entry *buf)
-{
-	return bft_store_get_hist(h->st, block, ts, buf) == 0 ? &buf->meta :
-	    NULL;
-}
-
-/* Fills a FILTER_ACK from Hist[ts], fragment included: one record read. */
-static void
-reply_hist(struct bft_handler *h, const char *peer, uint64_t block,
-    const struct bft_ts *ts, struct bft_msg *rep)
-{
-	struct bft_hist_entry e;
-	int err;
-
-	err = bft_store_read_hist(h->st, block, ts, &e, h->fragbuf);
-	if (err < 0) {
-		rep->status = store_status(h, peer, "FILTER", block, err);
-		return;
-	}
-	rep->ts = e.meta.ts;
-	copy_vec(rep->vec, e.meta.vec, h->cfg->n);
-	memcpy(rep->cc, e.meta.cc, (size_t)h->cfg->n * BFT_HASH_LEN);
-	rep->frag = h->fragbuf;
-	rep->frag_len = e.meta.frag_len;
-}
-
-/*
- * The MAC vector to keep in lc for a written-back candidate.  When Hist
- * backs the candidate, the writer's own vector from the STORE is kept: a
- * reader could otherwise garble the entries this server cannot check,
- * and every later read of the block would pay a REPAIR round.
- */
-static const uint8_t (*
-authentic_vec(struct bft_handler *h, uint64_t block,
-    const struct bft_cand *c, struct bft_hist_entry *buf))[BFT_MAC_LEN]
-{
-	const struct bft_hist_meta *hm = hist_meta(h, block, &c->ts, buf);
-
-	return bft_valid_by_hist(c, hm) ? hm->vec : c->vec;
-}
-
-/*
- * Lines 119-120, plus what the 1-round read needs (op_read_fast.c): the
- * cross-checksum of lc's Hist entry and, when asked, its fragment.  Both
- * go only when the entry backs lc (validByHist), so a correct server
- * never vouches for a cc that belongs to other data under the same
- * timestamp; without them the reader simply takes the two-round path.
- */
-static void
-handle_collect(struct bft_handler *h, const char *peer,
-    const struct bft_msg *req, struct bft_msg *rep)
-{
-	struct bft_ts lcts = bft_store_lc_ts(h->st, req->block);
-	struct bft_cand *lc = &rep->cands[0];
-	struct bft_hist_entry e;
-	int err;
-
-	if (h->heal_lacking && bft_ts_is_zero(&lcts)) {
-		rep->status = BFT_EAGAIN;
-		return;
-	}
-	err = bft_store_get_lc(h->st, req->block, lc);
-	if (err < 0) {
-		rep->status = store_status(h, peer, "COLLECT", req->block, err);
-		return;
-	}
-	rep->ncands = 1;
-	/*
-	 * validByHist(lc, Hist[lc.ts]) is kept in the index: only a block
-	 * that passes it reads its record, fragment and all in one read.
-	 */
-	if (bft_ts_is_zero(&lc->ts) || !bft_store_lc_held(h->st, req->block))
-		return;
-	err = req->want_frag ? bft_store_read_hist(h->st, req->block,
-	    &lc->ts, &e, h->fragbuf) : bft_store_get_hist(h->st, req->block,
-	    &lc->ts, &e);
-	if (err < 0) {
-		/* The reader falls back to FILTER, which reports it. */
-		if (err != -ENOENT)
-			(void)store_status(h, peer, "COLLECT", req->block,
-			    err);
-		return;
-	}
-	if (req->want_frag) {
-		rep->frag = h->fragbuf;
-		rep->frag_len = e.meta.frag_len;
-	}
-	memcpy(rep->cc, e.meta.cc, (size_t)h->cfg->n * BFT_HASH_LEN);
-	rep->has_cc = true;
-}
-
-/* Lines 121-127. */
-static void
-handle_filter(struct bft_handler *h, const char *peer,
-    const struct bft_msg *req, struct bft_msg *rep)
-{
-	const struct bft_cand *C = req->cands, *wb = NULL, *rt = NULL;
-	struct bft_hist_entry e;
-	struct bft_ts lcts;
-	unsigned nc = req->ncands, i = h->key->index;
-	bool lc_newest = true;
-
-	if (nc == 0 || nc > h->cfg->n) {
-		rep->status = BFT_EPROTO;
-		return;
-	}
-	/* Line 123: c_wb, the highest valid candidate. */
-	for (unsigned j = 0; j < nc; j++) {
-		if (wb != NULL && bft_ts_cmp(&C[j].ts, &wb->ts) <= 0)
-			continue;
-		if (bft_valid(&C[j], hist_meta(h, req->block, &C[j].ts, &e),
-		    req->block, i, h->key->k))
-			wb = &C[j];
-	}
-	/* Line 124: write-back. */
-	lcts = bft_store_lc_ts(h->st, req->block);
-	if (wb != NULL && bft_ts_cmp(&wb->ts, &lcts) > 0) {
-		rep->status = set_lc(h, peer, "FILTER", req->block, &wb->ts,
-		    wb->nonce, authentic_vec(h, req->block, wb, &e));
-		if (rep->status != BFT_OK)
-			return;
-		h->stats.writebacks++;
-		lcts = bft_store_lc_ts(h->st, req->block);
-	}
-	/*
-	 * Line 125: c_rt, the highest candidate backed by Hist.  It is
-	 * chosen after the write-back, whose GC may have dropped entries.
-	 */
-	for (unsigned j = 0; j < nc; j++) {
-		if (rt != NULL && bft_ts_cmp(&C[j].ts, &rt->ts) <= 0)
-			continue;
-		if (bft_valid_by_hist(&C[j], hist_meta(h, req->block,
-		    &C[j].ts, &e)))
-			rt = &C[j];
-	}
-	if (rt != NULL) {
-		reply_hist(h, peer, req->block, &rt->ts, rep);
-		return;
-	}
-	/*
-	 * The paper answers c0 here, but its Hist is never collected.  The
-	 * entries asked for may be gone because a newer write completed,
-	 * and c0 would wrongly count against them in the reader's
-	 * invalid(): lc.ts tells the reader the truth instead.  Its Hist
-	 * entry goes with it only when lc is newer than every candidate;
-	 * otherwise lc.ts may equal a candidate's (a liar's copy of lc with
-	 * a forged nonce, or lc written back without Hist), and a fragment
-	 * would count towards safe() for a candidate no server validated.
-	 */
-	/* Forgotten is not "never written": no vote against candidates. */
-	if (h->heal_lacking && bft_ts_is_zero(&lcts)) {
-		rep->status = BFT_EAGAIN;
-		return;
-	}
-	for (unsigned j = 0; j < nc; j++)
-		if (bft_ts_cmp(&lcts, &C[j].ts) <= 0)
-			lc_newest = false;
-	if (lc_newest && bft_store_has_hist(h->st, req->block, &lcts)) {
-		reply_hist(h, peer, req->block, &lcts, rep);
-		return;
-	}
-	rep->ts = lcts;
-	rep->frag = h->fragbuf;
-	rep->frag_len = 0;
-}
-
-/* Lines 128-130. */
-static void
-handle_repair(struct bft_handler *h, const char *peer,
-    const struct bft_msg *req, struct bft_msg *rep)
-{
-	const struct bft_cand *c = &req->cands[0];
-	struct bft_hist_entry e;
-	struct bft_ts lcts;
-
-	if (req->ncands < 1) {
-		rep->status = BFT_EPROTO;
-		return;
-	}
-	lcts = bft_store_lc_ts(h->st, req->block);
-	if (bft_ts_cmp(&c->ts, &lcts) <= 0 ||
-	    !bft_valid(c, hist_meta(h, req->block, &c->ts, &e), req->block,
-	    h->key->index, h->key->k))
-		return;
-	rep->status = set_lc(h, peer, "REPAIR", req->block, &c->ts, c->nonce,
-	    authentic_vec(h, req->block, c, &e));
-	if (rep->status == BFT_OK)
-		h->stats.repairs++;
-}
-
 int
 bft_handle(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
@@ -510,7 +316,7 @@ bft_handle(struct bft_handler *h, const char *peer,
 	if (req->type == BFT_FLUSH) {
 		err = bft_store_sync(h->st);
 		if (err < 0)
-			rep->status = store_status(h, peer, "FLUSH", 0, err);
+			rep->status = bft_handler_store_status(h, peer, "FLUSH", 0, err);
 		return 0;
 	}
 	/* Volume 0 is the cluster's disk; others, any volume's range. */
@@ -541,16 +347,22 @@ bft_handle(struct bft_handler *h, const char *peer,
 		handle_complete(h, peer, req, rep);
 		break;
 	case BFT_COLLECT:		/* lines 119-120 */
-		handle_collect(h, peer, req, rep);
+	case BFT_VCOLLECT:
+		bft_handle_collect(h, peer, req, rep);
 		break;
 	case BFT_FILTER:
-		handle_filter(h, peer, req, rep);
+	case BFT_VFILTER:
+		bft_handle_filter(h, peer, req, rep);
 		break;
 	case BFT_REPAIR:
-		handle_repair(h, peer, req, rep);
+	case BFT_VREPAIR:
+		bft_handle_repair(h, peer, req, rep);
 		break;
 	case BFT_DROP:
 		bft_handle_drop(h, peer, req, rep);
+		break;
+	case BFT_SNAP:
+		bft_handle_snap(h, peer, req, rep);
 		break;
 	}
 	return 0;

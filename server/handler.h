@@ -98,6 +98,34 @@ int bft_handler_info_init(struct bft_handler *h);
 void bft_handle_drop(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep);
 
+/*
+ * handler_read.c: COLLECT, FILTER and REPAIR, and their twins over a
+ * snapshot's view (VCOLLECT, VFILTER, VREPAIR).
+ */
+void bft_handle_collect(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep);
+void bft_handle_filter(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep);
+void bft_handle_repair(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep);
+
+/*
+ * handler_snap.c: SNAP, a writer's request to keep or forget a volume's
+ * view at a boundary; synced before the reply.
+ */
+void bft_handle_snap(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep);
+
+/*
+ * For the handler's files: a store error as a reply status, logged
+ * (EGONE for a dropped volume is not logged); and a MAC vector's first
+ * n entries copied with the rest zeroed.
+ */
+int bft_handler_store_status(struct bft_handler *h, const char *peer,
+    const char *what, uint64_t block, int err);
+void bft_handler_copy_vec(uint8_t dst[BFT_MAX_N][BFT_MAC_LEN],
+    const uint8_t src[BFT_MAX_N][BFT_MAC_LEN], unsigned n);
+
 /* Logs the counters through bft_debug (shown with -v). */
 void bft_handler_log_stats(const struct bft_handler *h);
 

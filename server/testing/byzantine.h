@@ -119,6 +119,14 @@ enum bft_byz_mode {
 	 * any cc: reads must return the data, never zeros.
 	 */
 	BFT_BYZ_TRIM_LIE = 1u << 11,
+	/*
+	 * Answers a snapshot's view (VCOLLECT, VFILTER, VREPAIR) from the
+	 * block's live state: the head's data, authentic and with its
+	 * proof of writing, offered as the snapshot's.  Its generation is
+	 * above the boundary, under the writer's MACs: readers must drop it
+	 * (docs/snapshots.md), and a snapshot must read as it was.
+	 */
+	BFT_BYZ_VIEW_HEAD = 1u << 12,
 };
 
 /* What to do with a reply after bft_byz_reply(). */

@@ -298,6 +298,17 @@ byz_rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
 	const struct bft_ts *ts;
 	uint64_t r;
 
+	if ((modes & BFT_BYZ_VIEW_HEAD) && bft_is_view(req->type)) {
+		static struct bft_msg twin;
+
+		twin = *req;
+		twin.type = bft_view_base(req->type);
+		twin.gen = 0;
+		(void)bft_handle(b->h, "view-head", &twin, rep);
+		rep->type = req->type | BFT_ACK;
+		byz_hit(b, BFT_BYZ_VIEW_HEAD);
+		return;
+	}
 	if ((modes & BFT_BYZ_LIE_HEAL) &&
 	    (rep->type == (BFT_SUMMARY | BFT_ACK) ||
 	    rep->type == (BFT_LCLIST | BFT_ACK) ||
