@@ -290,6 +290,7 @@ bftblk_connect(struct bftblk *h)
 		.skip = h->skip, .stats_path = h->stats_path,
 		.metrics_addr = h->metrics_addr, .log = h->log, .log_opaque = h->log_opaque,
 		.agg = h->stats_agg,
+		.view = h->view, .view_gen = h->view_gen,
 	};
 	if (h->cache_bytes > 0 && h->cache == NULL &&
 	    (h->cache = bftblk__bc_new(h->cache_bytes)) == NULL)
@@ -303,7 +304,7 @@ bftblk_connect(struct bftblk *h)
 	 * client (an admin deleting the volume too) reads it: an encrypted
 	 * handle writes it through a plain engine of its own.
 	 */
-	if (h->key.role != BFT_ROLE_RW || h->shared)
+	if (h->key.role != BFT_ROLE_RW || h->shared || h->view)
 		return 0;
 	if (h->encrypt && (h->lease_eng = bftblk__plain_engine(h,
 	    &h->lease_ec)) == NULL) {
@@ -415,6 +416,43 @@ shared_gen(struct bftblk *h)
 	return 0;
 }
 
+/*
+ * A write that servers fenced (ESTALE inside the library): a snapshot
+ * re-asserted the holder's claim under a newer generation, or, without
+ * a lease (shared=on), some holder took a newer one.  Follows it and
+ * returns 1 so that the write is sent again (the same bytes to the
+ * same blocks, so a part that went through is written again, not
+ * doubled); 0 when the fence stands; -1 (returned by fail) when the
+ * lease cannot be read.  A few snapshots in a row may each fence a
+ * write once; more than that is not a snapshot.
+ */
+static int
+follow_gen(struct bftblk *h, unsigned tries)
+{
+	int err = bftblk__take_errno(), r;
+
+	if (err != ESTALE || tries >= 4) {
+		bftblk__fail(err, "%s", bftblk__errmsg());
+		return 0;
+	}
+	if (h->shared)
+		return (r = shared_gen(h)) == 0 ? 1 : r;
+	if ((r = bftblk__lease_follow(&h->lease)) < 0)
+		return fail(h);
+	if (r == 0)
+		bftblk__fail(ESTALE, "%s", bftblk__errmsg());
+	return r;
+}
+
+/* A fence that stands: the NBD client sees EIO, with the reason. */
+static int
+fenced(struct bftblk *h)
+{
+	int err = bftblk__take_errno();
+
+	return failf(h, err == ESTALE ? EIO : err, "%s", bftblk__errmsg());
+}
+
 /* Common checks of an I/O call: connected, in range, allowed. */
 static int
 check_io(struct bftblk *h, size_t count, uint64_t offset, bool write,
@@ -428,6 +466,9 @@ check_io(struct bftblk *h, size_t count, uint64_t offset, bool write,
 		return failf(h, EINVAL, "%zu bytes at %" PRIu64 " are beyond "
 		    "the end of the disk (%" PRIu64 " bytes)", count, offset,
 		    h->export_size);
+	if (write && h->view)
+		return failf(h, EROFS, "a snapshot is read-only: write to its "
+		    "volume, or to a clone of it");
 	if (write && h->key.role != BFT_ROLE_RW)
 		return failf(h, EPERM, "the key of '%s' is read-only%s",
 		    h->key.name, h->key.role == BFT_ROLE_PEER ?
@@ -475,10 +516,13 @@ write_common(struct bftblk *h, const void *buf, size_t count,
 	}
 	if (count == 0)
 		return (flags & BFTBLK_FUA) ? bftblk_flush(h) : 0;
-	if (bftblk__io_write(h->eng, h->cache, buf, count, offset,
-	    flags & BFTBLK_FUA) != 0)
-		return fail(h);
-	return 0;
+	for (unsigned tries = 0;; tries++) {
+		if (bftblk__io_write(h->eng, h->cache, buf, count, offset,
+		    flags & BFTBLK_FUA) == 0)
+			return 0;
+		if ((r = follow_gen(h, tries)) <= 0)
+			return r < 0 ? r : fenced(h);
+	}
 }
 
 int

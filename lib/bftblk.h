@@ -98,7 +98,7 @@ struct bftblk_info {
 	uint64_t size;			/* bytes exported */
 	uint32_t block_size;		/* BFTBLK_BLOCK_SIZE */
 	unsigned t, n;
-	int readonly;			/* a read-only client key */
+	int readonly;			/* a read-only key, or a snapshot */
 	const char *client_name;	/* from the key file */
 	const char *ec_backend;		/* liberasurecode's backend */
 	const char *encryption;		/* "off" or the AEAD's name */
@@ -225,6 +225,44 @@ int bftblk_volume_resize(struct bftblk *h, const char *name, uint64_t size,
  */
 int bftblk_volume_delete(struct bftblk *h, const char *name, int force,
     unsigned *pending);
+/*
+ * Snapshots (docs/snapshots.md): a volume as it was at one instant,
+ * holding every write that completed before bftblk_snap_create was
+ * called and none that started after it returned.  Nothing is copied:
+ * the servers keep the versions a snapshot still needs when newer
+ * writes replace them.  A snapshot is opened read-only as "V@S" (by
+ * bftblk_open_volume, volume=, or an NBD export of that name); volume
+ * "" is the cluster's disk, volume 0, whose snapshots are "@S".
+ */
+struct bftblk_snap {
+	char name[BFTBLK_VOLUME_NAME_MAX + 1];
+	char volume[BFTBLK_VOLUME_NAME_MAX + 1];	/* "": volume 0 */
+	uint32_t volume_id;
+	uint64_t size;			/* the volume's, when taken */
+	uint64_t boundary;		/* the lease generation it holds */
+	uint64_t created;		/* Unix seconds */
+	int encrypted;
+	int deleting;			/* being forgotten by the servers */
+};
+/*
+ * Takes snapshot name of volume; also while the volume's writer runs,
+ * whose writes in flight are then sent once more under the volume's
+ * next lease generation.  -EEXIST when the volume has one of that name.
+ * size: sizeof *out (out may be NULL).
+ */
+int bftblk_snap_create(struct bftblk *h, const char *volume, const char *name,
+    struct bftblk_snap *out, size_t size);
+/* Snapshots of volume (NULL: of every volume), by *snaps (free() it). */
+int bftblk_snap_list(struct bftblk *h, const char *volume,
+    struct bftblk_snap **snaps, size_t *n);
+/*
+ * Deletes a snapshot: no longer opened, and every server forgets the
+ * versions only it kept.  A server that cannot be reached forgets them
+ * at a later volume command; *pending (may be NULL) says how many.
+ */
+int bftblk_snap_delete(struct bftblk *h, const char *volume, const char *name,
+    unsigned *pending);
+
 /*
  * A new connected handle on volume name, with h's options and then
  * options ("k=v k=v", or NULL), with its own lease, cache and

@@ -1,8 +1,8 @@
 /*
- * DROP of a volume (drop_int.h): every server at once, each over a
- * session of its own on a thread, so that servers that hang cost one
- * timeout in all rather than one each.  Each request carries the whole
- * MAC vector, as a STORE does; a server checks only its own entry.
+ * DROP and SNAP of a volume (drop_int.h): every server at once, each
+ * over a session of its own on a thread, so that servers that hang cost
+ * one timeout in all rather than one each.  Each request carries the
+ * whole MAC vector, as a STORE does; a server checks only its own entry.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,7 +20,10 @@ struct dropper {
 	bool started;
 	const struct bft_config *cfg;
 	const struct bft_client_key *key;
+	uint8_t type;			/* BFT_DROP or BFT_SNAP */
 	uint32_t vol;
+	uint64_t gen;			/* SNAP's */
+	uint8_t op;
 	unsigned idx, timeout_ms;
 	bool acked;
 	char why[160];
@@ -47,18 +50,25 @@ drop_one(void *arg)
 		bft_session_fail_str(&f, d->why, sizeof d->why);
 		goto out_free;
 	}
-	req->type = BFT_DROP;
+	req->type = d->type;
 	req->block = bft_addr(d->vol, 0);
+	req->gen = d->gen;
+	req->snap_op = d->op;
 	for (unsigned i = 0; i < d->cfg->n; i++)
-		bft_drop_mac(d->vol, d->key->k[i], req->vec[i]);
+		if (d->type == BFT_SNAP)
+			bft_snap_mac(d->vol, d->gen, d->op, d->key->k[i],
+			    req->vec[i]);
+		else
+			bft_drop_mac(d->vol, d->key->k[i], req->vec[i]);
 	st = bft_session_call(&s, req, rep, &why);
 	if (st == BFT_OK)
 		d->acked = true;
 	else if (st < 0)
-		snprintf(d->why, sizeof d->why, "DROP: %s", why);
+		snprintf(d->why, sizeof d->why, "%s: %s",
+		    bft_msg_type_str(d->type), why);
 	else
-		snprintf(d->why, sizeof d->why, "DROP refused: %s",
-		    bft_status_str(st));
+		snprintf(d->why, sizeof d->why, "%s refused: %s",
+		    bft_msg_type_str(d->type), bft_status_str(st));
 	bft_session_close(&s);
 out_free:
 	free(req);
@@ -69,17 +79,18 @@ out_free:
 /* Refuses what no server would take; 0 or a negative errno with why. */
 static int
 drop_check(const struct bft_config *cfg, const struct bft_client_key *key,
-    uint32_t vol, char *why, size_t whylen)
+    uint8_t type, uint32_t vol, char *why, size_t whylen)
 {
-	if (vol == 0 || vol == BFT_VOL_TABLE || vol == BFT_VOL_LEASES ||
-	    vol > BFT_ADDR_MAX_VOL) {
-		snprintf(why, whylen, "volume %u cannot be dropped: %s", vol,
+	if ((type == BFT_DROP && vol == 0) || vol == BFT_VOL_TABLE ||
+	    vol == BFT_VOL_LEASES || vol > BFT_ADDR_MAX_VOL) {
+		snprintf(why, whylen, "volume %u cannot be %s: %s", vol,
+		    type == BFT_DROP ? "dropped" : "snapshotted",
 		    vol == 0 ? "it is the cluster's disk" : "it is reserved");
 		return -EINVAL;
 	}
 	if (key->role != BFT_ROLE_RW) {
-		snprintf(why, whylen, "a DROP needs a writer's key, which "
-		    "holds the servers' MAC keys");
+		snprintf(why, whylen, "a %s needs a writer's key, which "
+		    "holds the servers' MAC keys", bft_msg_type_str(type));
 		return -EPERM;
 	}
 	if (key->n != cfg->n || memcmp(key->cluster_id, cfg->cluster_id,
@@ -90,10 +101,10 @@ drop_check(const struct bft_config *cfg, const struct bft_client_key *key,
 	return 0;
 }
 
-int
-bftblk__drop_volume(const struct bft_config *cfg,
-    const struct bft_client_key *key, uint32_t vol, unsigned timeout_ms,
-    bool acked[BFT_MAX_N], char *why, size_t whylen)
+static int
+broadcast(const struct bft_config *cfg, const struct bft_client_key *key,
+    const struct dropper *req, bool acked[BFT_MAX_N], char *why,
+    size_t whylen)
 {
 	struct dropper d[BFT_MAX_N];
 	size_t off = 0;
@@ -102,12 +113,14 @@ bftblk__drop_volume(const struct bft_config *cfg,
 	memset(acked, 0, BFT_MAX_N * sizeof *acked);
 	if (whylen > 0)
 		why[0] = '\0';
-	if ((err = drop_check(cfg, key, vol, why, whylen)) < 0)
+	if ((err = drop_check(cfg, key, req->type, req->vol, why, whylen)) < 0)
 		return err;
 	memset(d, 0, sizeof d);
 	for (unsigned i = 0; i < cfg->n; i++) {
-		d[i] = (struct dropper){ .cfg = cfg, .key = key, .vol = vol,
-		    .idx = i, .timeout_ms = timeout_ms };
+		d[i] = *req;
+		d[i].cfg = cfg;
+		d[i].key = key;
+		d[i].idx = i;
 		d[i].started = pthread_create(&d[i].thread, NULL, drop_one,
 		    &d[i]) == 0;
 		if (!d[i].started)
@@ -133,4 +146,28 @@ bftblk__drop_volume(const struct bft_config *cfg,
 			    whylen - 1;
 	}
 	return n;
+}
+
+int
+bftblk__drop_volume(const struct bft_config *cfg,
+    const struct bft_client_key *key, uint32_t vol, unsigned timeout_ms,
+    bool acked[BFT_MAX_N], char *why, size_t whylen)
+{
+	struct dropper req = { .type = BFT_DROP, .vol = vol,
+	    .timeout_ms = timeout_ms };
+
+	return broadcast(cfg, key, &req, acked, why, whylen);
+}
+
+int
+bftblk__snap_volume(const struct bft_config *cfg,
+    const struct bft_client_key *key, uint32_t vol, uint64_t gen,
+    bool add, unsigned timeout_ms, bool acked[BFT_MAX_N], char *why,
+    size_t whylen)
+{
+	struct dropper req = { .type = BFT_SNAP, .vol = vol, .gen = gen,
+	    .op = add ? BFT_SNAP_ADD : BFT_SNAP_REMOVE,
+	    .timeout_ms = timeout_ms };
+
+	return broadcast(cfg, key, &req, acked, why, whylen);
 }

@@ -1,7 +1,9 @@
 /*
- * DROP (wire.h) of one volume at every server at once: what deleting a
- * volume sends once its table entry says it is being deleted, so that
- * the servers forget its blocks and compaction frees their space.
+ * DROP and SNAP (wire.h) of one volume at every server at once: what
+ * deleting a volume sends once its table entry says it is being deleted,
+ * so that the servers forget its blocks and compaction frees their
+ * space; and what creating or deleting a snapshot sends, so that they
+ * keep or forget its view.
  */
 #ifndef BFTBLK_DROP_INT_H
 #define BFTBLK_DROP_INT_H
@@ -28,5 +30,14 @@
 int bftblk__drop_volume(const struct bft_config *cfg,
     const struct bft_client_key *key, uint32_t vol, unsigned timeout_ms,
     bool acked[BFT_MAX_N], char *why, size_t whylen);
+/*
+ * The same for SNAP: every server keeps (add) or forgets volume vol's
+ * view at boundary generation gen (docs/snapshots.md).  Volume 0 may
+ * be snapshotted; the reserved volumes may not.
+ */
+int bftblk__snap_volume(const struct bft_config *cfg,
+    const struct bft_client_key *key, uint32_t vol, uint64_t gen,
+    bool add, unsigned timeout_ms, bool acked[BFT_MAX_N], char *why,
+    size_t whylen);
 
 #endif

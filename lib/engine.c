@@ -16,6 +16,19 @@
 #include "error_int.h"
 
 
+uint8_t
+bftblk__op_wire_type(const struct op *op)
+{
+	if (!op->view)
+		return (uint8_t)op->phase;
+	switch (op->phase) {
+	case PH_COLLECT:	return BFT_VCOLLECT;
+	case PH_FILTER:		return BFT_VFILTER;
+	case PH_REPAIR:		return BFT_VREPAIR;
+	default:		return (uint8_t)op->phase;
+	}
+}
+
 static void
 send_round(struct op *op, unsigned i)
 {
@@ -23,9 +36,10 @@ send_round(struct op *op, unsigned i)
 
 	memset(&m, 0, offsetof(struct bft_msg, cands));
 	m.ncands = 0;
-	m.type = (uint8_t)op->phase;
+	m.type = bftblk__op_wire_type(op);
 	m.id = (uint64_t)op->slot << 32 | op->gen;
 	m.block = op->block;
+	m.gen = op->view ? op->view_gen : 0;
 	if (op->kind == OP_WRITE)
 		bftblk__write_build(op, i, &m);
 	else if (op->kind == OP_READ)
@@ -129,6 +143,8 @@ status_errno(int status)
 	case BFT_ENOSPC:	return ENOSPC;
 	case BFT_ERANGE:	return EINVAL;
 	case BFT_EGONE:		return ENOENT;
+	/* Internal: the handle may follow a newer generation and retry. */
+	case BFT_EFENCED:	return ESTALE;
 	default:		return EIO;
 	}
 }
@@ -220,7 +236,7 @@ bftblk__engine_dispatch(struct conn *c, const struct bft_msg *m)
 	    (op->replied & bit))
 		return;
 	/* A reply of another type or block is a lie, not an answer. */
-	if (m->type != (op->phase | BFT_ACK) ||
+	if (m->type != (bftblk__op_wire_type(op) | BFT_ACK) ||
 	    (op->kind != OP_FLUSH && m->block != op->block)) {
 		STAT_ADD(c->cl, server[c->idx].mismatched, 1);
 		bftblk__eng_log(c->cl, BFTBLK_LOG_DEBUG, "server %u: reply %s "

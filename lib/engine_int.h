@@ -50,6 +50,9 @@ struct op {
 	uint8_t *data;			/* BFT_BLOCK_SIZE: read into, or written */
 	struct op_batch *batch;
 	int err;			/* 0 or an errno, valid once done */
+	/* Read of a snapshot's view at view_gen (the engine's, by op_new). */
+	bool view;
+	uint64_t view_gen;
 	const char *why;		/* static text explaining err */
 
 	/* Round state, owned by the loop thread. */
@@ -186,6 +189,12 @@ struct bft_engine_params {
 	const char *metrics_addr;	/* metrics=; NULL: none */
 	uint32_t skip;			/* servers never to connect to */
 	/*
+	 * A snapshot's engine: every read is of the volume's view at
+	 * boundary view_gen (docs/snapshots.md); nothing is written.
+	 */
+	bool view;
+	uint64_t view_gen;
+	/*
 	 * Where the counters also go, or NULL: the statistics of the handle
 	 * this one was opened from (bftblk_open_volume), so that a front
 	 * end serving several volumes reports them all in one place.
@@ -232,6 +241,8 @@ void bftblk__engine_note_coalesced(struct bft_engine *cl, unsigned n);
 
 /* Allocates an op's fragment buffers; NULL on ENOMEM. */
 struct op *bftblk__op_new(struct bft_engine *cl, enum op_kind kind);
+/* The request type op's round sends: a view read's are VCOLLECT... */
+uint8_t bftblk__op_wire_type(const struct op *op);
 void bftblk__op_free(struct op *op);
 
 /*

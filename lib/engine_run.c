@@ -119,7 +119,13 @@ bftblk__engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
 
 			if (op->err && !err) {
 				err = op->err;
-				bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "block "
+				/*
+				 * Fenced: the handle follows a snapshot's
+				 * generation and sends it again (bftblk.c),
+				 * or says why not.
+				 */
+				bftblk__eng_log(cl, err == ESTALE ?
+				    BFTBLK_LOG_INFO : BFTBLK_LOG_ERROR, "block "
 				    "%llu: %s", (unsigned long long)op->block,
 				    op->why ? op->why : strerror(err));
 				bftblk__fail(err, "block %llu: %s",

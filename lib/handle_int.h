@@ -36,6 +36,9 @@ struct bftblk {
 	char *volume_name;		/* volume=: found in the table at load */
 	char *volume_keys_dir;		/* volume-keys= */
 	bool resolved;			/* volume= found: id, size, encryption */
+	/* volume=V@S: snapshot S of V, read-only, at its boundary. */
+	bool view;
+	uint64_t view_gen;
 	char **opts;			/* every option given, "k=v", to clone */
 	size_t nopts;
 	struct bft_engine_stats *stats_agg;	/* engine_int.h's p.agg */
@@ -87,7 +90,17 @@ int bftblk__volume_resolve(struct bftblk *h);
  * NULL with the error recorded on h.
  */
 struct bft_engine *bftblk__plain_engine(struct bftblk *h, struct bft_ec **ecp);
+/*
+ * What a name opens: a volume, or with "V@S" snapshot S of V ("@S":
+ * of volume 0), whose v says the volume's name (for its key), id, and
+ * the size and encryption it had when the snapshot was taken.
+ */
+struct vol_ref {
+	struct bftblk_volume v;
+	bool snap;
+	uint64_t gen;			/* the snapshot's boundary */
+};
 /* The entry's id, size and encryption into h (not yet loaded). */
-int bftblk__volume_apply(struct bftblk *h, const struct bftblk_volume *v);
+int bftblk__volume_apply(struct bftblk *h, const struct vol_ref *ref);
 
 #endif

@@ -177,6 +177,40 @@ claim_write(struct bft_lease *l, const struct bft_lease_claim *c)
 	return r;
 }
 
+/* The register's bytes into l->buf, as they are; 0 or -1. */
+static int
+read_raw(struct bft_lease *l, struct bft_ts *ts)
+{
+	struct bft_lease_claim c;
+	bool valid;
+
+	if (claim_read(l, &c, &valid, ts) != 0)
+		return -1;
+	/* Never written, or sealed by an old encrypted handle: nothing. */
+	if (bft_ts_is_zero(ts))
+		memset(l->buf, 0, BFT_BLOCK_SIZE);
+	return 0;
+}
+
+/* l->buf written back to the register, under the engine's generation. */
+static int
+write_raw(struct bft_lease *l)
+{
+	struct op *op = bftblk__op_new(l->eng, OP_WRITE);
+	int r = -1;
+
+	if (op == NULL)
+		return bftblk__fail(ENOMEM, NULL);
+	op->block = l->addr;
+	op->data = l->buf;
+	if (bftblk__op_prepare_write(op) != 0)
+		bftblk__fail(EIO, "erasure coding the lease failed");
+	else if (bftblk__engine_run(l->eng, &op, 1) == 0)
+		r = 0;
+	bftblk__op_free(op);
+	return r;
+}
+
 static bool
 ours(const struct bft_lease *l, const struct bft_lease_claim *c)
 {
@@ -190,6 +224,14 @@ set_gen(struct bft_lease *l, uint64_t gen)
 	bftblk__engine_set_gen(l->eng, gen);
 	if (l->data_eng != NULL && l->data_eng != l->eng)
 		bftblk__engine_set_gen(l->data_eng, gen);
+}
+
+static void
+adopt(struct bft_lease *l, uint64_t gen)
+{
+	set_gen(l, gen);
+	note(l, BFTBLK_LOG_INFO, "generation %" PRIu64 ": a snapshot "
+	    "re-asserted this holder's claim", gen);
 }
 
 /* EBUSY naming who holds the claim read instead of ours ("was %staken"). */
@@ -341,6 +383,13 @@ renew(struct bft_lease *l)
 			set_lost(l, valid ? c.holder : "nobody");
 			return false;
 		}
+		/*
+		 * Our own claim under a newer generation: a snapshot
+		 * re-asserted it (docs/snapshots.md).  Writes go on under
+		 * that generation, and the renewal is written under it.
+		 */
+		if (bft_ts_gen(&ts) > bftblk__engine_gen(l->eng))
+			adopt(l, bft_ts_gen(&ts));
 		l->mine.counter = c.counter + 1;
 		if (claim_write(l, &l->mine) == 0)
 			__atomic_store_n(&l->renewed_ms, t0, __ATOMIC_RELEASE);
@@ -562,4 +611,66 @@ bftblk__lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen)
 		return -1;
 	*gen = bft_ts_gen(&info.ts);
 	return 0;
+}
+
+int
+bftblk__lease_follow(struct bft_lease *l)
+{
+	struct bft_lease_claim c;
+	struct bft_ts ts;
+	bool valid;
+
+	if (!l->held || __atomic_load_n(&l->lost, __ATOMIC_ACQUIRE))
+		return 0;
+	if (claim_read(l, &c, &valid, &ts) != 0)
+		return -1;
+	if (!valid || !ours(l, &c) ||
+	    bft_ts_gen(&ts) <= bftblk__engine_gen(l->eng))
+		return 0;
+	adopt(l, bft_ts_gen(&ts));
+	return 1;
+}
+
+int
+bftblk__lease_reassert(struct bft_engine *eng, uint32_t vol, uint64_t g)
+{
+	struct bft_lease l;
+	struct bft_ts ts;
+	uint64_t gen, mine;
+	int r = -1;
+
+	memset(&l, 0, sizeof l);
+	l.eng = eng;
+	l.vol = vol;
+	l.addr = bft_addr(BFT_LEASE_VOL, vol);
+	l.buf = malloc(BFT_BLOCK_SIZE);
+	if (l.buf == NULL) {
+		bftblk__fail(ENOMEM, NULL);
+		goto out;
+	}
+	/*
+	 * The register's bytes are written back as they are: the holder's
+	 * claim, its nonce and counter unchanged, so that the holder knows
+	 * it as its own; a released or never written one stays so.
+	 */
+	if (read_raw(&l, &ts) != 0)
+		goto out;
+	if (bft_snap_boundary(&ts) != g) {
+		r = 1;
+		goto out;
+	}
+	if ((gen = bft_next_gen(&ts)) == 0) {
+		bftblk__fail(EOVERFLOW, "volume %" PRIu32 "'s lease has used "
+		    "up its generations", vol);
+		goto out;
+	}
+	/* The engine's own generation (the admin lock's) comes back after. */
+	mine = bftblk__engine_gen(eng);
+	bftblk__engine_set_gen(eng, gen);
+	/* Flushed: the n-t servers that fence generation *was stay so. */
+	r = write_raw(&l) == 0 && bftblk__io_flush(eng) == 0 ? 0 : -1;
+	bftblk__engine_set_gen(eng, mine);
+out:
+	free(l.buf);
+	return r;
 }

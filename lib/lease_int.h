@@ -89,6 +89,25 @@ int bftblk__lease_read(struct bft_engine *eng, uint32_t vol,
  * shared=on writer's writes carry.  0, or -1 with the error recorded.
  */
 int bftblk__lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen);
+/*
+ * A holder whose write was fenced: when the register holds its own
+ * claim under a newer generation (a snapshot re-asserted it), takes
+ * that generation and returns 1, so that the write is sent again; 0
+ * when not (fenced for real, or no lease); -1 with the error recorded
+ * when the register cannot be read.
+ */
+int bftblk__lease_follow(struct bft_lease *l);
+/*
+ * A snapshot's cut (docs/snapshots.md): writes volume vol's lease
+ * register back as it is under the next generation, and flushes it, so
+ * that every write of generation g (the snapshot's boundary) is fenced
+ * from then on while the holder keeps its claim.  eng's own generation
+ * is kept.  0; 1, writing nothing, when the register's newest claim is
+ * no longer of generation g (taken over meanwhile); or -1 with the
+ * error recorded.
+ */
+int bftblk__lease_reassert(struct bft_engine *eng, uint32_t vol,
+    uint64_t g);
 enum bft_lease_state bftblk__lease_state(const struct bft_lease *l);
 /* Whether writes may go on: no lease taken, or held and confirmed. */
 bool bftblk__lease_may_write(const struct bft_lease *l);

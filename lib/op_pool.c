@@ -73,6 +73,8 @@ bftblk__op_new(struct bft_engine *cl, enum op_kind kind)
 	memset(op, 0, offsetof(struct op, vec));
 	op->kind = kind;
 	op->cl = cl;
+	op->view = cl->p.view;
+	op->view_gen = cl->p.view_gen;
 	if (kind == OP_FLUSH)
 		return op;
 	/* Writes send these fragments; reads receive into them. */

@@ -8,6 +8,7 @@
 
 
 #include "crypto.h"
+#include "predicates.h"
 #include "rounds_int.h"
 #include "volcrypt.h"
 
@@ -253,13 +254,38 @@ collect_check(struct op *op)
 		bftblk__round_start(op, PH_FILTER);
 }
 
+/*
+ * Whether a reply to a snapshot read speaks of a version the view
+ * cannot hold: one of a generation above the boundary, which the
+ * writer's MACs put beyond any server's power to lower.  Such a reply is
+ * a lie and counts as a failed one, so that no server passes the head's
+ * data, or a later snapshot's, as this one's.
+ */
+static bool
+beyond_view(const struct op *op, const struct bft_msg *m)
+{
+	if (!op->view || m->status != BFT_OK)
+		return false;
+	if (op->phase == PH_COLLECT)
+		return m->ncands == 1 && !bft_view_admits(&m->cands[0].ts,
+		    op->view_gen);
+	if (op->phase == PH_FILTER)
+		return !bft_view_admits(&m->ts, op->view_gen);
+	return false;
+}
+
 void
 bftblk__read_reply(struct op *op, unsigned i, const struct bft_msg *m)
 {
 	struct bft_engine *cl = op->cl;
+	int status = m->status;
 
-	if (m->status != BFT_OK) {
-		if (bftblk__round_note_error(op, i, m->status))
+	if (beyond_view(op, m)) {
+		STAT_ADD(cl, server[i].forged_ts, 1);
+		status = BFT_EPROTO;
+	}
+	if (status != BFT_OK) {
+		if (bftblk__round_note_error(op, i, status))
 			return;
 		if (op->phase == PH_FILTER)
 			filter_check(op, popcount32(op->replied) == cl->n);

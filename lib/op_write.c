@@ -229,10 +229,13 @@ clock_done(struct op *op)
 	 * means a newer holder wrote the block: this one is fenced.
 	 */
 	if ((num = bft_write_num(op->ts.num, gen)) == 0) {
-		bftblk__op_done(op, EIO, bft_ts_gen(&op->ts) > gen ?
-		    bft_status_str(BFT_EFENCED) :
-		    "the lease generation's timestamps of this block are used "
-		    "up: open the volume again");
+		if (bft_ts_gen(&op->ts) > gen)
+			bftblk__op_done(op, ESTALE,
+			    bft_status_str(BFT_EFENCED));
+		else
+			bftblk__op_done(op, EIO, "the lease generation's "
+			    "timestamps of this block are used up: open the "
+			    "volume again");
 		return;
 	}
 	op->ts.num = num;

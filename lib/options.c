@@ -68,7 +68,8 @@ static int
 set_volume(struct bftblk *h, const char *value, uint64_t v)
 {
 	(void)v;
-	if (strlen(value) > BFTBLK_VOLUME_NAME_MAX)
+	/* NAME, or NAME@SNAPSHOT: a snapshot, read-only. */
+	if (strlen(value) > 2 * BFTBLK_VOLUME_NAME_MAX + 1)
 		return bftblk__handle_fail(h, EINVAL, "volume names are at "
 		    "most %u bytes", BFTBLK_VOLUME_NAME_MAX);
 	return set_path(h, &h->volume_name, value);
@@ -164,7 +165,8 @@ const struct bftblk__option bftblk__options[] = {
 	{ "size", "SIZE", OPT_SIZE, 0, 0, NULL,
 	    "export only the first SIZE bytes", set_size },
 	{ "volume", "NAME", OPT_PATH, 0, 0, NULL,
-	    "serve the named volume (bftblk volume create)", set_volume },
+	    "serve volume NAME, or NAME@SNAP: a snapshot, read-only",
+	    set_volume },
 	{ "volume-keys", "DIR", OPT_PATH, 0, 0, NULL,
 	    "where encrypted volumes' keys are, as NAME.key\n"
 	    "(default: volumes/ beside config=)", set_volume_keys },

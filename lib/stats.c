@@ -18,7 +18,7 @@ bftblk_get_info(struct bftblk *h, struct bftblk_info *out, size_t size)
 	info = (struct bftblk_info){
 		.size = h->export_size, .block_size = BFT_BLOCK_SIZE,
 		.t = h->cfg.t, .n = h->cfg.n,
-		.readonly = h->key.role != BFT_ROLE_RW,
+		.readonly = h->key.role != BFT_ROLE_RW || h->view,
 		.client_name = h->key.name,
 		.ec_backend = bft_ec_backend(h->ec),
 		.encryption = h->encrypt ? bft_aead_name(h->vc.aead) : "off",

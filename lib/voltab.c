@@ -100,7 +100,7 @@ decode_entry(const uint8_t *p, struct vt_entry *e, uint32_t next_id,
 	e->created = le_get64(p + 24);
 	memcpy(e->key_id, p + 32, sizeof e->key_id);
 	memcpy(e->name, p + 48, BFTBLK_VOLUME_NAME_MAX);
-	if ((e->state != VT_LIVE && e->state != VT_DELETING) || p[1] > 1 ||
+	if (e->state < VT_LIVE || e->state > VT_SNAP_DELETING || p[1] > 1 ||
 	    p[2] != 0 || p[3] != 0 || !all_zero(p + 112, VT_ENTRY - 112)) {
 		snprintf(why, whylen, "an entry with state %u, flags %u",
 		    p[0], p[1]);
@@ -112,7 +112,9 @@ decode_entry(const uint8_t *p, struct vt_entry *e, uint32_t next_id,
 		    "name");
 		return -1;
 	}
-	if (e->id < VT_FIRST_ID || e->id >= next_id || e->id > VT_LAST_ID ||
+	/* Volume 0, the cluster's disk, may be snapshotted too. */
+	if (((e->id < VT_FIRST_ID || e->id >= next_id) &&
+	    !(bftblk__vt_is_snap(e) && e->id == 0)) || e->id > VT_LAST_ID ||
 	    e->size == 0 || e->size % BFT_BLOCK_SIZE != 0 ||
 	    e->size / BFT_BLOCK_SIZE > BFT_VOL_MAX_BLOCKS) {
 		snprintf(why, whylen, "volume '%s' has id %u and size %llu",
@@ -174,11 +176,30 @@ bftblk__vt_find(struct voltab *vt, const char *name, unsigned *bi)
 {
 	for (unsigned b = 0; b < vt->nblocks; b++)
 		for (unsigned i = 0; i < vt->count[b]; i++)
-			if (strcmp(vt->e[b][i].name, name) == 0) {
+			if (!bftblk__vt_is_snap(&vt->e[b][i]) &&
+			    strcmp(vt->e[b][i].name, name) == 0) {
 				if (bi != NULL)
 					*bi = b;
 				return &vt->e[b][i];
 			}
+	return NULL;
+}
+
+struct vt_entry *
+bftblk__vt_find_snap(struct voltab *vt, uint32_t id, const char *name,
+    unsigned *bi)
+{
+	for (unsigned b = 0; b < vt->nblocks; b++)
+		for (unsigned i = 0; i < vt->count[b]; i++) {
+			struct vt_entry *e = &vt->e[b][i];
+
+			if (bftblk__vt_is_snap(e) && e->id == id &&
+			    strcmp(e->name, name) == 0) {
+				if (bi != NULL)
+					*bi = b;
+				return e;
+			}
+		}
 	return NULL;
 }
 

@@ -32,7 +32,16 @@
 #define VT_FIRST_ID	(1u << 16)
 #define VT_LAST_ID	(BFT_VOL_TABLE - 1)
 
-enum vt_state { VT_FREE = 0, VT_LIVE = 1, VT_DELETING = 2 };
+/*
+ * A snapshot is an entry too (docs/snapshots.md): its volume's id, the
+ * volume's size and encryption when it was taken, its own name, and in
+ * generation the boundary its view is at.  Its name is unique among
+ * its volume's snapshots, and no volume is looked up by it.
+ */
+enum vt_state {
+	VT_FREE = 0, VT_LIVE = 1, VT_DELETING = 2,
+	VT_SNAP = 3, VT_SNAP_DELETING = 4,
+};
 
 struct vt_entry {
 	uint8_t state;			/* enum vt_state */
@@ -44,6 +53,12 @@ struct vt_entry {
 	uint8_t key_id[16];		/* the volume key's, when encrypted */
 	char name[BFTBLK_VOLUME_NAME_MAX + 1];
 };
+
+static inline bool
+bftblk__vt_is_snap(const struct vt_entry *e)
+{
+	return e->state == VT_SNAP || e->state == VT_SNAP_DELETING;
+}
 
 struct voltab {
 	uint32_t next_id;
@@ -66,15 +81,41 @@ bool bftblk__vt_name_ok(const char *name);
 void bftblk__vt_encode(const struct voltab *vt, unsigned bi, uint8_t *blk);
 int bftblk__vt_decode(struct voltab *vt, unsigned bi, const uint8_t *blk,
     char *why, size_t whylen);
-/* The entry named name (any state), or NULL; *bi its block. */
+/* The volume named name (live or deleting), or NULL; *bi its block. */
 struct vt_entry *bftblk__vt_find(struct voltab *vt, const char *name,
     unsigned *bi);
+/* Volume id's snapshot named name (any state), or NULL; *bi its block. */
+struct vt_entry *bftblk__vt_find_snap(struct voltab *vt, uint32_t id,
+    const char *name, unsigned *bi);
 /* A block with room for one more entry, or -1 when the table is full. */
 int bftblk__vt_room(const struct voltab *vt);
 /* Adds e in block bi (bftblk__vt_room's); removes entry i of block bi. */
 void bftblk__vt_add(struct voltab *vt, unsigned bi, const struct vt_entry *e);
 void bftblk__vt_remove(struct voltab *vt, unsigned bi,
     const struct vt_entry *e);
+/*
+ * A change of the table, as volume.c makes them: begin takes the admin
+ * lock, reads the table and finishes deletes left pending (0, or a
+ * negative errno failed on h); put writes block bi after checking the
+ * lock is still held (0 or -1 recorded); end releases both.  failed
+ * ends a call whose failure was recorded, on h; check refuses a handle
+ * that is not connected, sealed, or (write) not a writer's.
+ */
+struct bft_lease;
+int bftblk__vt_begin(struct bftblk *h, struct bft_lease *lock,
+    struct voltab **vtp);
+int bftblk__vt_put(struct bftblk *h, const struct bft_lease *lock,
+    const struct voltab *vt, unsigned bi);
+void bftblk__vt_end(struct bft_lease *lock, struct voltab *vt);
+int bftblk__vt_failed(const struct bftblk *h);
+/*
+ * Sends DROP or SNAP(remove) for every entry being deleted and removes
+ * those all servers acked; *pending: servers yet to ack id's.
+ */
+int bftblk__vt_finish(struct bftblk *h, const struct bft_lease *lock,
+    struct voltab *vt, uint32_t id, unsigned *pending);
+int bftblk__vt_check(struct bftblk *h, bool write);
+
 /* The public view of an entry. */
 void bftblk__vt_public(const struct vt_entry *e, struct bftblk_volume *out);
 

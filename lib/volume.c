@@ -123,21 +123,28 @@ finish_deletes(struct bftblk *h, const struct bft_lease *lock,
 			struct vt_entry *e = &vt->e[b][i];
 			int n;
 
-			if (e->state != VT_DELETING)
+			bool snap = e->state == VT_SNAP_DELETING;
+
+			if (e->state != VT_DELETING && !snap)
 				continue;
-			n = bftblk__drop_volume(&h->cfg, &h->key, e->id,
-			    h->timeout_s * 1000, acked, why, sizeof why);
+			n = snap ? bftblk__snap_volume(&h->cfg, &h->key, e->id,
+			    e->generation, false, h->timeout_s * 1000, acked,
+			    why, sizeof why) : bftblk__drop_volume(&h->cfg,
+			    &h->key, e->id, h->timeout_s * 1000, acked, why,
+			    sizeof why);
 			if (n < 0)
-				return bftblk__fail(-n, "dropping volume '%s': "
-				    "%s", e->name, why);
+				return bftblk__fail(-n, "%s %s '%s': %s",
+				    snap ? "forgetting" : "dropping",
+				    snap ? "snapshot" : "volume", e->name, why);
 			if ((unsigned)n < h->cfg.n) {
 				if (e->id == id)
 					*pending = h->cfg.n - (unsigned)n;
 				bftblk__eng_log(h->eng, BFTBLK_LOG_WARN,
-				    "volume '%s' (id %" PRIu32 "): dropped by "
-				    "%d of %u servers; the others drop it at a "
-				    "later volume command", e->name, e->id, n,
-				    h->cfg.n);
+				    "%s '%s' (id %" PRIu32 "): %s by %d of %u "
+				    "servers; the others at a later volume "
+				    "command", snap ? "snapshot" : "volume",
+				    e->name, e->id, snap ? "forgotten" :
+				    "dropped", n, h->cfg.n);
 				continue;
 			}
 			bftblk__vt_remove(vt, b, e);
@@ -236,7 +243,9 @@ bftblk_volume_list(struct bftblk *h, struct bftblk_volume **vols, size_t *n)
 	}
 	for (unsigned b = 0; b < vt->nblocks; b++)
 		for (unsigned i = 0; i < vt->count[b]; i++)
-			bftblk__vt_public(&vt->e[b][i], &(*vols)[(*n)++]);
+			if (!bftblk__vt_is_snap(&vt->e[b][i]))
+				bftblk__vt_public(&vt->e[b][i],
+				    &(*vols)[(*n)++]);
 	free(vt);
 	return 0;
 }
@@ -425,6 +434,32 @@ out:
 	return r;
 }
 
+/* How many snapshots volume id has, their names listed in buf. */
+static unsigned
+snapshots_of(const struct voltab *vt, uint32_t id, char *buf, size_t len)
+{
+	unsigned count = 0;
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (unsigned b = 0; b < vt->nblocks; b++)
+		for (unsigned i = 0; i < vt->count[b]; i++) {
+			const struct vt_entry *e = &vt->e[b][i];
+			int w;
+
+			if (!bftblk__vt_is_snap(e) || e->id != id)
+				continue;
+			count++;
+			if (off + 1 >= len)
+				continue;
+			w = snprintf(buf + off, len - off, "%s%s",
+			    off ? ", " : "", e->name);
+			off = w > 0 && off + (size_t)w < len ? off +
+			    (size_t)w : len - 1;
+		}
+	return count;
+}
+
 int
 bftblk_volume_delete(struct bftblk *h, const char *name, int force,
     unsigned *pending)
@@ -434,6 +469,7 @@ bftblk_volume_delete(struct bftblk *h, const char *name, int force,
 	struct vt_entry *e;
 	struct bft_lease_info li;
 	unsigned bi, left = 0;
+	char names[256];
 	int r;
 
 	if (pending != NULL)
@@ -454,6 +490,11 @@ bftblk_volume_delete(struct bftblk *h, const char *name, int force,
 		    name, li.claim.holder);
 		goto out;
 	}
+	if (snapshots_of(vt, e->id, names, sizeof names) > 0) {
+		r = bftblk__handle_fail(h, EBUSY, "volume '%s' has snapshots "
+		    "(%s): delete them first", name, names);
+		goto out;
+	}
 	e->state = VT_DELETING;
 	if (write_block(h, &lock, vt, bi) != 0 ||
 	    finish_deletes(h, &lock, vt, e->id, &left) != 0) {
@@ -468,4 +509,44 @@ out:
 		*pending = left;
 	end(&lock, vt);
 	return r;
+}
+
+/* The table session above, for the snapshot calls (snap.c). */
+int
+bftblk__vt_begin(struct bftblk *h, struct bft_lease *lock,
+    struct voltab **vtp)
+{
+	return begin(h, lock, vtp);
+}
+
+void
+bftblk__vt_end(struct bft_lease *lock, struct voltab *vt)
+{
+	end(lock, vt);
+}
+
+int
+bftblk__vt_put(struct bftblk *h, const struct bft_lease *lock,
+    const struct voltab *vt, unsigned bi)
+{
+	return write_block(h, lock, vt, bi);
+}
+
+int
+bftblk__vt_failed(const struct bftblk *h)
+{
+	return failed(h);
+}
+
+int
+bftblk__vt_check(struct bftblk *h, bool write)
+{
+	return check_handle(h, write);
+}
+
+int
+bftblk__vt_finish(struct bftblk *h, const struct bft_lease *lock,
+    struct voltab *vt, uint32_t id, unsigned *pending)
+{
+	return finish_deletes(h, lock, vt, id, pending);
 }

@@ -52,8 +52,9 @@ key_path(const struct bftblk *h, const char *name, char *out, size_t len)
 }
 
 int
-bftblk__volume_apply(struct bftblk *h, const struct bftblk_volume *v)
+bftblk__volume_apply(struct bftblk *h, const struct vol_ref *ref)
 {
+	const struct bftblk_volume *v = &ref->v;
 	struct bft_volume_key vk;
 	uint8_t id[BFT_VOLUME_KEY_ID_LEN];
 	char path[4096], hex[2 * BFT_VOLUME_KEY_ID_LEN + 1], err[512];
@@ -70,6 +71,8 @@ bftblk__volume_apply(struct bftblk *h, const struct bftblk_volume *v)
 	if (h->export_size == 0)
 		h->export_size = v->size;
 	h->resolved = true;
+	h->view = ref->snap;
+	h->view_gen = ref->gen;
 	if (!v->encrypted) {
 		if (h->encrypt)
 			return bftblk__handle_fail(h, EINVAL, "volume '%s' is "
@@ -98,13 +101,56 @@ bftblk__volume_apply(struct bftblk *h, const struct bftblk_volume *v)
 	return 0;
 }
 
+/*
+ * name ("V" or "V@S") in the table vt: 0 or a negative errno (on h).
+ * Volume 0 has no entry: "@S" is its snapshot, sized by the cluster.
+ */
+static int
+find_in(struct bftblk *h, struct voltab *vt, const char *name,
+    struct vol_ref *ref)
+{
+	char vol[BFTBLK_VOLUME_NAME_MAX + 1];
+	const char *at = strchr(name, '@');
+	struct vt_entry *e = NULL, *s;
+	uint32_t id = 0;
+
+	memset(ref, 0, sizeof *ref);
+	if (at == NULL) {
+		if ((e = bftblk__vt_find(vt, name, NULL)) == NULL)
+			return bftblk__handle_fail(h, ENOENT, "no volume is "
+			    "named '%s' (bftblk volume list names them)", name);
+		bftblk__vt_public(e, &ref->v);
+		return 0;
+	}
+	if ((size_t)(at - name) >= sizeof vol)
+		return bftblk__handle_fail(h, EINVAL, "'%s' is not V@SNAPSHOT",
+		    name);
+	memcpy(vol, name, (size_t)(at - name));
+	vol[at - name] = '\0';
+	if (vol[0] != '\0') {
+		if ((e = bftblk__vt_find(vt, vol, NULL)) == NULL)
+			return bftblk__handle_fail(h, ENOENT, "no volume is "
+			    "named '%s' (bftblk volume list names them)", vol);
+		id = e->id;
+	}
+	if ((s = bftblk__vt_find_snap(vt, id, at + 1, NULL)) == NULL ||
+	    s->state != VT_SNAP)
+		return bftblk__handle_fail(h, ENOENT, "volume '%s' has no "
+		    "snapshot named '%s' (bftblk snap list names them)", vol,
+		    at + 1);
+	bftblk__vt_public(s, &ref->v);
+	snprintf(ref->v.name, sizeof ref->v.name, "%s", vol);
+	ref->snap = true;
+	ref->gen = s->generation;
+	return 0;
+}
+
 /* Finds name in the table eng reads; 0 or a negative errno (on h). */
 static int
 find(struct bftblk *h, struct bft_engine *eng, const char *name,
-    struct bftblk_volume *v)
+    struct vol_ref *ref)
 {
 	struct voltab *vt = malloc(sizeof *vt);
-	struct vt_entry *e;
 	int r;
 
 	if (vt == NULL)
@@ -112,12 +158,8 @@ find(struct bftblk *h, struct bft_engine *eng, const char *name,
 	if (bftblk__vt_read(eng, vt) != 0) {
 		r = bftblk__take_errno();
 		r = bftblk__handle_fail(h, r, "%s", bftblk__errmsg());
-	} else if ((e = bftblk__vt_find(vt, name, NULL)) == NULL) {
-		r = bftblk__handle_fail(h, ENOENT, "no volume is named '%s' "
-		    "(bftblk volume list names them)", name);
 	} else {
-		bftblk__vt_public(e, v);
-		r = 0;
+		r = find_in(h, vt, name, ref);
 	}
 	free(vt);
 	return r;
@@ -157,7 +199,7 @@ bftblk__plain_engine(struct bftblk *h, struct bft_ec **ecp)
 int
 bftblk__volume_resolve(struct bftblk *h)
 {
-	struct bftblk_volume v;
+	struct vol_ref v;
 	struct bft_engine *eng;
 	struct bft_ec *ec;
 	int r;
@@ -219,7 +261,7 @@ int
 bftblk_open_volume(struct bftblk *h, const char *name, const char *options,
     struct bftblk **out)
 {
-	struct bftblk_volume v;
+	struct vol_ref v;
 	struct bftblk *nh;
 	char msg[512];
 	int r = 0;
