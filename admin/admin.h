@@ -2,6 +2,7 @@
 #ifndef BFTBLK_ADMIN_H
 #define BFTBLK_ADMIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -31,6 +32,18 @@ int admin_keygen(int argc, char **argv);
 int admin_client(int argc, char **argv);
 int admin_volume_key(int argc, char **argv);
 int admin_volume(int argc, char **argv);
+int admin_snap(int argc, char **argv);
+int admin_export(int argc, char **argv);
+/*
+ * A handle on the cluster of DIR (keys: the key file, NULL for
+ * DIR/client.key) for volume and snapshot commands: short timeouts, no
+ * cache, no lease of volume 0.  NULL after saying why.
+ */
+struct bftblk;
+struct bftblk *admin_open_cluster(const char *dir, const char *keys,
+    unsigned timeout_s);
+/* --verbose: the library's informational lines too. */
+extern bool admin_verbose;
 int admin_ping(int argc, char **argv);
 int admin_scrub(int argc, char **argv);
 int admin_server(int argc, char **argv);

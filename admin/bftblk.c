@@ -3,7 +3,9 @@
  * directory (keygen.c); `bftblk client` adds and revokes the clients
  * servers let in (client_keys.c); `bftblk volume-key` creates the key of an
  * encrypted volume (volume_key.c); `bftblk volume` creates, lists,
- * resizes and deletes the cluster's named volumes (volume.c); `bftblk ping` checks that this host
+ * resizes and deletes the cluster's named volumes (volume.c); `bftblk
+ * snap` takes, lists and deletes their snapshots and `bftblk export`
+ * copies one out (snap.c); `bftblk ping` checks that this host
  * reaches the cluster through libbftblk (ping.c); `bftblk status` asks
  * every server how it is and judges the cluster's health (status.c).
  */
@@ -67,6 +69,20 @@ admin_usage(FILE *fp)
 	    "  a live writer holds is not deleted without --force.  Also "
 	    "--keys FILE\n"
 	    "  (default DIR/client.key) and --timeout SECS (default 3).\n"
+	    "usage: bftblk snap create --dir DIR --volume VOLUME --name NAME "
+	    "[--verbose]\n"
+	    "       bftblk snap list --dir DIR [--volume VOLUME] [--json]\n"
+	    "       bftblk snap info --dir DIR --volume VOLUME --name NAME\n"
+	    "       bftblk snap delete --dir DIR --volume VOLUME --name NAME\n"
+	    "  Snapshots: a volume as it was when taken, copying nothing, "
+	    "also while its\n"
+	    "  writer runs; read-only, exported as VOLUME@NAME (volume 0's: "
+	    "@NAME, with\n"
+	    "  --volume \"\").  A volume with snapshots is not deleted.\n"
+	    "usage: bftblk export --dir DIR NAME FILE|-\n"
+	    "  Copies volume or snapshot NAME (VOLUME, VOLUME@SNAP, @SNAP) "
+	    "whole into a raw\n"
+	    "  image FILE, or to stdout, with progress on stderr.\n"
 	    "usage: bftblk ping --dir DIR [--keys FILE] [--timeout SECS]\n"
 	    "  Connects as the client of FILE (default DIR/client.key), "
 	    "lists the servers\n"
@@ -123,6 +139,10 @@ main(int argc, char **argv)
 		return admin_volume_key(argc - 1, argv + 1);
 	if (strcmp(argv[1], "volume") == 0)
 		return admin_volume(argc - 1, argv + 1);
+	if (strcmp(argv[1], "snap") == 0)
+		return admin_snap(argc - 1, argv + 1);
+	if (strcmp(argv[1], "export") == 0)
+		return admin_export(argc - 1, argv + 1);
 	if (strcmp(argv[1], "ping") == 0)
 		return admin_ping(argc - 1, argv + 1);
 	if (strcmp(argv[1], "scrub") == 0)

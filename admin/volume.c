@@ -39,12 +39,19 @@ struct args {
 	unsigned timeout_s;
 };
 
-/* Warnings and errors: what a command did, it prints itself. */
+bool admin_verbose;
+
+/*
+ * Warnings and errors: what a command did, it prints itself; with
+ * --verbose also the library's account of it (the admin lock, a
+ * snapshot's cut).
+ */
 static void
 lib_log(void *opaque, enum bftblk_log_level level, const char *msg)
 {
 	(void)opaque;
-	if (level <= BFTBLK_LOG_WARN)
+	if (level <= BFTBLK_LOG_WARN ||
+	    (admin_verbose && level <= BFTBLK_LOG_INFO))
 		bft_log("%s", msg);
 }
 
@@ -116,13 +123,13 @@ gather_used(const struct args *a, struct used *u)
 	return 0;
 }
 
-static struct bftblk *
-open_cluster(const struct args *a)
+struct bftblk *
+admin_open_cluster(const char *dir, const char *keys, unsigned timeout_s)
 {
 	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], opts[128];
 	struct bftblk *h;
 
-	if (admin_cluster_paths(a->dir, a->keys, conf, keypath) != 0)
+	if (admin_cluster_paths(dir, keys, conf, keypath) != 0)
 		return NULL;
 	if ((h = bftblk_create()) == NULL) {
 		bft_log("out of memory");
@@ -133,7 +140,7 @@ open_cluster(const struct args *a)
 	 * Short timeouts: the admin lock waits out one I/O timeout before
 	 * it trusts its claim, so that is what every change costs.
 	 */
-	snprintf(opts, sizeof opts, "%u", a->timeout_s);
+	snprintf(opts, sizeof opts, "%u", timeout_s);
 	if (bftblk_set_option(h, "config", conf) != 0 ||
 	    bftblk_set_option(h, "keys", keypath) != 0 ||
 	    bftblk_set_option(h, "timeout", opts) != 0 ||
@@ -403,7 +410,7 @@ admin_volume(int argc, char **argv)
 		    cmds[ci].needs_size ? " --size SIZE" : "");
 		return 2;
 	}
-	if ((h = open_cluster(&a)) == NULL)
+	if ((h = admin_open_cluster(a.dir, a.keys, a.timeout_s)) == NULL)
 		return 1;
 	rc = cmds[ci].fn(&a, h);
 	bftblk_close(h);

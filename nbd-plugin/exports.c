@@ -41,6 +41,40 @@ exports_init(struct export *b, bool named, const char *options)
  */
 #define LOOKUP_TRIES	3
 
+/*
+ * Snapshot V@S as the entry of a volume: its id, size, and in
+ * generation its boundary, which names it as a resize count names a
+ * volume's shape.  0, or a negative errno.
+ */
+static int
+snap_get(const char *name, struct bftblk_volume *v)
+{
+	char vol[BFTBLK_VOLUME_NAME_MAX + 1];
+	const char *at = strchr(name, '@');
+	struct bftblk_snap *s;
+	size_t n;
+	int r;
+
+	if ((size_t)(at - name) >= sizeof vol)
+		return -ENOENT;
+	memcpy(vol, name, (size_t)(at - name));
+	vol[at - name] = '\0';
+	if ((r = bftblk_snap_list(base->h, vol, &s, &n)) != 0)
+		return r;
+	r = -ENOENT;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s[i].name, at + 1) == 0) {
+			memset(v, 0, sizeof *v);
+			v->id = s[i].volume_id;
+			v->size = s[i].size;
+			v->generation = s[i].boundary;
+			v->deleting = s[i].deleting;
+			r = 0;
+		}
+	free(s);
+	return r;
+}
+
 /* The table's entry for name: 0, 1 when there is none, -1 on error. */
 static int
 lookup(const char *name, struct bftblk_volume *v)
@@ -48,8 +82,9 @@ lookup(const char *name, struct bftblk_volume *v)
 	int r = -EIO;
 
 	for (unsigned i = 0; i < LOOKUP_TRIES; i++) {
-		if ((r = bftblk_volume_get(base->h, name, v)) == 0 ||
-		    r == -ENOENT)
+		r = strchr(name, '@') != NULL ? snap_get(name, v) :
+		    bftblk_volume_get(base->h, name, v);
+		if (r == 0 || r == -ENOENT)
 			return r == 0 ? 0 : 1;
 		nbdkit_debug("the volume table, try %u of %u: %s", i + 1,
 		    LOOKUP_TRIES, bftblk_errmsg(base->h));
@@ -190,6 +225,32 @@ exports_close(struct export *e)
 	pthread_mutex_unlock(&mu);
 }
 
+/* Every snapshot as V@S, read-only (docs/snapshots.md). */
+static int
+list_snaps(struct nbdkit_exports *list)
+{
+	char desc[160], name[2 * BFTBLK_VOLUME_NAME_MAX + 2];
+	struct bftblk_snap *s;
+	size_t n;
+	int r = 0;
+
+	if (bftblk_snap_list(base->h, NULL, &s, &n) != 0) {
+		nbdkit_error("the volume table: %s", bftblk_errmsg(base->h));
+		return -1;
+	}
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if (s[i].deleting)
+			continue;
+		snprintf(name, sizeof name, "%s@%s", s[i].volume, s[i].name);
+		snprintf(desc, sizeof desc, "snapshot of %s, %" PRIu64
+		    " bytes, read-only", s[i].volume[0] ? s[i].volume :
+		    "volume 0", s[i].size);
+		r = nbdkit_add_export(list, name, desc);
+	}
+	free(s);
+	return r;
+}
+
 int
 exports_list(struct nbdkit_exports *list)
 {
@@ -219,6 +280,8 @@ exports_list(struct nbdkit_exports *list)
 		}
 	}
 	free(v);
+	if (list_snaps(list) != 0)
+		return -1;
 	if (!has_default) {
 		snprintf(desc, sizeof desc, "the cluster's disk (volume 0), %"
 		    PRIu64 " bytes", base->info.size);

@@ -18,7 +18,8 @@
 struct export {
 	struct bftblk *h;
 	struct bftblk_info info;
-	char name[BFTBLK_VOLUME_NAME_MAX + 1];	/* "": volume 0 */
+	/* "": volume 0; "V@S": a snapshot, read-only */
+	char name[2 * BFTBLK_VOLUME_NAME_MAX + 2];
 	unsigned refs;			/* connections; base: unused */
 	struct bftblk_volume vol;	/* the table's entry when opened */
 	struct export *next;

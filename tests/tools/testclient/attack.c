@@ -14,7 +14,9 @@
  * what a reader keeps.  filter-back reads that file and sends the
  * candidate as a FILTER (whose write-back takes a newer candidate into
  * lc) to each server of --servers, printing "server I: FILTER status N
- * (name)"; both exit 0 when every request was answered.
+ * (name)"; both exit 0 when every request was answered.  With --view
+ * GEN both go to a snapshot's view (VCOLLECT, VFILTER): a reader that
+ * kept a candidate of the head sends it back as the snapshot's.
  */
 #include <err.h>
 #include <inttypes.h>
@@ -87,7 +89,8 @@ tc_cmd_collect_save(void)
 	mask = tc_parse_list(opt.servers);
 	tc_connect_servers(mask);
 	FOR_EACH(i, mask) {
-		tc_new_req(BFT_COLLECT);
+		tc_new_req(opt.has_view ? BFT_VCOLLECT : BFT_COLLECT);
+		req.gen = opt.view;
 		/* A write completes at n - t servers: this may lack it. */
 		if ((st = tc_xfer(i)) != BFT_OK || rep.ncands != 1 ||
 		    bft_ts_is_zero(&rep.cands[0].ts)) {
@@ -125,7 +128,8 @@ tc_cmd_filter_back(void)
 	mask = tc_parse_list(opt.servers);
 	tc_connect_servers(mask);
 	FOR_EACH(i, mask) {
-		tc_new_req(BFT_FILTER);
+		tc_new_req(opt.has_view ? BFT_VFILTER : BFT_FILTER);
+		req.gen = opt.view;
 		req.cands[0] = c;
 		req.ncands = 1;
 		st = tc_xfer(i);

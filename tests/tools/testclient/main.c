@@ -135,7 +135,7 @@ main(int argc, char **argv)
 		{ "servers", 1, NULL, 'S' }, { "complete-to", 1, NULL, 'C' },
 		{ "forgery", 1, NULL, 'f' }, { "hang", 0, NULL, 'H' },
 		{ "mode", 1, NULL, 'm' }, { "hold", 1, NULL, 'o' },
-		{ "complete-last", 0, NULL, 'L' },
+		{ "complete-last", 0, NULL, 'L' }, { "view", 1, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static uint8_t data[BFT_BLOCK_SIZE];
@@ -160,6 +160,10 @@ main(int argc, char **argv)
 		case 'm': opt.mode = optarg; break;
 		case 'o': opt.hold = parse_u64(optarg); break;
 		case 'L': opt.complete_last = 1; break;
+		case 'V':
+			opt.has_view = 1;
+			opt.view = parse_u64(optarg);
+			break;
 		default: goto usage;
 		}
 	}

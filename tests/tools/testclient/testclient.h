@@ -45,6 +45,9 @@ extern struct tc_opt {
 	const char *mode, *cmd;
 	uint64_t block, count, hold;
 	int hang, forgery, complete_last;
+	/* --view GEN: collect-save and filter-back on a snapshot's view */
+	int has_view;
+	uint64_t view;
 } opt;
 
 uint32_t tc_parse_list(const char *s);

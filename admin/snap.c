@@ -1,0 +1,366 @@
+/*
+ * bftblk snap: snapshots of a volume (create, list, info, delete), and
+ * bftblk export, which copies a volume or a snapshot whole into a file
+ * or a pipe.  A snapshot is read as the NBD export V@S as well; here is
+ * what an operator runs to take one, see them, back one up, and let one
+ * go.  docs/snapshots.md says what a snapshot holds and why.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "bftblk.h"
+#include "log.h"
+
+struct args {
+	const char *dir, *keys, *volume, *name;
+	bool json;
+	unsigned timeout_s;
+};
+
+static void
+when(uint64_t secs, char *buf, size_t len)
+{
+	time_t t = (time_t)secs;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
+
+static int
+cmd_create(const struct args *a, struct bftblk *h)
+{
+	struct bftblk_snap s;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (bftblk_snap_create(h, a->volume, a->name, &s, sizeof s) != 0) {
+		bft_log("%s", bftblk_errmsg(h));
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("created snapshot '%s@%s': boundary generation %" PRIu64
+	    ", %" PRIu64 " bytes, in %.2f s\n", a->volume, s.name, s.boundary,
+	    s.size, (double)(t1.tv_sec - t0.tv_sec) +
+	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	return 0;
+}
+
+static int
+cmd_list(const struct args *a, struct bftblk *h)
+{
+	struct bftblk_snap *s;
+	char created[64];
+	size_t n;
+
+	if (bftblk_snap_list(h, a->volume, &s, &n) != 0) {
+		bft_log("%s", bftblk_errmsg(h));
+		return 1;
+	}
+	if (a->json) {
+		printf("[");
+		for (size_t i = 0; i < n; i++)
+			printf("%s{\"volume\":\"%s\",\"name\":\"%s\","
+			    "\"volume_id\":%" PRIu32 ",\"size\":%" PRIu64
+			    ",\"boundary\":%" PRIu64 ",\"created\":%" PRIu64
+			    ",\"encrypted\":%s,\"deleting\":%s}", i ? "," : "",
+			    s[i].volume, s[i].name, s[i].volume_id, s[i].size,
+			    s[i].boundary, s[i].created, s[i].encrypted ?
+			    "true" : "false", s[i].deleting ? "true" :
+			    "false");
+		printf("]\n");
+	} else {
+		printf("%-20s %-20s %14s %10s  %-23s %s\n", "VOLUME", "SNAPSHOT",
+		    "SIZE", "BOUNDARY", "CREATED", "STATE");
+		for (size_t i = 0; i < n; i++) {
+			when(s[i].created, created, sizeof created);
+			printf("%-20s %-20s %14" PRIu64 " %10" PRIu64
+			    "  %-23s %s\n", s[i].volume[0] ? s[i].volume :
+			    "(volume 0)", s[i].name, s[i].size, s[i].boundary,
+			    created, s[i].deleting ? "deleting" : "live");
+		}
+		printf("%zu snapshot%s\n", n, n == 1 ? "" : "s");
+	}
+	free(s);
+	return 0;
+}
+
+static int
+cmd_info(const struct args *a, struct bftblk *h)
+{
+	struct bftblk_snap *s;
+	char created[64];
+	size_t n, i;
+	int rc = 1;
+
+	if (bftblk_snap_list(h, a->volume, &s, &n) != 0) {
+		bft_log("%s", bftblk_errmsg(h));
+		return 1;
+	}
+	for (i = 0; i < n && strcmp(s[i].name, a->name) != 0; i++)
+		;
+	if (i == n) {
+		bft_log("volume '%s' has no snapshot named '%s'", a->volume,
+		    a->name);
+	} else {
+		when(s[i].created, created, sizeof created);
+		printf("snapshot: %s@%s\nvolume id: %" PRIu32 "\nsize: %"
+		    PRIu64 "\nboundary generation: %" PRIu64 "\ncreated: %s\n"
+		    "encrypted: %s\nstate: %s\nexport: nbd://HOST/%s@%s "
+		    "(read-only)\n", a->volume, s[i].name, s[i].volume_id,
+		    s[i].size, s[i].boundary, created, s[i].encrypted ?
+		    "yes (the volume's key)" : "no", s[i].deleting ?
+		    "deleting" : "live", a->volume, s[i].name);
+		rc = 0;
+	}
+	free(s);
+	return rc;
+}
+
+static int
+cmd_delete(const struct args *a, struct bftblk *h)
+{
+	unsigned pending = 0;
+
+	if (bftblk_snap_delete(h, a->volume, a->name, &pending) != 0) {
+		bft_log("%s", bftblk_errmsg(h));
+		return 1;
+	}
+	if (pending > 0)
+		printf("deleted snapshot '%s@%s'; %u server%s did not forget "
+		    "it yet, and will at a later volume command\n", a->volume,
+		    a->name, pending, pending == 1 ? "" : "s");
+	else
+		printf("deleted snapshot '%s@%s'; every server forgot it\n",
+		    a->volume, a->name);
+	return 0;
+}
+
+int
+admin_snap(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "keys", required_argument, NULL, 'k' },
+		{ "volume", required_argument, NULL, 'v' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const struct {
+		const char *name;
+		int (*fn)(const struct args *, struct bftblk *);
+		bool needs_volume, needs_name;
+	} cmds[] = {
+		{ "create", cmd_create, true, true },
+		{ "list", cmd_list, false, false },
+		{ "info", cmd_info, true, true },
+		{ "delete", cmd_delete, true, true },
+	};
+	struct args a = { .timeout_s = 3 };
+	struct bftblk *h;
+	size_t ci;
+	int c, rc;
+
+	if (argc < 2) {
+		admin_usage(stderr);
+		return 2;
+	}
+	for (ci = 0; ci < sizeof cmds / sizeof cmds[0]; ci++)
+		if (strcmp(argv[1], cmds[ci].name) == 0)
+			break;
+	if (ci == sizeof cmds / sizeof cmds[0]) {
+		bft_log("unknown snap command '%s'", argv[1]);
+		admin_usage(stderr);
+		return 2;
+	}
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': a.dir = optarg; break;
+		case 'k': a.keys = optarg; break;
+		case 'v': a.volume = optarg; break;
+		case 'n': a.name = optarg; break;
+		case 'j': a.json = true; break;
+		case 'V': admin_verbose = true; break;
+		case 't':
+			if (admin_parse_timeout(optarg, &a.timeout_s) != 0)
+				return 2;
+			break;
+		case 'h':
+			admin_usage(stdout);
+			return 0;
+		default:
+			admin_usage(stderr);
+			return 2;
+		}
+	}
+	if (a.dir == NULL || optind != argc ||
+	    (cmds[ci].needs_volume && a.volume == NULL) ||
+	    (cmds[ci].needs_name && a.name == NULL)) {
+		bft_log("snap %s needs --dir DIR%s%s", cmds[ci].name,
+		    cmds[ci].needs_volume ? " --volume VOLUME (\"\" for "
+		    "volume 0)" : "", cmds[ci].needs_name ? " --name NAME" :
+		    "");
+		return 2;
+	}
+	if ((h = admin_open_cluster(a.dir, a.keys, a.timeout_s)) == NULL)
+		return 1;
+	rc = cmds[ci].fn(&a, h);
+	bftblk_close(h);
+	return rc;
+}
+
+/* Writes all of buf to fd; 0 or -1 with errno. */
+static int
+write_all(int fd, const uint8_t *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, buf, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		buf += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static double
+now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* done/total, rate and ETA on stderr, at most once a second. */
+static void
+progress(uint64_t done, uint64_t total, double t0, double *last, bool end)
+{
+	double t = now_s(), rate;
+
+	if (!end && t - *last < 1.0)
+		return;
+	*last = t;
+	rate = t > t0 ? (double)done / (t - t0) : 0;
+	bft_log("export: %" PRIu64 "/%" PRIu64 " MiB (%.0f%%), %.1f MiB/s, "
+	    "%s %.0f s", done >> 20, total >> 20, total ? 100.0 *
+	    (double)done / (double)total : 100.0, rate / 1048576, end ?
+	    "took" : "ETA", end ? t - t0 : rate > 0 ? (double)(total - done) /
+	    rate : 0);
+}
+
+/*
+ * bftblk export --dir DIR NAME FILE|-: the whole image of a volume or a
+ * snapshot (NAME is V, V@S, or @S for volume 0's), raw, so that any tool
+ * reads it (qemu-img, dd, a mount of a loop device).
+ */
+int
+admin_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "keys", required_argument, NULL, 'k' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const size_t chunk = 1u << 20;
+	struct bftblk *h, *vh = NULL;
+	struct bftblk_info info;
+	const char *dir = NULL, *keys = NULL, *name, *out;
+	unsigned timeout_s = 10;
+	double t0, last = 0;
+	uint8_t *buf = NULL;
+	int c, fd = -1, rc = 1;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'k': keys = optarg; break;
+		case 't':
+			if (admin_parse_timeout(optarg, &timeout_s) != 0)
+				return 2;
+			break;
+		case 'h':
+			admin_usage(stdout);
+			return 0;
+		default:
+			admin_usage(stderr);
+			return 2;
+		}
+	}
+	if (dir == NULL || argc - optind != 2) {
+		bft_log("export needs --dir DIR NAME FILE (NAME: VOLUME, "
+		    "VOLUME@SNAPSHOT or @SNAPSHOT; FILE - for stdout)");
+		return 2;
+	}
+	name = argv[optind];
+	out = argv[optind + 1];
+	if ((h = admin_open_cluster(dir, keys, timeout_s)) == NULL)
+		return 1;
+	/* Read-only whatever the key: an export never takes the lease. */
+	if (bftblk_open_volume(h, name, "cache=0 shared=on", &vh) != 0) {
+		bft_log("%s: %s", name, bftblk_errmsg(h));
+		goto out;
+	}
+	if (bftblk_get_info(vh, &info, sizeof info) != 0) {
+		bft_log("%s", bftblk_errmsg(vh));
+		goto out;
+	}
+	fd = strcmp(out, "-") == 0 ? STDOUT_FILENO : open(out,
+	    O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0) {
+		bft_log("%s: %s", out, strerror(errno));
+		goto out;
+	}
+	if ((buf = malloc(chunk)) == NULL) {
+		bft_log("out of memory");
+		goto out;
+	}
+	t0 = now_s();
+	for (uint64_t off = 0; off < info.size; off += chunk) {
+		size_t len = info.size - off < chunk ? (size_t)(info.size -
+		    off) : chunk;
+
+		if (bftblk_pread(vh, buf, len, off) != 0) {
+			bft_log("%s at %" PRIu64 ": %s", name, off,
+			    bftblk_errmsg(vh));
+			goto out;
+		}
+		if (write_all(fd, buf, len) != 0) {
+			bft_log("%s: %s", out, strerror(errno));
+			goto out;
+		}
+		progress(off + len, info.size, t0, &last, false);
+	}
+	if (fd != STDOUT_FILENO && fsync(fd) != 0) {
+		bft_log("%s: %s", out, strerror(errno));
+		goto out;
+	}
+	progress(info.size, info.size, t0, &last, true);
+	rc = 0;
+out:
+	free(buf);
+	if (fd >= 0 && fd != STDOUT_FILENO)
+		close(fd);
+	bftblk_close(vh);
+	bftblk_close(h);
+	return rc;
+}
