@@ -183,6 +183,55 @@ test_room(void **state)
 	assert_null(bftblk__vt_find(&back, "v511", NULL));
 }
 
+/*
+ * Snapshots are entries of their volume's id: found by (id, name), never
+ * as a volume, so a snapshot named like a volume hides nothing.  Volume
+ * 0's snapshots have id 0, which no volume entry may have.
+ */
+static void
+test_snapshots(void **state)
+{
+	struct vt_entry v = entry("vm1", VT_FIRST_ID, 4 * BFT_BLOCK_SIZE);
+	struct vt_entry s = v, z = v, other;
+	char why[160];
+	unsigned bi;
+
+	(void)state;
+	bftblk__vt_init(&vt);
+	vt.next_id = VT_FIRST_ID + 2;
+	s.state = VT_SNAP;
+	s.generation = 9;
+	strcpy(s.name, "vm2");		/* a snapshot named like a volume */
+	z.state = VT_SNAP_DELETING;
+	z.id = 0;
+	strcpy(z.name, "daily");
+	other = entry("vm2", VT_FIRST_ID + 1, BFT_BLOCK_SIZE);
+	bftblk__vt_add(&vt, 0, &v);
+	bftblk__vt_add(&vt, 0, &s);
+	bftblk__vt_add(&vt, 0, &z);
+	bftblk__vt_add(&vt, 0, &other);
+	bftblk__vt_encode(&vt, 0, blk);
+	assert_int_equal(bftblk__vt_decode(&back, 0, blk, why, sizeof why), 0);
+	assert_int_equal(back.count[0], 4);
+	assert_same(&back.e[0][1], &s);
+	assert_same(&back.e[0][2], &z);
+	/* The volume vm2 is the volume, not vm1's snapshot vm2. */
+	assert_int_equal(bftblk__vt_find(&back, "vm2", NULL)->id,
+	    VT_FIRST_ID + 1);
+	assert_true(bftblk__vt_find_snap(&back, VT_FIRST_ID, "vm2", &bi) ==
+	    &back.e[0][1]);
+	assert_int_equal(bi, 0);
+	assert_null(bftblk__vt_find_snap(&back, VT_FIRST_ID + 1, "vm2", NULL));
+	assert_null(bftblk__vt_find(&back, "daily", NULL));
+	assert_non_null(bftblk__vt_find_snap(&back, 0, "daily", NULL));
+	assert_true(bftblk__vt_is_snap(&back.e[0][2]));
+	assert_false(bftblk__vt_is_snap(&back.e[0][0]));
+	/* Id 0 is a snapshot's of volume 0, never a volume's. */
+	vt.e[0][0].id = 0;
+	bftblk__vt_encode(&vt, 0, blk);
+	assert_int_equal(bftblk__vt_decode(&back, 0, blk, why, sizeof why), -1);
+}
+
 int
 main(void)
 {
@@ -192,6 +241,7 @@ main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_refuses_damage),
 		cmocka_unit_test(test_room),
+		cmocka_unit_test(test_snapshots),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
