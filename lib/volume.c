@@ -283,6 +283,7 @@ new_entry(struct bftblk *h, const char *name, uint64_t size,
 {
 	struct bft_volume_key vk;
 	char err[512];
+	int r;
 
 	memset(e, 0, sizeof *e);
 	snprintf(e->name, sizeof e->name, "%s", name);
@@ -291,8 +292,8 @@ new_entry(struct bftblk *h, const char *name, uint64_t size,
 	e->created = (uint64_t)time(NULL);
 	if (key_file == NULL)
 		return 0;
-	if (bft_volume_key_load(key_file, &vk, err, sizeof err) != 0)
-		return bftblk__handle_fail(h, EINVAL, "%s", err);
+	if ((r = bft_volume_key_load(key_file, &vk, err, sizeof err)) != 0)
+		return bftblk__handle_fail(h, -r, "%s", err);
 	bft_volume_key_id(&vk, e->key_id);
 	bft_wipe(&vk, sizeof vk);
 	e->encrypted = true;

@@ -58,6 +58,7 @@ bftblk__volume_apply(struct bftblk *h, const struct bftblk_volume *v)
 	uint8_t id[BFT_VOLUME_KEY_ID_LEN];
 	char path[4096], hex[2 * BFT_VOLUME_KEY_ID_LEN + 1], err[512];
 	char *copy;
+	int r;
 
 	if (v->deleting)
 		return bftblk__handle_fail(h, ENOENT, "volume '%s' is being "
@@ -79,8 +80,8 @@ bftblk__volume_apply(struct bftblk *h, const struct bftblk_volume *v)
 	if (key_path(h, v->name, path, sizeof path) != 0)
 		return bftblk__handle_fail(h, ENAMETOOLONG, "the path of "
 		    "volume '%s''s key is too long", v->name);
-	if (bft_volume_key_load(path, &vk, err, sizeof err) != 0)
-		return bftblk__handle_fail(h, EINVAL, "volume '%s' is "
+	if ((r = bft_volume_key_load(path, &vk, err, sizeof err)) != 0)
+		return bftblk__handle_fail(h, -r, "volume '%s' is "
 		    "encrypted, and its key cannot be read: %s", v->name, err);
 	bft_volume_key_id(&vk, id);
 	bft_wipe(&vk, sizeof vk);
