@@ -254,11 +254,10 @@ bftblk_load(struct bftblk *h)
 		    "%" PRIu64 " bytes volume %" PRIu32 " may hold",
 		    h->export_size, bft_vol_limit(h->volume_id,
 		    h->cfg.nblocks) * BFT_BLOCK_SIZE, h->volume_id);
-	h->ec = bft_ec_new_len(h->cfg.t, h->ec_backend,
-	    h->encrypt || h->sealed ? BFT_SEALED_LEN : BFT_BLOCK_SIZE, err,
-	    sizeof err);
-	if (h->ec == NULL)
-		return failf(h, EINVAL, "%s", err);
+	if ((r = bft_ec_new_len(h->cfg.t, h->ec_backend,
+	    h->encrypt || h->sealed ? BFT_SEALED_LEN : BFT_BLOCK_SIZE, &h->ec,
+	    err, sizeof err)) != 0)
+		return failf(h, -r, "%s", err);
 	if (strncmp(bft_ec_backend(h->ec), "isa_l", 5) != 0)
 		hlog(h, BFTBLK_LOG_WARN, "ISA-L is not available (install "
 		    "libisal2); using the slow %s erasure code",

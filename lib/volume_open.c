@@ -136,11 +136,11 @@ bftblk__plain_engine(struct bftblk *h, struct bft_ec **ecp)
 	};
 	struct bft_engine *eng;
 	char err[512];
+	int r;
 
-	p.ec = bft_ec_new_len(h->cfg.t, h->ec_backend, BFT_BLOCK_SIZE, err,
-	    sizeof err);
-	if (p.ec == NULL) {
-		bftblk__handle_fail(h, EINVAL, "%s", err);
+	if ((r = bft_ec_new_len(h->cfg.t, h->ec_backend, BFT_BLOCK_SIZE, &p.ec,
+	    err, sizeof err)) != 0) {
+		bftblk__handle_fail(h, -r, "%s", err);
 		return NULL;
 	}
 	while (p.writer_id == 0)
