@@ -119,7 +119,8 @@ bft_session_open(struct bft_session *s, const struct bft_config *cfg,
 	}
 	st = bft_chan_client_finish(&hs, sh, &s->chan, fin, &f->why);
 	if (st != 0) {
-		f->status = st;
+		/* A refusal's reason; a reply that is none has only why. */
+		f->status = st > 0 ? st : 0;
 		goto out_close;
 	}
 	if (io_all(s->fd, fin, sizeof fin, true) != 0) {
