@@ -516,7 +516,7 @@ bft_rebuild_stop(struct bft_rebuild *rb)
 	rb->stopping = true;
 	/* Queued calls will not run any more: release their waiters. */
 	for (struct rb_call *c = rb->calls; c != NULL; c = c->next) {
-		c->status = -1;
+		c->status = -ECANCELED;
 		c->done = true;
 	}
 	rb->calls = NULL;
