@@ -155,7 +155,7 @@ setup_encryption(struct bftblk *h)
 	r = bft_volcrypt_init(&h->vc, &vk, err, sizeof err);
 	bft_wipe(&vk, sizeof vk);
 	if (r != 0)
-		return failf(h, EINVAL, "%s: %s", h->volume_key_path, err);
+		return failf(h, -r, "%s: %s", h->volume_key_path, err);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #ifndef BFTBLK_TEST_PREDICATES_FIXTURE_H
 #define BFTBLK_TEST_PREDICATES_FIXTURE_H
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
