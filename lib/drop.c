@@ -12,6 +12,7 @@
 
 #include "crypto.h"
 #include "drop_int.h"
+#include "error_int.h"
 #include "session.h"
 #include "wire.h"
 
@@ -103,7 +104,7 @@ bftblk__drop_volume(const struct bft_config *cfg,
 	if (whylen > 0)
 		why[0] = '\0';
 	if ((err = drop_check(cfg, key, vol, why, whylen)) < 0)
-		return err;
+		return bftblk__fail(-err, "%s", why);
 	memset(d, 0, sizeof d);
 	for (unsigned i = 0; i < cfg->n; i++) {
 		d[i] = (struct dropper){ .cfg = cfg, .key = key, .vol = vol,

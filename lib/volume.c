@@ -128,8 +128,9 @@ finish_deletes(struct bftblk *h, const struct bft_lease *lock,
 			n = bftblk__drop_volume(&h->cfg, &h->key, e->id,
 			    h->timeout_s * 1000, acked, why, sizeof why);
 			if (n < 0)
-				return bftblk__fail(-n, "dropping volume '%s': "
-				    "%s", e->name, why);
+				return bftblk__fail(bftblk__take_errno(),
+				    "dropping volume '%s': %s", e->name,
+				    bftblk__errmsg());
 			if ((unsigned)n < h->cfg.n) {
 				if (e->id == id)
 					*pending = h->cfg.n - (unsigned)n;

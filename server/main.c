@@ -346,11 +346,8 @@ main(int argc, char **argv)
 	 * the rebuild asks the peers, and the marker keeps the question
 	 * open across restarts until it has an answer.
 	 */
-	if (bft_store_created(st) && bft_rebuild_mark_new(o.data) < 0) {
-		bft_error("%s/%s: %s", o.data, BFT_REBUILD_MARKER,
-		    strerror(errno));
+	if (bft_store_created(st) && bft_rebuild_mark_new(o.data) < 0)
 		goto out_store;
-	}
 	if (bft_handler_init(&h, &cfg, &key, st, o.max_pending) < 0) {
 		bft_error("out of memory");
 		goto out_store;
