@@ -1,7 +1,7 @@
 /*
- * The test client's connections: one blocking session per server from
- * libbftblk (lib/session_int.h), which does the handshake, HELLO,
- * sealing and opening.  What is left here is what the test client adds:
+ * The test client's connections: one blocking session per server
+ * (common/session.h), which does the handshake, HELLO, sealing and
+ * opening.  What is left here is what the test client adds:
  * its one request and reply buffers, printing, and giving up loudly.
  */
 #include <err.h>
