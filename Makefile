@@ -243,7 +243,7 @@ $(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs libcrypto)
 
 # The misbehaving client of tests/faults/ and the channel tests, in
-# parts; it speaks through the library's sessions (lib/session_int.h).
+# parts; it speaks through the blocking sessions of common/session.h.
 $(BUILD)/tests/tools/testclient/%.o: override CFLAGS += -Ilib
 $(TESTCLIENT): $(call obj,$(TESTCLIENT_SRC)) $(LIBBFTBLK)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)

@@ -7,12 +7,12 @@
 #include <stdio.h>
 
 void admin_usage(FILE *fp);
-/* dir/name into out; -1 when it does not fit. */
+/* dir/name into out; 0, or -ENAMETOOLONG when it does not fit. */
 int admin_path_in(char *out, size_t len, const char *dir, const char *name);
 /*
  * The files a command that talks to the cluster needs: DIR/bftblk.conf
  * into conf, and keys (or DIR/client.key when NULL) into keypath, each
- * ADMIN_PATH_MAX bytes.  0, or -1 when a path does not fit.
+ * ADMIN_PATH_MAX bytes.  0, or -ENAMETOOLONG when a path does not fit.
  */
 #define ADMIN_PATH_MAX	4096
 int admin_cluster_paths(const char *dir, const char *keys, char *conf,

@@ -102,6 +102,7 @@ client_add(struct client_args *a, const struct bft_config *cfg)
 {
 	static struct bft_client_key ck;
 	char path[4096], err[1024], pk[65], line[256];
+	int r;
 
 	if (!bft_config_name_ok(a->name)) {
 		bft_log("client names are 1..%d of [A-Za-z0-9._-]",
@@ -131,9 +132,9 @@ client_add(struct client_args *a, const struct bft_config *cfg)
 	strcpy(ck.name, a->name);
 	bft_chan_keypair_new(&ck.chan);
 	snprintf(line, sizeof line, "%s.key", a->name);
-	if (admin_path_in(path, sizeof path, a->dir, line) ||
-	    bft_client_key_write(path, &ck) != 0) {
-		bft_log("%s: %s", path, strerror(errno));
+	if ((r = admin_path_in(path, sizeof path, a->dir, line)) != 0 ||
+	    (r = bft_client_key_write(path, &ck)) != 0) {
+		bft_log("%s: %s", path, strerror(-r));
 		return 1;
 	}
 	bft_format_hex(ck.chan.pk, 32, pk);

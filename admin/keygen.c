@@ -23,7 +23,7 @@ admin_path_in(char *out, size_t len, const char *dir, const char *name)
 {
 	int n = snprintf(out, len, "%s/%s", dir, name);
 
-	return (n < 0 || (size_t)n >= len) ? -1 : 0;
+	return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
 }
 
 int
@@ -33,12 +33,12 @@ admin_cluster_paths(const char *dir, const char *keys, char *conf,
 	int n;
 
 	if (admin_path_in(conf, ADMIN_PATH_MAX, dir, "bftblk.conf") != 0)
-		return -1;
+		return -ENAMETOOLONG;
 	if (keys == NULL)
 		return admin_path_in(keypath, ADMIN_PATH_MAX, dir,
 		    "client.key");
 	n = snprintf(keypath, ADMIN_PATH_MAX, "%s", keys);
-	return n < 0 || n >= ADMIN_PATH_MAX ? -1 : 0;
+	return n < 0 || n >= ADMIN_PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
 int
@@ -167,7 +167,7 @@ admin_keygen(int argc, char **argv)
 	unsigned long port = 7700;
 	char path[4096], *end;
 	bool t_given = false;
-	int c;
+	int c, r;
 
 	while ((c = getopt_long(argc, argv, "d:t:s:H:p:c:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -277,8 +277,8 @@ admin_keygen(int argc, char **argv)
 	/* The client key first: O_EXCL on it refuses a second keygen early. */
 	for (unsigned i = 0; i < cfg.n; i++)
 		bft_random(ck.k[i], BFT_KEY_LEN);
-	if (admin_path_in(path, sizeof path, dir, "client.key") ||
-	    bft_client_key_write(path, &ck) != 0)
+	if ((r = admin_path_in(path, sizeof path, dir, "client.key")) != 0 ||
+	    (r = bft_client_key_write(path, &ck)) != 0)
 		goto out_err;
 	for (unsigned i = 0; i < cfg.n; i++) {
 		struct bft_server_key sk = { .index = i };
@@ -289,12 +289,12 @@ admin_keygen(int argc, char **argv)
 		bft_chan_keypair_new(&sk.chan);
 		memcpy(cfg.server_pk[i], sk.chan.pk, 32);
 		snprintf(name, sizeof name, "server-%u.key", i);
-		if (admin_path_in(path, sizeof path, dir, name) ||
-		    bft_server_key_write(path, &sk) != 0)
+		if ((r = admin_path_in(path, sizeof path, dir, name)) != 0 ||
+		    (r = bft_server_key_write(path, &sk)) != 0)
 			goto out_err;
 	}
-	if (admin_path_in(path, sizeof path, dir, "bftblk.conf") ||
-	    bft_config_write(path, &cfg) != 0)
+	if ((r = admin_path_in(path, sizeof path, dir, "bftblk.conf")) != 0 ||
+	    (r = bft_config_write(path, &cfg)) != 0)
 		goto out_err;
 	if (hosts == NULL) {
 		printf("cluster in %s: t=%u, n=%u servers on %s:%lu-%lu, size "
@@ -312,8 +312,8 @@ admin_keygen(int argc, char **argv)
 		    cfg.servers[i].port, i);
 	return 0;
 out_err:
-	bft_log("%s: %s%s", path, strerror(errno),
-	    errno == EEXIST ? " (keys exist already; refusing to replace "
+	bft_log("%s: %s%s", path, strerror(-r),
+	    r == -EEXIST ? " (keys exist already; refusing to replace "
 	    "them)" : "");
 	return 1;
 }

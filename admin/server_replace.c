@@ -45,6 +45,7 @@ replace(const char *dir, unsigned index, const char *host)
 	struct bft_server_key sk = { .index = index };
 	char conf[4096], tmp[4096], keyf[4096], old[4096], name[64];
 	char err[512], addr[BFT_ADDR_STRLEN];
+	int r;
 
 	if (admin_path_in(conf, sizeof conf, dir, "bftblk.conf") ||
 	    admin_path_in(tmp, sizeof tmp, dir, ".bftblk.conf.new") ||
@@ -90,9 +91,10 @@ replace(const char *dir, unsigned index, const char *host)
 	bft_chan_keypair_new(&sk.chan);
 	memcpy(cfg.server_pk[index], sk.chan.pk, 32);
 	unlink(tmp);
-	if (bft_server_key_write(keyf, &sk) != 0 ||
-	    bft_config_write(tmp, &cfg) != 0 || rename(tmp, conf) != 0) {
-		bft_log("%s: %s", keyf, strerror(errno));
+	if ((r = bft_server_key_write(keyf, &sk)) != 0 ||
+	    (r = bft_config_write(tmp, &cfg)) != 0 ||
+	    (r = rename(tmp, conf) != 0 ? -errno : 0) != 0) {
+		bft_log("%s: %s", keyf, strerror(-r));
 		bft_wipe(&sk, sizeof sk);
 		return 1;
 	}

@@ -53,7 +53,7 @@ server_key(struct load_ctx *x, const char *key, uint64_t v, char *err,
 	i = strtoul(key + 7, &end, 10);
 	if (end == key + 7 || *end != '.' || i >= x->n) {
 		snprintf(err, errlen, "%s: no such server", key);
-		return -1;
+		return -EINVAL;
 	}
 	s = &x->c->servers[i];
 	rest = end + 1;
@@ -91,21 +91,21 @@ on_pair(void *ctx, const char *key, const char *value, char *err,
 		return 0;
 	}
 	if (number(key, value, &v, err, errlen) != 0)
-		return -1;
+		return -EINVAL;
 	if (strncmp(key, "server.", 7) == 0)
 		return server_key(x, key, v, err, errlen);
 	if (strcmp(key, "format") == 0) {
 		if (v != 1) {
 			snprintf(err, errlen, "format %" PRIu64 " is not one "
 			    "this bftblk reads", v);
-			return -1;
+			return -EINVAL;
 		}
 		x->have_format = true;
 	} else if (strcmp(key, "n") == 0) {
 		if (v != x->n) {
 			snprintf(err, errlen, "a client of a cluster of %"
 			    PRIu64 " servers, not %u", v, x->n);
-			return -1;
+			return -EINVAL;
 		}
 		c->n = (unsigned)v;
 	} else if (strcmp(key, "pid") == 0) {

@@ -266,7 +266,7 @@ make_key(const struct args *a, char *path, size_t len)
 	n = bft_volume_key_write(path, &vk);
 	bft_wipe(&vk, sizeof vk);
 	if (n != 0) {
-		bft_log("%s: %s%s", path, strerror(errno), errno == EEXIST ?
+		bft_log("%s: %s%s", path, strerror(-n), n == -EEXIST ?
 		    " (a key of an earlier volume of that name? move it "
 		    "away first: it is never replaced)" : "");
 		return -1;

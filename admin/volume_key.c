@@ -29,7 +29,7 @@ admin_volume_key(int argc, char **argv)
 	};
 	struct bft_volume_key vk = { .aead = bft_aead_default() };
 	const char *out = NULL;
-	int c, rc = 1;
+	int c, r, rc = 1;
 
 	while ((c = getopt_long(argc, argv, "o:a:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -59,8 +59,8 @@ admin_volume_key(int argc, char **argv)
 		bft_warn("this CPU cannot run %s; the volume will "
 		    "only open on CPUs with AES-NI", bft_aead_name(vk.aead));
 	bft_random(vk.key, sizeof vk.key);
-	if (bft_volume_key_write(out, &vk) != 0) {
-		bft_log("%s: %s%s", out, strerror(errno), errno == EEXIST ?
+	if ((r = bft_volume_key_write(out, &vk)) != 0) {
+		bft_log("%s: %s%s", out, strerror(-r), r == -EEXIST ?
 		    " (refusing to replace a volume key: its data would be "
 		    "lost)" : "");
 		goto out_wipe;

@@ -1,6 +1,7 @@
 /*
  * The channel handshake and frame sealing described in channel.h.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,7 @@ bft_chan_keypair_new(struct bft_chan_keypair *kp)
 int
 bft_chan_keypair_from_sk(struct bft_chan_keypair *kp)
 {
-	return crypto_scalarmult_base(kp->pk, kp->sk) == 0 ? 0 : -1;
+	return crypto_scalarmult_base(kp->pk, kp->sk) == 0 ? 0 : -EINVAL;
 }
 
 unsigned
@@ -127,11 +128,14 @@ chan_setup(struct bft_chan *ch, enum bft_chan_mode mode,
 	ch->cipher = cipher;
 	ch->tx = EVP_CIPHER_CTX_new();
 	ch->rx = EVP_CIPHER_CTX_new();
-	if (ch->tx == NULL || ch->rx == NULL ||
-	    EVP_EncryptInit_ex(ch->tx, c, NULL, tx, NULL) != 1 ||
+	if (ch->tx == NULL || ch->rx == NULL) {
+		bft_chan_clear(ch);
+		return -ENOMEM;
+	}
+	if (EVP_EncryptInit_ex(ch->tx, c, NULL, tx, NULL) != 1 ||
 	    EVP_DecryptInit_ex(ch->rx, c, NULL, rx, NULL) != 1) {
 		bft_chan_clear(ch);
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -175,7 +179,7 @@ bft_chan_parse_hello(const uint8_t *chello, struct bft_chan_hello *h)
 	const uint8_t *p = chello + 8;
 
 	if (memcmp(chello, "BFTC", 4) != 0)
-		return -1;
+		return -EBADMSG;
 	h->version = chello[4];
 	h->mode = chello[5];
 	h->ciphers = chello[6];
@@ -186,7 +190,7 @@ bft_chan_parse_hello(const uint8_t *chello, struct bft_chan_hello *h)
 	memcpy(h->client_eph, p + 32, 32);
 	if (h->version != BFT_CHAN_VERSION ||
 	    (h->mode != BFT_CHAN_AEAD && h->mode != BFT_CHAN_PLAIN))
-		return -1;
+		return -EPROTONOSUPPORT;
 	return 0;
 }
 
@@ -207,7 +211,7 @@ bft_chan_server_accept(const struct bft_chan_keypair *id,
 	struct bft_chan_keypair eph;
 	struct hs_keys k;
 	enum bft_chan_cipher cipher;
-	int rc = -1;
+	int rc = -ENOTSUP;
 
 	ciphers &= h->ciphers;
 	if (ciphers == 0)
@@ -222,8 +226,10 @@ bft_chan_server_accept(const struct bft_chan_keypair *id,
 	if (crypto_scalarmult(k.dh[0], id->sk, h->client_pk) != 0 ||
 	    crypto_scalarmult(k.dh[1], id->sk, h->client_eph) != 0 ||
 	    crypto_scalarmult(k.dh[2], eph.sk, h->client_pk) != 0 ||
-	    crypto_scalarmult(k.dh[3], eph.sk, h->client_eph) != 0)
+	    crypto_scalarmult(k.dh[3], eph.sk, h->client_eph) != 0) {
+		rc = -EINVAL;
 		goto out;
+	}
 	derive(&k, chello, out);
 	confirm_tag(k.confirm, out, BFT_CHAN_SHELLO_LEN - 16,
 	    out + BFT_CHAN_SHELLO_LEN - 16);
@@ -242,7 +248,7 @@ int
 bft_chan_server_verify(const struct bft_chan *ch, const uint8_t *finish)
 {
 	return sodium_memcmp(ch->peer_finish, finish, BFT_CHAN_FINISH_LEN) ==
-	    0 ? 0 : -1;
+	    0 ? 0 : -EACCES;
 }
 
 int
@@ -253,12 +259,13 @@ bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
 	uint8_t tag[16];
 	const uint8_t *server_eph = shello + 8;
 	unsigned cipher = shello[6];
-	int rc = -1;
+	int rc = -EBADMSG;
 
 	*why = "malformed server hello";
 	if (memcmp(shello, "BFTS", 4) != 0)
 		goto out;
 	if (shello[4] != BFT_CHAN_VERSION) {
+		rc = -EPROTONOSUPPORT;
 		*why = "server runs another bftblk version (its channel, "
 		    "hash or MACs differ): upgrade every node together";
 		goto out;
@@ -268,10 +275,12 @@ bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
 		*why = bft_chan_status_str(rc);
 		goto out;
 	}
+	rc = -EPROTO;
 	*why = "server chose a cipher we did not offer";
 	if ((cipher != BFT_CIPHER_AESGCM && cipher != BFT_CIPHER_CHACHA) ||
 	    !(cipher & bft_chan_ciphers()))
 		goto out;
+	rc = -EINVAL;
 	*why = "key exchange failed (bad server key)";
 	if (crypto_scalarmult(k.dh[0], hs->id->sk, hs->server_pk) != 0 ||
 	    crypto_scalarmult(k.dh[1], hs->eph.sk, hs->server_pk) != 0 ||
@@ -280,13 +289,14 @@ bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
 		goto out;
 	derive(&k, hs->chello, shello);
 	confirm_tag(k.confirm, shello, BFT_CHAN_SHELLO_LEN - 16, tag);
+	rc = -EACCES;
 	*why = "server failed to prove its key (wrong server.I.pk in "
 	    "bftblk.conf, or someone in between)";
 	if (sodium_memcmp(tag, shello + BFT_CHAN_SHELLO_LEN - 16, 16) != 0)
 		goto out;
-	*why = "out of memory";
-	if (chan_setup(ch, hs->mode, (enum bft_chan_cipher)cipher, k.c2s,
-	    k.s2c) != 0)
+	*why = "cannot set up the channel's ciphers";
+	if ((rc = chan_setup(ch, hs->mode, (enum bft_chan_cipher)cipher,
+	    k.c2s, k.s2c)) != 0)
 		goto out;
 	confirm_tag(k.finish, shello, BFT_CHAN_SHELLO_LEN, finish_out);
 	*why = NULL;
@@ -324,15 +334,17 @@ bft_chan_seal_tail(struct bft_chan *ch, struct bft_buf *out, size_t off,
 		if (tail_len == 0)
 			return 0;
 		if ((dst = bft_buf_extend(out, tail_len)) == NULL)
-			return -1;
+			return -ENOMEM;
 		memcpy(dst, tail, tail_len);
 		return 0;
 	}
-	if (blen + BFT_CHAN_TAG_LEN > BFT_MAX_FRAME ||
-	    bft_buf_extend(out, tail_len + BFT_CHAN_TAG_LEN) == NULL ||
-	    ch->tx_seq == UINT64_MAX) {
+	if (blen + BFT_CHAN_TAG_LEN > BFT_MAX_FRAME)
+		return -EMSGSIZE;
+	if (ch->tx_seq == UINT64_MAX)
+		return -EOVERFLOW;
+	if (bft_buf_extend(out, tail_len + BFT_CHAN_TAG_LEN) == NULL) {
 		out->len = off + 4 + hlen;
-		return -1;
+		return -ENOMEM;
 	}
 	frame = out->data + off;
 	body = frame + 4;
@@ -351,7 +363,7 @@ bft_chan_seal_tail(struct bft_chan *ch, struct bft_buf *out, size_t off,
 	    EVP_EncryptFinal_ex(ch->tx, body + len + tlen, &fin) != 1 ||
 	    EVP_CIPHER_CTX_ctrl(ch->tx, EVP_CTRL_AEAD_GET_TAG,
 	    BFT_CHAN_TAG_LEN, body + blen) != 1)
-		return -1;
+		return -EIO;
 	return 0;
 }
 
@@ -365,8 +377,10 @@ bft_chan_open(struct bft_chan *ch, const uint8_t *prefix, uint8_t *body,
 
 	if (ch->mode == BFT_CHAN_PLAIN)
 		return 0;
-	if (*len < BFT_CHAN_TAG_LEN || ch->rx_seq == UINT64_MAX)
-		return -1;
+	if (*len < BFT_CHAN_TAG_LEN)
+		return -EBADMSG;
+	if (ch->rx_seq == UINT64_MAX)
+		return -EOVERFLOW;
 	clen = *len - BFT_CHAN_TAG_LEN;
 	seq_nonce(ch->rx_seq, nonce);
 	/*
@@ -379,7 +393,7 @@ bft_chan_open(struct bft_chan *ch, const uint8_t *prefix, uint8_t *body,
 	    EVP_CIPHER_CTX_ctrl(ch->rx, EVP_CTRL_AEAD_SET_TAG,
 	    BFT_CHAN_TAG_LEN, body + clen) != 1 ||
 	    EVP_DecryptFinal_ex(ch->rx, body + olen, &fin) != 1)
-		return -1;
+		return -EBADMSG;
 	ch->rx_seq++;
 	*len = clen;
 	return 0;

@@ -131,7 +131,10 @@ struct bft_chan_hello {
 	uint8_t client_eph[BFT_CHAN_PK_LEN];
 };
 
-/* Generates a long-term key pair.  Derives pk from sk for loaders. */
+/*
+ * Generates a long-term key pair.  Derives pk from sk for loaders: 0,
+ * or -EINVAL for a secret no public key comes from.
+ */
 void bft_chan_keypair_new(struct bft_chan_keypair *kp);
 int bft_chan_keypair_from_sk(struct bft_chan_keypair *kp);
 
@@ -150,24 +153,34 @@ void bft_chan_client_hello(struct bft_chan_client *hs,
 /*
  * Client: checks the server hello against hs, sets up ch and writes the
  * client finish to send (BFT_CHAN_FINISH_LEN bytes) into finish.
- * Returns 0; a positive enum bft_chan_status the server refused us
- * with; or -1 when the reply is malformed or its confirmation tag is
- * wrong (not the server we meant, or a tampered hello), with a reason
- * in *why.
+ * Returns one of three: 0; a positive enum bft_chan_status, the reason
+ * the server refused us with (a refusal, not a broken reply); or a
+ * negative errno when the reply is unusable: -EBADMSG malformed,
+ * -EPROTONOSUPPORT another version, -EPROTO a cipher we did not offer,
+ * -EINVAL a bad server key, -EACCES a confirmation tag that is wrong
+ * (not the server we meant, or a tampered hello), -ENOMEM or -EIO
+ * setting up the ciphers.  *why says it in words in every case but 0.
  */
 int bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
     struct bft_chan *ch, uint8_t *finish, const char **why);
 
-/* Server: checks a client finish.  0, or -1: not the client it claims. */
+/*
+ * Server: checks a client finish.  0, or -EACCES: not the client it
+ * claims.
+ */
 int bft_chan_server_verify(const struct bft_chan *ch, const uint8_t *finish);
 
-/* Server: parses a client hello.  0, or -1 when malformed. */
+/*
+ * Server: parses a client hello.  0, -EBADMSG when it is not one, or
+ * -EPROTONOSUPPORT for another version or an unknown mode.
+ */
 int bft_chan_parse_hello(const uint8_t *chello, struct bft_chan_hello *h);
 
 /*
  * Server: answers an accepted hello, setting up ch and writing the
- * server hello into out (BFT_CHAN_SHELLO_LEN bytes).  Returns 0, or -1
- * when a key exchange fails (a low-order public key).
+ * server hello into out (BFT_CHAN_SHELLO_LEN bytes).  Returns 0,
+ * -ENOTSUP with no cipher in common, -EINVAL when a key exchange fails
+ * (a low-order public key), or -ENOMEM or -EIO setting up the ciphers.
  */
 int bft_chan_server_accept(const struct bft_chan_keypair *id,
     const uint8_t *chello, const struct bft_chan_hello *h, unsigned ciphers,
@@ -179,8 +192,10 @@ void bft_chan_server_refuse(enum bft_chan_status st, uint8_t *out);
 /*
  * Seals the frame that starts at out->data + off (length prefix and
  * body, as bft_wire_encode appended it) in place: the body is
- * encrypted, a tag appended and the prefix updated.  Returns 0, or -1
- * when out cannot grow or the sealed frame would exceed BFT_MAX_FRAME.
+ * encrypted, a tag appended and the prefix updated.  Returns 0;
+ * -ENOMEM when out cannot grow, -EMSGSIZE when the sealed frame would
+ * exceed BFT_MAX_FRAME, -EOVERFLOW when the channel's frame counter is
+ * spent (the connection must be made anew), -EIO when the cipher fails.
  */
 int bft_chan_seal(struct bft_chan *ch, struct bft_buf *out, size_t off);
 
@@ -196,8 +211,9 @@ int bft_chan_seal_tail(struct bft_chan *ch, struct bft_buf *out, size_t off,
 /*
  * Opens a received frame body of *len bytes in place (prefix is the
  * frame's 4-byte length prefix, authenticated with it).  On success
- * *len is the plaintext length.  Returns 0, or -1 when it does not
- * authenticate: the connection must be closed.
+ * *len is the plaintext length.  Returns 0, or -EBADMSG when it does
+ * not authenticate (-EOVERFLOW once the frame counter is spent): the
+ * connection must be closed.
  */
 int bft_chan_open(struct bft_chan *ch, const uint8_t *prefix, uint8_t *body,
     uint32_t *len);

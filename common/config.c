@@ -18,21 +18,21 @@ bft_parse_size(const char *s, uint64_t *out)
 	unsigned shift = 0;
 
 	if (*s < '0' || *s > '9')
-		return -1;
+		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno != 0)
-		return -1;
+		return -EINVAL;
 	switch (*end) {
 	case '\0':			break;
 	case 'k': case 'K':	shift = 10; end++; break;
 	case 'm': case 'M':	shift = 20; end++; break;
 	case 'g': case 'G':	shift = 30; end++; break;
 	case 't': case 'T':	shift = 40; end++; break;
-	default:		return -1;
+	default:		return -EINVAL;
 	}
 	if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
-		return -1;
+		return -EINVAL;
 	*out = (uint64_t)v << shift;
 	return 0;
 }
@@ -53,12 +53,12 @@ int
 bft_parse_hex(const char *s, uint8_t *out, size_t len)
 {
 	if (strlen(s) != 2 * len)
-		return -1;
+		return -EINVAL;
 	for (size_t i = 0; i < len; i++) {
 		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
-			return -1;
+			return -EINVAL;
 		out[i] = (uint8_t)(hi << 4 | lo);
 	}
 	return 0;
@@ -108,16 +108,16 @@ load_client(struct bft_config *cfg, const char *name, const char *value,
 	if (!bft_config_name_ok(name)) {
 		snprintf(err, errlen, "client name '%s' must be 1..%d of "
 		    "[A-Za-z0-9._-]", name, BFT_NAME_LEN);
-		return -1;
+		return -EINVAL;
 	}
 	if (cfg->nclients == BFT_MAX_CLIENTS) {
 		snprintf(err, errlen, "more than %d clients", BFT_MAX_CLIENTS);
-		return -1;
+		return -EINVAL;
 	}
 	for (unsigned i = 0; i < cfg->nclients; i++)
 		if (strcmp(cfg->clients[i].name, name) == 0) {
 			snprintf(err, errlen, "client '%s' listed twice", name);
-			return -1;
+			return -EINVAL;
 		}
 	ci = &cfg->clients[cfg->nclients];
 	if (sp != NULL && sp - value == 2 && strncmp(value, "rw", 2) == 0)
@@ -133,7 +133,7 @@ load_client(struct bft_config *cfg, const char *name, const char *value,
 	if (bft_config_find_client(cfg, ci->pk) != NULL) {
 		snprintf(err, errlen, "client '%s' has the key of another "
 		    "client", name);
-		return -1;
+		return -EINVAL;
 	}
 	strcpy(ci->name, name);
 	cfg->nclients++;
@@ -141,7 +141,7 @@ load_client(struct bft_config *cfg, const char *name, const char *value,
 bad:
 	snprintf(err, errlen, "client.%s must be 'rw KEY' or 'ro KEY' with a "
 	    "64-hex-digit public key", name);
-	return -1;
+	return -EINVAL;
 }
 
 static int
@@ -150,10 +150,10 @@ parse_uint(const char *s, unsigned long max, unsigned long *out)
 	char *end;
 
 	if (*s < '0' || *s > '9')
-		return -1;
+		return -EINVAL;
 	errno = 0;
 	*out = strtoul(s, &end, 10);
-	return (errno || *end || *out > max) ? -1 : 0;
+	return (errno || *end || *out > max) ? -EINVAL : 0;
 }
 
 static int
@@ -164,18 +164,18 @@ parse_addr(const char *value, struct bft_server_addr *a)
 	size_t hl;
 
 	if (colon == NULL || colon == value)
-		return -1;
+		return -EINVAL;
 	hl = (size_t)(colon - value);
 	/* [IPv6]:PORT; the bare form of older files still parses. */
 	if (value[0] == '[') {
 		if (hl < 3 || value[hl - 1] != ']')
-			return -1;
+			return -EINVAL;
 		host++;
 		hl -= 2;
 	}
 	if (hl >= sizeof a->host || parse_uint(colon + 1, 65535, &port) ||
 	    port == 0)
-		return -1;
+		return -EINVAL;
 	memcpy(a->host, host, hl);
 	a->host[hl] = '\0';
 	a->port = (uint16_t)port;
@@ -194,22 +194,22 @@ bft_parse_hostport(const char *s, char *host, size_t hostlen,
 	if (s[0] == '[') {
 		colon = strchr(s, ']');
 		if (colon == NULL || colon[1] != ':')
-			return -1;
+			return -EINVAL;
 		h = s + 1;
 		hlen = (size_t)(colon - h);
 		colon++;
 	} else {
 		colon = strrchr(s, ':');
 		if (colon == NULL || memchr(s, ':', (size_t)(colon - s)))
-			return -1;
+			return -EINVAL;
 		hlen = (size_t)(colon - s);
 	}
 	if (hlen >= hostlen || colon[1] < '0' || colon[1] > '9')
-		return -1;
+		return -EINVAL;
 	errno = 0;
 	p = strtoul(colon + 1, &end, 10);
 	if (errno || *end != '\0' || p > 65535)
-		return -1;
+		return -EINVAL;
 	memcpy(host, h, hlen);
 	host[hlen] = '\0';
 	*port = (uint16_t)p;
@@ -239,20 +239,20 @@ load_pair(void *vctx, const char *key, const char *value, char *err,
 		    BFT_CLUSTER_ID_LEN)) {
 			snprintf(err, errlen, "cluster-id must be %d hex "
 			    "digits", 2 * BFT_CLUSTER_ID_LEN);
-			return -1;
+			return -EINVAL;
 		}
 		ctx->have_id = 1;
 	} else if (strcmp(key, "t") == 0) {
 		if (parse_uint(value, BFT_MAX_T, &v) || v < 1) {
 			snprintf(err, errlen, "t must be 1..%d", BFT_MAX_T);
-			return -1;
+			return -EINVAL;
 		}
 		cfg->t = (unsigned)v;
 		ctx->have_t = 1;
 	} else if (strcmp(key, "size") == 0) {
 		if (bft_parse_size(value, &cfg->size) || cfg->size == 0) {
 			snprintf(err, errlen, "bad size '%s'", value);
-			return -1;
+			return -EINVAL;
 		}
 		ctx->have_size = 1;
 	} else if (strcmp(key, "block-size") == 0) {
@@ -260,7 +260,7 @@ load_pair(void *vctx, const char *key, const char *value, char *err,
 		    v != BFT_BLOCK_SIZE) {
 			snprintf(err, errlen, "block-size must be %u",
 			    BFT_BLOCK_SIZE);
-			return -1;
+			return -EINVAL;
 		}
 		cfg->block_size = (uint32_t)v;
 	} else if (strcmp(key, "channel") == 0) {
@@ -270,7 +270,7 @@ load_pair(void *vctx, const char *key, const char *value, char *err,
 			cfg->channel = 1;
 		else {
 			snprintf(err, errlen, "channel must be aead or plain");
-			return -1;
+			return -EINVAL;
 		}
 	} else if (strncmp(key, "client.", 7) == 0) {
 		return load_client(cfg, key + 7, value, err, errlen);
@@ -287,24 +287,24 @@ load_pair(void *vctx, const char *key, const char *value, char *err,
 		    bft_parse_hex(value, cfg->server_pk[v], 32)) {
 			snprintf(err, errlen, "bad %s (want server.I.pk = 64 "
 			    "hex digits)", key);
-			return -1;
+			return -EINVAL;
 		}
 		ctx->have_pk |= 1u << v;
 	} else if (strncmp(key, "server.", 7) == 0) {
 		if (parse_uint(key + 7, BFT_MAX_N - 1, &v)) {
 			snprintf(err, errlen, "server index must be 0..%d",
 			    BFT_MAX_N - 1);
-			return -1;
+			return -EINVAL;
 		}
 		if (parse_addr(value, &cfg->servers[v])) {
 			snprintf(err, errlen, "bad address '%s' (want "
 			    "HOST:PORT)", value);
-			return -1;
+			return -EINVAL;
 		}
 		ctx->have_server |= 1u << v;
 	} else {
 		snprintf(err, errlen, "unknown key '%s'", key);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -315,34 +315,35 @@ bft_config_load(const char *path, struct bft_config *cfg, char *err,
 {
 	struct load_ctx ctx = { .cfg = cfg };
 	uint32_t want;
+	int r;
 
 	memset(cfg, 0, sizeof *cfg);
 	cfg->block_size = BFT_BLOCK_SIZE;
-	if (bft_kv_parse(path, 0, load_pair, &ctx, err, errlen) != 0)
-		return -1;
+	if ((r = bft_kv_parse(path, 0, load_pair, &ctx, err, errlen)) != 0)
+		return r;
 	if (!ctx.have_id || !ctx.have_t || !ctx.have_size) {
 		snprintf(err, errlen, "%s: missing %s", path,
 		    !ctx.have_id ? "cluster-id" : !ctx.have_t ? "t" : "size");
-		return -1;
+		return -EINVAL;
 	}
 	cfg->n = 3 * cfg->t + 1;
 	if (cfg->size % cfg->block_size) {
 		snprintf(err, errlen, "%s: size %" PRIu64 " is not a multiple "
 		    "of the block size %u", path, cfg->size, cfg->block_size);
-		return -1;
+		return -EINVAL;
 	}
 	cfg->nblocks = cfg->size / cfg->block_size;
 	want = (1u << cfg->n) - 1;
 	if (ctx.have_server != want) {
 		snprintf(err, errlen, "%s: t=%u needs exactly server.0 .. "
 		    "server.%u", path, cfg->t, cfg->n - 1);
-		return -1;
+		return -EINVAL;
 	}
 	if (ctx.have_pk != want) {
 		snprintf(err, errlen, "%s: t=%u needs exactly server.0.pk .. "
 		    "server.%u.pk (the servers' channel keys; bftblk keygen "
 		    "writes them)", path, cfg->t, cfg->n - 1);
-		return -1;
+		return -EINVAL;
 	}
 	/*
 	 * A server's key identifies that server, whose connections to its
@@ -355,7 +356,7 @@ bft_config_load(const char *path, struct bft_config *cfg, char *err,
 		if (j >= 0) {
 			snprintf(err, errlen, "%s: client '%s' has the key of "
 			    "server %d", path, cfg->clients[i].name, j);
-			return -1;
+			return -EINVAL;
 		}
 	}
 	return 0;
@@ -376,7 +377,7 @@ bft_config_find_server(const struct bft_config *cfg, const uint8_t *pk)
 	for (unsigned i = 0; i < cfg->n; i++)
 		if (memcmp(cfg->server_pk[i], pk, 32) == 0)
 			return (int)i;
-	return -1;
+	return -ENOENT;
 }
 
 bool
@@ -434,7 +435,7 @@ bft_config_write(const char *path, const struct bft_config *cfg)
 
 	fp = fopen(path, "wx");
 	if (fp == NULL)
-		return -1;
+		return -errno;
 	bft_format_hex(cfg->cluster_id, BFT_CLUSTER_ID_LEN, hex);
 	fprintf(fp, "# bftblk cluster configuration, see bftblk.conf(5).\n"
 	    "cluster-id = %s\nt = %u\nsize = %" PRIu64 "\n"
@@ -457,6 +458,6 @@ bft_config_write(const char *path, const struct bft_config *cfg)
 		    cfg->clients[i].role == BFT_ROLE_RW ? "rw" : "ro", pk);
 	}
 	if (fclose(fp) != 0)
-		return -1;
+		return -errno;
 	return 0;
 }

@@ -56,7 +56,8 @@ struct bft_server_addr {
 
 /*
  * Splits "HOST:PORT" or "[IPV6]:PORT" (HOST may be empty: any address)
- * into host and port; 0, or -1 when s is neither or HOST is too long.
+ * into host and port; 0, or -EINVAL when s is neither or HOST is too
+ * long.
  */
 int bft_parse_hostport(const char *s, char *host, size_t hostlen,
     uint16_t *port);
@@ -78,10 +79,18 @@ struct bft_config {
 	struct bft_client_ident clients[BFT_MAX_CLIENTS];
 };
 
-/* Returns 0, or -1 with a reason (naming the file and line) in err. */
+/*
+ * Returns 0, or a negative errno with a reason (naming the file and
+ * line) in err: the file's own (-ENOENT, -EACCES, ...) when it cannot
+ * be read, -EPERM for a key file others may read, -EINVAL for what it
+ * says.
+ */
 int bft_config_load(const char *path, struct bft_config *cfg,
 		    char *err, size_t errlen);
-/* Writes cfg to path (mode 0644).  Returns 0 or -1 with errno set. */
+/*
+ * Writes cfg to path (mode 0644), which must not exist.  Returns 0 or a
+ * negative errno (-EEXIST, ...).
+ */
 int bft_config_write(const char *path, const struct bft_config *cfg);
 
 /* Whether s is a good client name: 1..32 of [A-Za-z0-9._-]. */
@@ -91,7 +100,7 @@ bool bft_config_name_ok(const char *s);
 const struct bft_client_ident *bft_config_find_client(
     const struct bft_config *cfg, const uint8_t *pk);
 
-/* The server whose channel key is pk (0..n-1), or -1. */
+/* The server whose channel key is pk (0..n-1), or -ENOENT. */
 int bft_config_find_server(const struct bft_config *cfg, const uint8_t *pk);
 
 /*
@@ -104,9 +113,9 @@ int bft_config_find_server(const struct bft_config *cfg, const uint8_t *pk);
 bool bft_role_permits(enum bft_role role, uint8_t type);
 const char *bft_role_str(enum bft_role role);
 
-/* Parses "123", "64K", "1G", ...  Returns 0 or -1. */
+/* Parses "123", "64K", "1G", ...  Returns 0 or -EINVAL. */
 int bft_parse_size(const char *s, uint64_t *out);
-/* Parses exactly len bytes of hex (2*len digits).  Returns 0 or -1. */
+/* Parses exactly len bytes of hex (2*len digits).  0 or -EINVAL. */
 int bft_parse_hex(const char *s, uint8_t *out, size_t len);
 void bft_format_hex(const uint8_t *in, size_t len, char *out /* 2*len+1 */);
 

@@ -1,4 +1,5 @@
 /* H (BLAKE3); MACs and randomness from libsodium. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +34,11 @@ bft_crypto_init(void)
 	if (ok == NULL || strcmp(ok, "1") != 0) {
 		fprintf(stderr, "*** Refusing to run: set %s=1 to run this "
 		    "benchmark build.\n\n", NOVERIFY_ENV);
-		return -1;
+		return -EPERM;
 	}
 	fprintf(stderr, "*** %s=1 is set: running anyway.\n\n",
 	    NOVERIFY_ENV);
-	return sodium_init() < 0 ? -1 : 0;
+	return sodium_init() < 0 ? -EIO : 0;
 }
 
 void
@@ -54,7 +55,7 @@ bft_crypto_init(void)
 	uint8_t h[BFT_HASH_LEN];
 
 	if (sodium_init() < 0)
-		return -1;
+		return -EIO;
 	/*
 	 * BLAKE3 picks its SIMD code on first use and caches the choice in
 	 * a plain global; doing it here, before any thread starts, keeps

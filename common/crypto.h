@@ -22,7 +22,10 @@
 
 #include "proto.h"
 
-/* Must be called once before anything else here; thread-safe after. */
+/*
+ * Must be called once before anything else here; thread-safe after.
+ * 0, or -EIO when libsodium cannot start.
+ */
 int bft_crypto_init(void);
 
 void bft_hash(const void *data, size_t len, uint8_t out[BFT_HASH_LEN]);

@@ -4,6 +4,7 @@
  * k fragments decode, whereas ISA-L's Vandermonde construction is not
  * guaranteed invertible for every subset once m grows.
  */
+#include <errno.h>
 #include <erasurecode.h>
 #include <liberasurecode/erasurecode_backend.h>
 #include <liberasurecode/erasurecode_helpers_ext.h>
@@ -48,15 +49,16 @@ static const struct {
 	{ "liberasurecode_rs_vand", EC_BACKEND_LIBERASURECODE_RS_VAND },
 };
 
-struct bft_ec *
-bft_ec_new(unsigned t, const char *backend, char *err, size_t errlen)
+int
+bft_ec_new(unsigned t, const char *backend, struct bft_ec **ecp, char *err,
+    size_t errlen)
 {
-	return bft_ec_new_len(t, backend, BFT_BLOCK_SIZE, err, errlen);
+	return bft_ec_new_len(t, backend, BFT_BLOCK_SIZE, ecp, err, errlen);
 }
 
-struct bft_ec *
+int
 bft_ec_new_len(unsigned t, const char *backend, uint32_t value_len,
-    char *err, size_t errlen)
+    struct bft_ec **ecp, char *err, size_t errlen)
 {
 	struct ec_args args = { 0 };
 	struct bft_ec *ec;
@@ -64,19 +66,21 @@ bft_ec_new_len(unsigned t, const char *backend, uint32_t value_len,
 	uint64_t flen = 0;
 	uint8_t *zero = NULL;
 	size_t b;
+	int r;
 
+	*ecp = NULL;
 	if (t < 1 || t > BFT_MAX_T) {
 		snprintf(err, errlen, "t=%u out of range 1..%d", t, BFT_MAX_T);
-		return NULL;
+		return -EINVAL;
 	}
 	if (value_len == 0 || value_len > BFT_MAX_FRAG) {
 		snprintf(err, errlen, "value size %u out of range", value_len);
-		return NULL;
+		return -EINVAL;
 	}
 	ec = calloc(1, sizeof *ec);
 	if (ec == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return NULL;
+		return -ENOMEM;
 	}
 	ec->k = t + 1;
 	ec->value_len = value_len;
@@ -99,6 +103,7 @@ bft_ec_new_len(unsigned t, const char *backend, uint32_t value_len,
 		}
 	}
 	if (ec->backend == NULL) {
+		r = -ENOTSUP;
 		snprintf(err, errlen, "no usable erasure-code backend%s%s",
 		    backend ? " named " : "", backend ? backend : "");
 		goto out_free;
@@ -109,6 +114,7 @@ bft_ec_new_len(unsigned t, const char *backend, uint32_t value_len,
 	if (zero == NULL ||
 	    liberasurecode_encode(ec->desc, (char *)zero, value_len,
 	    &data, &parity, &flen) != 0) {
+		r = zero == NULL ? -ENOMEM : -EIO;
 		snprintf(err, errlen, "erasure-code self test failed (%s)",
 		    ec->backend);
 		goto out_destroy;
@@ -116,13 +122,15 @@ bft_ec_new_len(unsigned t, const char *backend, uint32_t value_len,
 	liberasurecode_encode_cleanup(ec->desc, data, parity);
 	free(zero);
 	if (flen == 0 || flen > BFT_MAX_FRAG) {
+		r = -EIO;
 		snprintf(err, errlen, "unexpected fragment size %llu",
 		    (unsigned long long)flen);
 		goto out_destroy_nozero;
 	}
 	ec->frag_len = (uint32_t)flen;
 	ec->direct = direct_self_test(ec);
-	return ec;
+	*ecp = ec;
+	return 0;
 
 out_destroy:
 	free(zero);
@@ -130,7 +138,7 @@ out_destroy_nozero:
 	liberasurecode_instance_destroy(ec->desc);
 out_free:
 	free(ec);
-	return NULL;
+	return r;
 }
 
 void
@@ -178,10 +186,10 @@ bft_ec_encode(struct bft_ec *ec, const uint8_t *block,
 		return encode_direct(ec, block, frags);
 	if (liberasurecode_encode(ec->desc, (const char *)block,
 	    ec->value_len, &data, &parity, &flen) != 0)
-		return -1;
+		return -EIO;
 	if (flen != ec->frag_len) {
 		liberasurecode_encode_cleanup(ec->desc, data, parity);
-		return -1;
+		return -EIO;
 	}
 	for (i = 0; i < ec->k; i++)
 		memcpy(frags[i], data[i], flen);
@@ -208,7 +216,8 @@ data_header_ok(const struct bft_ec *ec, const uint8_t *frag, unsigned i)
  * payloads (what liberasurecode's fragments_to_string does into a
  * buffer of its own): straight into block here, except for those in
  * placed, whose payloads are there already.  Any header that is not
- * exactly what the encoder makes sends the caller to the library.
+ * exactly what the encoder makes sends the caller to the library
+ * (-ENOTSUP).
  */
 static int
 decode_data_frags(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
@@ -218,10 +227,10 @@ decode_data_frags(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
 	uint32_t off = 0, len;
 
 	if ((have & ((1u << ec->k) - 1)) != (1u << ec->k) - 1)
-		return -1;
+		return -ENOTSUP;
 	for (unsigned i = 0; i < ec->k; i++)
 		if (!(placed & (1u << i)) && !data_header_ok(ec, frags[i], i))
-			return -1;
+			return -ENOTSUP;
 	for (unsigned i = 0; i < ec->k && off < ec->value_len; i++) {
 		len = ec->value_len - off < ec->payload ?
 		    ec->value_len - off : ec->payload;
@@ -229,7 +238,7 @@ decode_data_frags(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
 			memcpy(block + off, frags[i] + hlen, len);
 		off += len;
 	}
-	return off == ec->value_len ? 0 : -1;
+	return off == ec->value_len ? 0 : -ENOTSUP;
 }
 
 static int
@@ -239,7 +248,7 @@ decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
 	char *avail[BFT_MAX_N];
 	char *out = NULL;
 	uint64_t outlen = 0;
-	int navail = 0, rc = -1;
+	int navail = 0, rc = -EIO;
 
 	/*
 	 * Data fragments first: with all k of them liberasurecode only
@@ -250,15 +259,15 @@ decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
 		if (have & (1u << i))
 			avail[navail++] = (char *)frags[i];
 	if (navail < (int)ec->k)
-		return -1;
+		return -EINVAL;
 	if (ec->direct && decode_data_frags(ec, frags, have, placed,
 	    block) == 0)
 		return 0;
 	if (placed != 0)
-		return -1;
+		return -ENOTSUP;
 	if (liberasurecode_decode(ec->desc, avail, navail, ec->frag_len, 1,
 	    &out, &outlen) != 0)
-		return -1;
+		return -EIO;
 	if (outlen == ec->value_len) {
 		memcpy(block, out, ec->value_len);
 		rc = 0;
@@ -284,7 +293,7 @@ bft_ec_place(const struct bft_ec *ec, unsigned i, const uint8_t *frag,
 	if (!ec->direct || i >= ec->k ||
 	    (uint64_t)(i + 1) * ec->payload > ec->value_len ||
 	    !data_header_ok(ec, frag, i))
-		return -1;
+		return -ENOTSUP;
 	memcpy(hdr, frag, hlen);
 	memcpy(block + (size_t)i * ec->payload, frag + hlen, ec->payload);
 	return 0;
@@ -352,7 +361,7 @@ encode_direct(struct bft_ec *ec, const uint8_t *block,
 	    parity, (int)ec->payload) < 0 ||
 	    finalize_fragments_after_encode(ec->inst, (int)ec->k, (int)ec->m,
 	    (int)ec->payload, ec->value_len, data, parity) < 0)
-		return -1;
+		return -EIO;
 	return 0;
 }
 

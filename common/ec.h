@@ -16,19 +16,22 @@
 struct bft_ec;
 
 /*
- * Creates a coder for t.  backend may be NULL (best available), or one of
- * "isa_l_rs_vand", "isa_l_rs_cauchy", "liberasurecode_rs_vand".  On error
- * returns NULL and writes a reason to err.
+ * Creates a coder for t into *ecp.  backend may be NULL (best
+ * available), or one of "isa_l_rs_vand", "isa_l_rs_cauchy",
+ * "liberasurecode_rs_vand".  Returns 0, or a negative errno with a
+ * reason in err: -EINVAL for t out of range, -ENOTSUP when no backend
+ * (or not the one named) can be used, -ENOMEM, -EIO when the backend
+ * fails its self test.
  */
-struct bft_ec *bft_ec_new(unsigned t, const char *backend,
-			  char *err, size_t errlen);
+int bft_ec_new(unsigned t, const char *backend, struct bft_ec **ecp,
+    char *err, size_t errlen);
 /*
  * The same for values of value_len bytes instead of BFT_BLOCK_SIZE: with
  * encrypt=on a register holds a sealed block, the block plus its AEAD
  * tag.  value_len must leave fragments within BFT_MAX_FRAG.
  */
-struct bft_ec *bft_ec_new_len(unsigned t, const char *backend,
-			      uint32_t value_len, char *err, size_t errlen);
+int bft_ec_new_len(unsigned t, const char *backend, uint32_t value_len,
+    struct bft_ec **ecp, char *err, size_t errlen);
 void bft_ec_free(struct bft_ec *ec);
 const char *bft_ec_backend(const struct bft_ec *ec);
 /* Size in bytes of every fragment of one value. */
@@ -43,8 +46,9 @@ uint32_t bft_ec_value_len(const struct bft_ec *ec);
 bool bft_ec_direct(const struct bft_ec *ec);
 
 /*
- * Encodes one value (bft_ec_value_len() bytes) into n fragments written to frags[i], each
- * bft_ec_frag_len() bytes.  Thread-safe.  Returns 0 or -1.
+ * Encodes one value (bft_ec_value_len() bytes) into n fragments written
+ * to frags[i], each bft_ec_frag_len() bytes.  Thread-safe.  Returns 0,
+ * or -EIO when the backend fails.
  */
 int bft_ec_encode(struct bft_ec *ec, const uint8_t *block,
 		  uint8_t *frags[BFT_MAX_N]);
@@ -52,7 +56,8 @@ int bft_ec_encode(struct bft_ec *ec, const uint8_t *block,
 /*
  * Decodes a block from the fragments whose bit is set in have (at least
  * t+1 of them, each bft_ec_frag_len() bytes, already checked against the
- * cross-checksum).  Thread-safe.  Returns 0 or -1.
+ * cross-checksum).  Thread-safe.  Returns 0, -EINVAL with fewer than
+ * t+1 fragments, or -EIO when the backend cannot decode them.
  */
 int bft_ec_decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
 		  uint32_t have, uint8_t *block);
@@ -62,9 +67,9 @@ int bft_ec_decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
  * Reads can skip a copy: data fragment i (before it is checked) has its
  * payload copied straight to where decoding puts it in block, and only
  * its header to hdr, the caller's fragment buffer for i.  Returns 0, or
- * -1 when this coder cannot (not the direct path, not a data fragment,
- * a padded payload, a header the encoder would not make), and then the
- * caller keeps the whole fragment as before.
+ * -ENOTSUP when this coder cannot (not the direct path, not a data
+ * fragment, a padded payload, a header the encoder would not make), and
+ * then the caller keeps the whole fragment as before: not a failure.
  */
 int bft_ec_place(const struct bft_ec *ec, unsigned i, const uint8_t *frag,
 		 uint8_t *hdr, uint8_t *block);
@@ -72,7 +77,8 @@ int bft_ec_place(const struct bft_ec *ec, unsigned i, const uint8_t *frag,
  * bft_ec_decode() where the fragments in placed went through
  * bft_ec_place() into this block and frags[i] hold their headers.
  * Placed fragments not in have may have left anything in block: it is
- * all written.  frags[i] of placed fragments may be completed.  0 or -1.
+ * all written.  frags[i] of placed fragments may be completed.  0, or a
+ * negative errno as bft_ec_decode() returns.
  */
 int bft_ec_decode_placed(struct bft_ec *ec, uint8_t *const frags[BFT_MAX_N],
 			 uint32_t have, uint32_t placed, uint8_t *block);

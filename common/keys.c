@@ -28,11 +28,11 @@ parse_bounded(const char *s, unsigned max, unsigned *out)
 	unsigned long v;
 
 	if (*s < '0' || *s > '9')
-		return -1;
+		return -EINVAL;
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (errno || *end || v > max)
-		return -1;
+		return -EINVAL;
 	*out = (unsigned)v;
 	return 0;
 }
@@ -55,7 +55,7 @@ key_pair(void *vctx, const char *key, const char *value, char *err,
 			ctx->have_keys = 1;
 		} else {
 			snprintf(err, errlen, "unknown key '%s'", key);
-			return -1;
+			return -EINVAL;
 		}
 		return 0;
 	}
@@ -109,12 +109,12 @@ key_pair(void *vctx, const char *key, const char *value, char *err,
 		ctx->have_kw = 1;
 	} else {
 		snprintf(err, errlen, "unknown key '%s'", key);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 bad:
 	snprintf(err, errlen, "bad value for '%s'", key);
-	return -1;
+	return -EINVAL;
 }
 
 int
@@ -122,15 +122,16 @@ bft_server_key_load(const char *path, struct bft_server_key *key, char *err,
     size_t errlen)
 {
 	struct key_ctx ctx = { .sk = key };
+	int r;
 
 	memset(key, 0, sizeof *key);
-	if (bft_kv_parse(path, 1, key_pair, &ctx, err, errlen) != 0)
-		return -1;
+	if ((r = bft_kv_parse(path, 1, key_pair, &ctx, err, errlen)) != 0)
+		return r;
 	if (!ctx.have_id || !ctx.have_index || !ctx.have_keys ||
 	    !ctx.have_chan) {
 		snprintf(err, errlen, "%s: not a server key file (needs "
 		    "cluster-id, index, key and chan-key)", path);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -140,22 +141,23 @@ bft_client_key_load(const char *path, struct bft_client_key *key, char *err,
     size_t errlen)
 {
 	struct key_ctx ctx = { .ck = key };
+	int r;
 
 	memset(key, 0, sizeof *key);
 	key->role = BFT_ROLE_RW;
-	if (bft_kv_parse(path, 1, key_pair, &ctx, err, errlen) != 0)
-		return -1;
+	if ((r = bft_kv_parse(path, 1, key_pair, &ctx, err, errlen)) != 0)
+		return r;
 	if (!ctx.have_id || !ctx.have_chan || !ctx.have_name) {
 		snprintf(err, errlen, "%s: not a client key file (needs "
 		    "cluster-id, name and chan-key)", path);
-		return -1;
+		return -EINVAL;
 	}
 	/* A reader holds no MAC key: there is nothing it could sign. */
 	if (key->role == BFT_ROLE_RO) {
 		if (ctx.have_kw || ctx.have_keys) {
 			snprintf(err, errlen, "%s: a read-only key file must "
 			    "not hold MAC keys", path);
-			return -1;
+			return -EINVAL;
 		}
 		return 0;
 	}
@@ -163,7 +165,7 @@ bft_client_key_load(const char *path, struct bft_client_key *key, char *err,
 	    ctx.have_keys != (1u << key->n) - 1) {
 		snprintf(err, errlen, "%s: not a writer's key file (needs "
 		    "n, key.0 .. key.n-1 and writer-key, or role = ro)", path);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -185,11 +187,13 @@ bft_volume_key_load(const char *path, struct bft_volume_key *key, char *err,
     size_t errlen)
 {
 	struct key_ctx ctx = { .vk = key };
+	int r;
 
 	memset(key, 0, sizeof *key);
-	if (bft_kv_parse(path, 1, key_pair, &ctx, err, errlen) != 0)
+	if ((r = bft_kv_parse(path, 1, key_pair, &ctx, err, errlen)) != 0)
 		goto out_wipe;
 	if (!ctx.have_aead || !ctx.have_keys) {
+		r = -EINVAL;
 		snprintf(err, errlen, "%s: not a volume key file (needs aead "
 		    "and key)", path);
 		goto out_wipe;
@@ -197,10 +201,13 @@ bft_volume_key_load(const char *path, struct bft_volume_key *key, char *err,
 	return 0;
 out_wipe:
 	bft_wipe(key, sizeof *key);
-	return -1;
+	return r;
 }
 
-/* O_EXCL: keygen must never silently replace a cluster's keys. */
+/*
+ * O_EXCL: keygen must never silently replace a cluster's keys.  NULL
+ * with errno set.
+ */
 static FILE *
 create_private(const char *path)
 {
@@ -215,15 +222,16 @@ create_private(const char *path)
 	return fp;
 }
 
+/* Makes the file durable and closes it; 0 or the first negative errno. */
 static int
 finish(FILE *fp)
 {
 	int rc = 0;
 
 	if (fflush(fp) != 0 || fsync(fileno(fp)) != 0)
-		rc = -1;
-	if (fclose(fp) != 0)
-		rc = -1;
+		rc = -errno;
+	if (fclose(fp) != 0 && rc == 0)
+		rc = -errno;
 	return rc;
 }
 
@@ -234,7 +242,7 @@ bft_server_key_write(const char *path, const struct bft_server_key *key)
 	FILE *fp = create_private(path);
 
 	if (fp == NULL)
-		return -1;
+		return -errno;
 	bft_format_hex(key->cluster_id, BFT_CLUSTER_ID_LEN, id);
 	bft_format_hex(key->k, BFT_KEY_LEN, k);
 	fprintf(fp, "# bftblk server key: give this file to server %u only.\n"
@@ -252,7 +260,7 @@ bft_client_key_write(const char *path, const struct bft_client_key *key)
 	FILE *fp = create_private(path);
 
 	if (fp == NULL)
-		return -1;
+		return -errno;
 	bft_format_hex(key->cluster_id, BFT_CLUSTER_ID_LEN, id);
 	bft_format_hex(key->chan.sk, 32, k);
 	if (key->role == BFT_ROLE_RO) {
@@ -285,12 +293,10 @@ bft_volume_key_write(const char *path, const struct bft_volume_key *key)
 	const char *aead = bft_aead_name(key->aead);
 	FILE *fp;
 
-	if (aead == NULL) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (aead == NULL)
+		return -EINVAL;
 	if ((fp = create_private(path)) == NULL)
-		return -1;
+		return -errno;
 	bft_format_hex(key->key, BFT_KEY_LEN, k);
 	fprintf(fp, "# bftblk volume key: encrypts the disk's blocks "
 	    "(encrypt=on).\n# Keep it on the plugin hosts only, and a copy "

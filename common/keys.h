@@ -45,7 +45,10 @@ struct bft_client_key {
 	unsigned self;			/* role peer: whose k[self] this is */
 };
 
-/* Each returns 0, or -1 with a reason in err. */
+/*
+ * Each returns 0, or a negative errno with a reason in err, as
+ * bft_config_load does (-EPERM: the file is readable by others).
+ */
 int bft_server_key_load(const char *path, struct bft_server_key *key,
 			char *err, size_t errlen);
 int bft_client_key_load(const char *path, struct bft_client_key *key,
@@ -58,10 +61,14 @@ int bft_client_key_load(const char *path, struct bft_client_key *key,
  */
 void bft_peer_key(const struct bft_server_key *sk, struct bft_client_key *ck);
 
-/* Write with mode 0600, refusing to overwrite.  0, or -1 with errno. */
+/*
+ * Write with mode 0600, refusing to overwrite.  0, or a negative errno
+ * (-EEXIST when path exists).
+ */
 int bft_server_key_write(const char *path, const struct bft_server_key *key);
 int bft_client_key_write(const char *path, const struct bft_client_key *key);
 
+/* A volume key file: loaded and written as the others are. */
 struct bft_volume_key;
 int bft_volume_key_load(const char *path, struct bft_volume_key *key,
 			char *err, size_t errlen);

@@ -27,14 +27,16 @@ bft_kv_parse(const char *path, int private, bft_kv_fn fn, void *ctx,
 	char line[1024], why[512];
 	struct stat sb;
 	FILE *fp;
-	int lineno = 0, rc = -1;
+	int lineno = 0, rc;
 
 	fp = fopen(path, "r");
 	if (fp == NULL) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
 	}
 	if (private && fstat(fileno(fp), &sb) == 0 && (sb.st_mode & 077)) {
+		rc = -EPERM;
 		snprintf(err, errlen, "%s: holds secret keys but is readable "
 		    "by group or others (mode %03o); chmod 600 it", path,
 		    (unsigned)(sb.st_mode & 0777));
@@ -45,6 +47,7 @@ bft_kv_parse(const char *path, int private, bft_kv_fn fn, void *ctx,
 
 		lineno++;
 		if (strchr(line, '\n') == NULL && !feof(fp)) {
+			rc = -EINVAL;
 			snprintf(err, errlen, "%s:%d: line too long", path,
 			    lineno);
 			goto out_close;
@@ -56,6 +59,7 @@ bft_kv_parse(const char *path, int private, bft_kv_fn fn, void *ctx,
 			continue;
 		eq = strchr(key, '=');
 		if (eq == NULL) {
+			rc = -EINVAL;
 			snprintf(err, errlen, "%s:%d: expected key = value",
 			    path, lineno);
 			goto out_close;
@@ -64,12 +68,13 @@ bft_kv_parse(const char *path, int private, bft_kv_fn fn, void *ctx,
 		key = trim(key);
 		value = trim(eq + 1);
 		why[0] = '\0';
-		if (fn(ctx, key, value, why, sizeof why) != 0) {
+		if ((rc = fn(ctx, key, value, why, sizeof why)) != 0) {
 			snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
 			goto out_close;
 		}
 	}
 	if (ferror(fp)) {
+		rc = -EIO;
 		snprintf(err, errlen, "%s: read error", path);
 		goto out_close;
 	}

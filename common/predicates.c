@@ -2,6 +2,7 @@
  * M-PoWerStore predicates (Algorithm 5, lines 132-133; Algorithm 6,
  * lines 175-178).  Pure: the same inputs give the same answer.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "crypto.h"
@@ -171,7 +172,7 @@ bft_highest(const struct bft_cand *C, unsigned nc)
 	for (unsigned j = 0; j < nc; j++)
 		if (best < 0 || bft_ts_cmp(&C[j].ts, &C[best].ts) > 0)
 			best = (int)j;
-	return best;
+	return best < 0 ? -ENOENT : best;
 }
 
 static bool

@@ -73,7 +73,7 @@ unsigned bft_count_newer(const struct bft_ts *cts, const struct bft_reply *W,
 unsigned bft_drop_invalid(struct bft_cand *C, unsigned nc,
 			  const struct bft_reply *W, unsigned n, unsigned t);
 
-/* Index in C of the highest candidate, or -1 when nc == 0. */
+/* Index in C of the highest candidate, or -ENOENT when nc == 0. */
 int bft_highest(const struct bft_cand *C, unsigned nc);
 
 /* One COLLECT_ACK as the reader keeps it for the 1-round read: A[i]. */

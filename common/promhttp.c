@@ -314,9 +314,10 @@ on_listener_closed(uv_handle_t *hd)
 	release(hd->data);
 }
 
-struct bft_promhttp *
+int
 bft_promhttp_start(uv_loop_t *loop, const char *addr,
-    bft_promhttp_fill_fn *fill, void *arg, char *err, size_t errlen)
+    bft_promhttp_fill_fn *fill, void *arg, struct bft_promhttp **mp,
+    char *err, size_t errlen)
 {
 	struct addrinfo hints, *ai = NULL;
 	struct sockaddr_storage ss;
@@ -325,9 +326,10 @@ bft_promhttp_start(uv_loop_t *loop, const char *addr,
 	uint16_t port;
 	int len = sizeof ss, e;
 
+	*mp = NULL;
 	if (bft_parse_hostport(addr, host, sizeof host, &port) < 0) {
 		snprintf(err, errlen, "not HOST:PORT: %s", addr);
-		return NULL;
+		return -EINVAL;
 	}
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
@@ -338,12 +340,12 @@ bft_promhttp_start(uv_loop_t *loop, const char *addr,
 	if (e != 0) {
 		snprintf(err, errlen, "cannot resolve %s: %s", host,
 		    gai_strerror(e));
-		return NULL;
+		return -EHOSTUNREACH;
 	}
 	if ((m = calloc(1, sizeof *m)) == NULL) {
 		freeaddrinfo(ai);
 		snprintf(err, errlen, "out of memory");
-		return NULL;
+		return -ENOMEM;
 	}
 	m->loop = loop;
 	m->fill = fill;
@@ -356,7 +358,7 @@ bft_promhttp_start(uv_loop_t *loop, const char *addr,
 		free(m);
 		snprintf(err, errlen, "cannot listen on %s: %s", addr,
 		    uv_strerror(e));
-		return NULL;
+		return e;		/* libuv's errors are negative errnos */
 	}
 	e = uv_tcp_bind(&m->listener, ai->ai_addr, 0);
 	freeaddrinfo(ai);
@@ -369,7 +371,7 @@ bft_promhttp_start(uv_loop_t *loop, const char *addr,
 		snprintf(err, errlen, "cannot listen on %s: %s", addr,
 		    uv_strerror(e));
 		bft_promhttp_stop(m);
-		return NULL;
+		return e;
 	}
 	if (ss.ss_family == AF_INET6) {
 		uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
@@ -380,7 +382,8 @@ bft_promhttp_start(uv_loop_t *loop, const char *addr,
 		snprintf(m->where, sizeof m->where, "%s:%u", ip,
 		    ntohs(((struct sockaddr_in *)&ss)->sin_port));
 	}
-	return m;
+	*mp = m;
+	return 0;
 }
 
 const char *

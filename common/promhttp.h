@@ -31,12 +31,15 @@ struct bft_promhttp;
 typedef void bft_promhttp_fill_fn(void *arg, struct bft_prom *p);
 
 /*
- * Listens on addr (as above) on loop.  Returns the endpoint, or NULL
- * with a reason in err.  Must be called on the loop's thread, or
- * before the loop runs.
+ * Listens on addr (as above) on loop, the endpoint into *mp.  Returns 0,
+ * or a negative errno with a reason in err: -EINVAL for an addr that is
+ * not one, -EHOSTUNREACH when its host does not resolve, bind's or
+ * listen's (-EADDRINUSE, ...).  Must be called on the loop's thread,
+ * or before the loop runs.
  */
-struct bft_promhttp *bft_promhttp_start(uv_loop_t *loop, const char *addr,
-    bft_promhttp_fill_fn *fill, void *arg, char *err, size_t errlen);
+int bft_promhttp_start(uv_loop_t *loop, const char *addr,
+    bft_promhttp_fill_fn *fill, void *arg, struct bft_promhttp **mp,
+    char *err, size_t errlen);
 
 /* Where it listens, "127.0.0.1:9100". */
 const char *bft_promhttp_where(const struct bft_promhttp *m);

@@ -33,10 +33,8 @@ bft_sd_notify(const char *state)
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
 	if (len > sizeof sa.sun_path ||
-	    (where[0] == '/' && len == sizeof sa.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
+	    (where[0] == '/' && len == sizeof sa.sun_path))
+		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, where, len);
 	if (where[0] == '@')
 		sa.sun_path[0] = '\0';
@@ -45,16 +43,12 @@ bft_sd_notify(const char *state)
 	    (where[0] == '/'));
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	sent = sendto(fd, state, strlen(state), MSG_NOSIGNAL,
 	    (struct sockaddr *)&sa, salen);
 	e = errno;
 	close(fd);
-	if (sent < 0) {
-		errno = e;
-		return -1;
-	}
-	return 1;
+	return sent < 0 ? -e : 1;
 }
 
 int

@@ -8,9 +8,10 @@
 #define BFTBLK_SDNOTIFY_H
 
 /*
- * Sends state when the environment has NOTIFY_SOCKET: 1 when sent, 0
- * when there is no service manager to tell (or an address of a kind
- * this does not speak), -1 with errno when sending failed.
+ * Sends state when the environment has NOTIFY_SOCKET.  Three outcomes:
+ * 1 when sent; 0 when there is no service manager to tell (or an
+ * address of a kind this does not speak), which is no failure; a
+ * negative errno when sending failed.
  */
 int bft_sd_notify(const char *state);
 

@@ -1,4 +1,4 @@
-/* Blocking sessions with one server (session_int.h). */
+/* Blocking sessions with one server (session.h). */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -24,7 +24,10 @@ bft_hello_fill(const struct bft_config *cfg, unsigned idx, struct bft_msg *m)
 	m->server_index = idx;
 }
 
-/* send() or recv() of exactly len bytes; -1 on error, EOF or timeout. */
+/*
+ * send() or recv() of exactly len bytes: 0, or a negative errno
+ * (-ECONNRESET at EOF, -ETIMEDOUT when the socket's timeout passed).
+ */
 static int
 io_all(int fd, uint8_t *p, size_t len, bool out)
 {
@@ -35,9 +38,10 @@ io_all(int fd, uint8_t *p, size_t len, bool out)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r == 0)
-			errno = ECONNRESET;
-		if (r <= 0)
-			return -1;
+			return -ECONNRESET;
+		if (r < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ?
+			    -ETIMEDOUT : -errno;
 		p += r;
 		len -= (size_t)r;
 	}
@@ -55,6 +59,7 @@ bft_session_close(struct bft_session *s)
 	s->rbuf = NULL;
 }
 
+/* A connected socket, or a negative errno with why. */
 static int
 dial(const struct bft_server_addr *a, unsigned timeout_ms, const char **why)
 {
@@ -67,17 +72,21 @@ dial(const struct bft_server_addr *a, unsigned timeout_ms, const char **why)
 	snprintf(port, sizeof port, "%u", a->port);
 	if (getaddrinfo(a->host, port, &hints, &ai) != 0) {
 		*why = "cannot resolve the server's host";
-		return -1;
+		return -EHOSTUNREACH;
 	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0) {
+	if (fd < 0) {
+		fd = -errno;
+	} else {
 		/* A send timeout bounds connect() too. */
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+			int e = errno == EINPROGRESS ? ETIMEDOUT : errno;
+
 			close(fd);
-			fd = -1;
+			fd = -e;
 		}
 	}
 	freeaddrinfo(ai);
@@ -95,7 +104,7 @@ bft_session_open(struct bft_session *s, const struct bft_config *cfg,
 	uint8_t fin[BFT_CHAN_FINISH_LEN];
 	struct bft_chan_client hs;
 	struct bft_msg req, *rep = NULL;
-	int st;
+	int r, st;
 
 	memset(s, 0, sizeof *s);
 	memset(f, 0, sizeof *f);
@@ -104,25 +113,29 @@ bft_session_open(struct bft_session *s, const struct bft_config *cfg,
 	s->n = cfg->n;
 	s->next_id = 1;
 	if ((s->rbuf = malloc(BFT_MAX_FRAME)) == NULL) {
+		r = -ENOMEM;
 		f->why = "out of memory";
 		goto out_close;
 	}
-	if ((s->fd = dial(&cfg->servers[idx], timeout_ms, &f->why)) < 0)
+	if ((r = dial(&cfg->servers[idx], timeout_ms, &f->why)) < 0)
 		goto out_close;
+	s->fd = r;
 	f->step = BFT_SESS_CHANNEL;
 	bft_chan_client_hello(&hs, &key->chan, cfg->server_pk[idx],
 	    cfg->cluster_id, idx, (enum bft_chan_mode)cfg->channel, ch);
-	if (io_all(s->fd, ch, sizeof ch, true) != 0 ||
-	    io_all(s->fd, sh, sizeof sh, false) != 0) {
+	if ((r = io_all(s->fd, ch, sizeof ch, true)) != 0 ||
+	    (r = io_all(s->fd, sh, sizeof sh, false)) != 0) {
 		f->why = "no server hello (closed or timed out)";
 		goto out_close;
 	}
 	st = bft_chan_client_finish(&hs, sh, &s->chan, fin, &f->why);
 	if (st != 0) {
-		f->status = st;
+		/* A refusal's reason; a reply that is none has only why. */
+		f->status = st > 0 ? st : 0;
+		r = st > 0 ? -ECONNREFUSED : st;
 		goto out_close;
 	}
-	if (io_all(s->fd, fin, sizeof fin, true) != 0) {
+	if ((r = io_all(s->fd, fin, sizeof fin, true)) != 0) {
 		f->why = "cannot send the client finish";
 		goto out_close;
 	}
@@ -130,6 +143,7 @@ bft_session_open(struct bft_session *s, const struct bft_config *cfg,
 		return 0;
 	f->step = BFT_SESS_HELLO;
 	if ((rep = malloc(sizeof *rep)) == NULL) {
+		r = -ENOMEM;
 		f->why = "out of memory";
 		goto out_close;
 	}
@@ -137,8 +151,9 @@ bft_session_open(struct bft_session *s, const struct bft_config *cfg,
 	st = bft_session_call(s, &req, rep, &f->why);
 	free(rep);
 	if (st < 0)
-		return -1;		/* closed by the call */
+		return st;		/* closed by the call */
 	if (st != BFT_OK) {
+		r = -ECONNREFUSED;
 		f->status = st;
 		f->why = "HELLO refused";
 		goto out_close;
@@ -147,7 +162,7 @@ bft_session_open(struct bft_session *s, const struct bft_config *cfg,
 
 out_close:
 	bft_session_close(s);
-	return -1;
+	return r;
 }
 
 long
@@ -155,12 +170,13 @@ bft_session_seal(struct bft_session *s, struct bft_msg *m,
     struct bft_buf *out)
 {
 	size_t off = out->len;
+	int r;
 
 	m->id = s->next_id++;
-	if (bft_wire_encode(m, s->n, out) != 0 ||
-	    bft_chan_seal(&s->chan, out, off) != 0) {
+	if ((r = bft_wire_encode(m, s->n, out)) != 0 ||
+	    (r = bft_chan_seal(&s->chan, out, off)) != 0) {
 		out->len = off;
-		return -1;
+		return r;
 	}
 	return (long)off;
 }
@@ -184,26 +200,31 @@ bft_session_recv(struct bft_session *s, struct bft_msg *m, uint8_t *raw,
 {
 	uint8_t pre[4];
 	uint32_t len;
+	int r;
 
-	if (io_all(s->fd, pre, 4, false) != 0) {
+	if ((r = io_all(s->fd, pre, 4, false)) != 0) {
 		*why = "no reply (closed or timed out)";
-		return -1;
+		return r;
 	}
 	len = get_be32(pre);
-	if (len > BFT_MAX_FRAME || io_all(s->fd, s->rbuf, len, false) != 0) {
-		*why = "reply frame too long or cut short";
-		return -1;
+	if (len > BFT_MAX_FRAME) {
+		*why = "reply frame too long";
+		return -EMSGSIZE;
+	}
+	if ((r = io_all(s->fd, s->rbuf, len, false)) != 0) {
+		*why = "reply frame cut short";
+		return r;
 	}
 	if (raw != NULL) {
 		memcpy(raw, pre, 4);
 		memcpy(raw + 4, s->rbuf, len);
 		*rawlen = 4 + (size_t)len;
 	}
-	if (bft_chan_open(&s->chan, pre, s->rbuf, &len) != 0) {
+	if ((r = bft_chan_open(&s->chan, pre, s->rbuf, &len)) != 0) {
 		*why = "a reply failed authentication";
-		return -1;
+		return r;
 	}
-	return bft_wire_decode(s->rbuf, len, s->n, m, why) == 0 ? 0 : -1;
+	return bft_wire_decode(s->rbuf, len, s->n, m, why);
 }
 
 int
@@ -211,28 +232,28 @@ bft_session_call(struct bft_session *s, struct bft_msg *req,
     struct bft_msg *rep, const char **why)
 {
 	struct bft_buf out = { 0 };
+	long off;
 	int r = 0;
 
 	if (s->fd < 0) {
 		*why = "not connected";
-		return -1;
+		return -ENOTCONN;
 	}
-	if (bft_session_seal(s, req, &out) < 0) {
+	if ((off = bft_session_seal(s, req, &out)) < 0) {
 		*why = "cannot encode the request";
-		r = -1;
-	} else if (bft_session_send_raw(s, out.data, out.len) != 0) {
+		r = (int)off;
+	} else if ((r = bft_session_send_raw(s, out.data, out.len)) != 0) {
 		*why = "send failed";
-		r = -1;
 	}
 	bft_buf_free(&out);
 	while (r == 0) {
-		if (bft_session_recv(s, rep, NULL, NULL, why) != 0)
+		if ((r = bft_session_recv(s, rep, NULL, NULL, why)) != 0)
 			break;
 		if (rep->id == req->id && rep->type == (req->type | BFT_ACK))
 			return rep->status;
 	}
 	bft_session_close(s);
-	return -1;
+	return r;
 }
 
 void

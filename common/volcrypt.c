@@ -3,6 +3,7 @@
  * Why these AEADs and why nonces are derived rather than stored:
  * volcrypt.h.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,7 +37,7 @@ bft_aead_parse(const char *name, enum bft_aead *aead)
 	else if (strcmp(name, "xchacha20poly1305") == 0)
 		*aead = BFT_AEAD_XCHACHA20POLY1305;
 	else
-		return -1;
+		return -EINVAL;
 	return 0;
 }
 
@@ -69,13 +70,13 @@ bft_volcrypt_init(struct bft_volcrypt *vc, const struct bft_volume_key *vk,
 	memset(vc, 0, sizeof *vc);
 	if (bft_aead_name(vk->aead) == NULL) {
 		snprintf(err, errlen, "unknown AEAD %d", (int)vk->aead);
-		return -1;
+		return -EINVAL;
 	}
 	if (!bft_aead_available(vk->aead)) {
 		snprintf(err, errlen, "the volume uses %s, which this CPU "
 		    "cannot run (libsodium needs AES-NI and PCLMUL for it); "
 		    "open it on a CPU that has them", bft_aead_name(vk->aead));
-		return -1;
+		return -ENOTSUP;
 	}
 	vc->aead = vk->aead;
 	if (crypto_kdf_derive_from_key(vc->k, sizeof vc->k, id | 1,
@@ -84,7 +85,7 @@ bft_volcrypt_init(struct bft_volcrypt *vc, const struct bft_volume_key *vk,
 	    KDF_CONTEXT, vk->key) != 0) {
 		bft_volcrypt_wipe(vc);
 		snprintf(err, errlen, "key derivation failed");
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -195,7 +196,7 @@ bft_volcrypt_open(const struct bft_volcrypt *vc, uint64_t block,
 	if (r != 0 || mlen != BFT_BLOCK_SIZE) {
 		/* Whatever the library left there is unauthenticated. */
 		memset(out, 0, BFT_BLOCK_SIZE);
-		return -1;
+		return -EBADMSG;
 	}
 	return 0;
 }

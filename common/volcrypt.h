@@ -64,7 +64,7 @@ struct bft_volcrypt {
 
 /* "aes256gcm" or "xchacha20poly1305"; NULL for an unknown value. */
 const char *bft_aead_name(enum bft_aead aead);
-/* 0 and *aead, or -1 for an unknown name. */
+/* 0 and *aead, or -EINVAL for an unknown name. */
 int bft_aead_parse(const char *name, enum bft_aead *aead);
 /* Whether this CPU (through libsodium) can run aead. */
 bool bft_aead_available(enum bft_aead aead);
@@ -72,8 +72,9 @@ bool bft_aead_available(enum bft_aead aead);
 enum bft_aead bft_aead_default(void);
 
 /*
- * Derives the working keys.  Fails, with a reason in err, when the AEAD
- * cannot run on this CPU.  Needs bft_crypto_init() first.
+ * Derives the working keys.  Needs bft_crypto_init() first.  0, or a
+ * negative errno with a reason in err: -ENOTSUP when the AEAD cannot run
+ * on this CPU, -EINVAL for an unknown one, -EIO when derivation fails.
  */
 int bft_volcrypt_init(struct bft_volcrypt *vc, const struct bft_volume_key *vk,
 		      char *err, size_t errlen);
@@ -93,10 +94,10 @@ void bft_volcrypt_seal(const struct bft_volcrypt *vc, uint64_t block,
 		       const uint8_t in[BFT_BLOCK_SIZE],
 		       uint8_t out[BFT_SEALED_LEN]);
 /*
- * Opens a sealed value read at (block, ts) into out.  Returns 0, or -1
- * when it does not authenticate (wrong key, block, timestamp, or altered
- * bytes); out is then all zeros, never unauthenticated plaintext.
- * Thread-safe.
+ * Opens a sealed value read at (block, ts) into out.  Returns 0, or
+ * -EBADMSG when it does not authenticate (wrong key, block, timestamp,
+ * or altered bytes); out is then all zeros, never unauthenticated
+ * plaintext.  Thread-safe.
  */
 int bft_volcrypt_open(const struct bft_volcrypt *vc, uint64_t block,
 		      const struct bft_ts *ts,

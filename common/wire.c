@@ -2,6 +2,7 @@
  * Frame encoding of protocol messages and the tables the decoder
  * (wire_decode.c) shares; see wire.h.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -107,7 +108,10 @@ bft_buf_extend(struct bft_buf *b, size_t len)
 	return b->data + b->len - len;
 }
 
-/* The packer's sink; a zero-length write may come with a NULL source. */
+/*
+ * The packer's sink, which wants 0 or -1; a zero-length write may come
+ * with a NULL source.
+ */
 static int
 buf_write(void *data, const char *p, size_t len)
 {
@@ -124,7 +128,7 @@ buf_write(void *data, const char *p, size_t len)
 int
 bft_buf_append(struct bft_buf *b, const void *p, size_t len)
 {
-	return buf_write(b, p, len);
+	return buf_write(b, p, len) == 0 ? 0 : -ENOMEM;
 }
 
 static int
@@ -269,38 +273,38 @@ encode_check(const struct bft_msg *m, unsigned n)
 	int carries_frag;
 
 	if (n < 4 || n > BFT_MAX_N || bft_wire_type_index(m->type) < 0)
-		return -1;
+		return -EINVAL;
 	if (ty == BFT_FILTER && (m->ncands < 1 || m->ncands > BFT_MAX_N))
-		return -1;
+		return -EINVAL;
 	if (ty == BFT_SUMMARY && !bft_wire_summary_ok(m->count, m->span))
-		return -1;
+		return -EINVAL;
 	if (ty == BFT_LCLIST && (m->count < 1 ||
 	    m->count > BFT_LCLIST_MAX))
-		return -1;
+		return -EINVAL;
 	if ((ty == BFT_DROP || ty == BFT_SNAP) &&
 	    bft_addr_block(m->block) != 0)
-		return -1;
+		return -EINVAL;
 	if (ty == BFT_SNAP && m->snap_op > BFT_SNAP_REMOVE)
-		return -1;
+		return -EINVAL;
 	if (ty == (BFT_SUMMARY | BFT_ACK) && m->status == 0 &&
 	    (m->ndigests > BFT_SUMMARY_MAX ||
 	    (m->digests == NULL && m->ndigests != 0)))
-		return -1;
+		return -EINVAL;
 	if (ty == (BFT_LCLIST | BFT_ACK) && m->status == 0 &&
 	    (m->nentries > BFT_LCLIST_MAX ||
 	    (m->entries == NULL && m->nentries != 0)))
-		return -1;
+		return -EINVAL;
 	if (ty == (BFT_VOLUMES | BFT_ACK) && m->status == 0 &&
 	    (m->nentries > BFT_VOLLIST_MAX ||
 	    (m->entries == NULL && m->nentries != 0)))
-		return -1;
+		return -EINVAL;
 	carries_frag = ty == BFT_STORE ||
 	    (ty == (BFT_FILTER | BFT_ACK) && m->status == 0) ||
 	    (ty == (BFT_COLLECT | BFT_ACK) && m->status == 0 &&
 	    m->has_cc);
 	if (carries_frag && (m->frag_len > BFT_MAX_FRAG ||
 	    (m->frag == NULL && m->frag_len != 0)))
-		return -1;
+		return -EINVAL;
 	return 0;
 }
 
@@ -323,12 +327,13 @@ bft_wire_encode(const struct bft_msg *m, unsigned n, struct bft_buf *out)
 {
 	size_t start = out->len, tail;
 	const uint8_t *frag;
+	int r;
 
-	if (bft_wire_encode_head(m, n, out, &frag, &tail) != 0)
-		return -1;
+	if ((r = bft_wire_encode_head(m, n, out, &frag, &tail)) != 0)
+		return r;
 	if (tail > 0 && buf_write(out, (const char *)frag, tail) != 0) {
 		out->len = start;
-		return -1;
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -341,15 +346,15 @@ bft_wire_encode_head(const struct bft_msg *m, unsigned n,
 	msgpack_packer pk;
 	size_t start = out->len, body, flen;
 	unsigned base = m->type & ~BFT_ACK;
-	int reply = (m->type & BFT_ACK) != 0, bad;
+	int reply = (m->type & BFT_ACK) != 0, bad, r;
 
-	if (encode_check(m, n) < 0)
-		return -1;
+	if ((r = encode_check(m, n)) < 0)
+		return r;
 	flen = frag_tail(m);
 	*tail = flen ? m->frag : NULL;
 	*tail_len = flen;
 	if (buf_write(out, zero_prefix, sizeof(zero_prefix)) < 0)
-		return -1;
+		return -ENOMEM;
 	msgpack_packer_init(&pk, out, buf_write);
 	if (reply) {
 		bad = msgpack_pack_array(&pk, m->status ? 4 :
@@ -366,9 +371,12 @@ bft_wire_encode_head(const struct bft_msg *m, unsigned n,
 		    msgpack_pack_uint64(&pk, bft_wire_no_block(base) ? 0 :
 		    m->block);
 	}
+	/* encode_check passed: only the sink, growing out, can fail. */
+	r = -ENOMEM;
 	if (bad || ((!reply || m->status == 0) && put_fields(&pk, m, n, true)))
 		goto out_fail;
 	body = out->len - start - 4 + flen;
+	r = -EMSGSIZE;
 	if (body > BFT_MAX_FRAME)
 		goto out_fail;
 	bft_wire_put_len(out->data + start, (uint32_t)body);
@@ -377,7 +385,7 @@ bft_wire_encode_head(const struct bft_msg *m, unsigned n,
 out_fail:
 	/* What was in out before stays valid; only our partial frame goes. */
 	out->len = start;
-	return -1;
+	return r;
 }
 
 int
@@ -390,7 +398,7 @@ bft_wire_frame(const uint8_t *buf, size_t avail, uint32_t *body_len)
 	len = (uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 |
 	    (uint32_t)buf[2] << 8 | buf[3];
 	if (len > BFT_MAX_FRAME)
-		return -1;
+		return -EMSGSIZE;
 	if (avail - 4 < len)
 		return 1;
 	*body_len = len;

@@ -288,7 +288,7 @@ struct bft_buf {
 };
 
 void bft_buf_free(struct bft_buf *b);
-/* Appends len bytes, growing b.  Returns 0, or -1 when out of memory. */
+/* Appends len bytes, growing b.  Returns 0, or -ENOMEM. */
 int bft_buf_append(struct bft_buf *b, const void *p, size_t len);
 /*
  * Grows b by len bytes, left for the caller to fill.  Returns where they
@@ -298,8 +298,11 @@ uint8_t *bft_buf_extend(struct bft_buf *b, size_t len);
 
 /*
  * Appends one whole frame (length prefix + body) for m to out.  n is the
- * cluster size, which fixes the lengths of vec and cc.  Returns 0, or -1
- * when m cannot be encoded (bad type, too many candidates, frame too big).
+ * cluster size, which fixes the lengths of vec and cc.  Returns 0, or
+ * -EINVAL when m cannot be encoded (bad type, too many candidates, a
+ * count out of range: what the decoder would refuse), -EMSGSIZE when
+ * the frame would pass BFT_MAX_FRAME, -ENOMEM when out cannot grow; out
+ * is then as it was.
  */
 int bft_wire_encode(const struct bft_msg *m, unsigned n, struct bft_buf *out);
 
@@ -309,23 +312,28 @@ int bft_wire_encode(const struct bft_msg *m, unsigned n, struct bft_buf *out);
  * *tail_len to what the caller must append to finish it (NULL and 0 for
  * a message without a fragment).  bft_chan_seal_tail encrypts the tail
  * straight into the frame; copying it first would cost a pass over it.
+ * Returns as bft_wire_encode does.
  */
 int bft_wire_encode_head(const struct bft_msg *m, unsigned n,
     struct bft_buf *out, const uint8_t **tail, size_t *tail_len);
 
 /*
  * Decodes one frame body (without the length prefix) of len bytes.
- * Returns 0, or -1 with *why set to a static reason string.  m->frag
- * points into body on success.
+ * Returns 0, or -EBADMSG for a malformed body (-EINVAL for n out of
+ * range) with *why, when why is not NULL, set to a static string that
+ * names what is wrong: the errno is the failure, why its detail for a
+ * log line.  m is all zeros after a failure; m->frag points into body
+ * on success.
  */
 int bft_wire_decode(const uint8_t *body, size_t len, unsigned n,
 		    struct bft_msg *m, const char **why);
 
 /*
  * Frame splitter for a byte stream.  Reads the 4-byte prefix at buf;
- * returns 0 and sets *body_len when a whole frame of 4 + *body_len bytes
- * is present, 1 when more bytes are needed, -1 when the prefix exceeds
- * BFT_MAX_FRAME (the connection must be closed).
+ * returns one of three: 0 and sets *body_len when a whole frame of
+ * 4 + *body_len bytes is present; 1 when more bytes are needed (no
+ * failure: read more); -EMSGSIZE when the prefix exceeds BFT_MAX_FRAME
+ * (the connection must be closed).
  */
 int bft_wire_frame(const uint8_t *buf, size_t avail, uint32_t *body_len);
 

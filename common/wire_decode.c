@@ -9,6 +9,7 @@
  * or nests or counts beyond what a message can hold; only then does
  * msgpack-c build objects.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,11 +441,13 @@ bft_wire_decode(const uint8_t *body, size_t len, unsigned n,
 	msgpack_unpacked u;
 	size_t off = 0;
 	const char *w;
+	int r = -EBADMSG;
 
 	memset(m, 0, sizeof(*m));
-	if (n < 4 || n > BFT_MAX_N)
+	if (n < 4 || n > BFT_MAX_N) {
 		w = "cluster size n out of range";
-	else if (len > BFT_MAX_FRAME)
+		r = -EINVAL;
+	} else if (len > BFT_MAX_FRAME)
 		w = "body longer than BFT_MAX_FRAME";
 	else
 		w = bft_wire_scan(body, len);
@@ -464,5 +467,5 @@ out:
 	memset(m, 0, sizeof(*m));
 	if (why != NULL)
 		*why = w;
-	return -1;
+	return r;
 }

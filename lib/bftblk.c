@@ -149,12 +149,13 @@ setup_encryption(struct bftblk *h)
 		return failf(h, EINVAL, "writer-id= cannot be combined with "
 		    "encrypt=on: a fixed writer id could reuse a timestamp, "
 		    "and with it an AEAD nonce, after a crash");
-	if (bft_volume_key_load(h->volume_key_path, &vk, err, sizeof err) != 0)
-		return failf(h, EINVAL, "%s", err);
+	if ((r = bft_volume_key_load(h->volume_key_path, &vk, err,
+	    sizeof err)) != 0)
+		return failf(h, -r, "%s", err);
 	r = bft_volcrypt_init(&h->vc, &vk, err, sizeof err);
 	bft_wipe(&vk, sizeof vk);
 	if (r != 0)
-		return failf(h, EINVAL, "%s: %s", h->volume_key_path, err);
+		return failf(h, -r, "%s: %s", h->volume_key_path, err);
 	return 0;
 }
 
@@ -169,10 +170,11 @@ load_server_key(struct bftblk *h)
 {
 	struct bft_server_key sk;
 	char err[512];
+	int r;
 
-	if (bft_server_key_load(h->server_key_path, &sk, err,
-	    sizeof err) != 0)
-		return failf(h, EINVAL, "%s", err);
+	if ((r = bft_server_key_load(h->server_key_path, &sk, err,
+	    sizeof err)) != 0)
+		return failf(h, -r, "%s", err);
 	if (memcmp(sk.cluster_id, h->cfg.cluster_id,
 	    BFT_CLUSTER_ID_LEN) != 0 || sk.index >= h->cfg.n ||
 	    memcmp(sk.chan.pk, h->cfg.server_pk[sk.index], 32) != 0) {
@@ -191,11 +193,13 @@ static int
 load_identity(struct bftblk *h)
 {
 	char err[512];
+	int r;
 
 	if (h->server_key_path != NULL)
 		return load_server_key(h);
-	if (bft_client_key_load(h->keys_path, &h->key, err, sizeof err) != 0)
-		return failf(h, EINVAL, "%s", err);
+	if ((r = bft_client_key_load(h->keys_path, &h->key, err,
+	    sizeof err)) != 0)
+		return failf(h, -r, "%s", err);
 	if (memcmp(h->key.cluster_id, h->cfg.cluster_id,
 	    BFT_CLUSTER_ID_LEN) != 0 ||
 	    (h->key.role == BFT_ROLE_RW && h->key.n != h->cfg.n))
@@ -218,8 +222,9 @@ bftblk_load(struct bftblk *h)
 		    "and server-key=FILE are required");
 	if (bft_crypto_init() != 0)
 		return failf(h, EIO, "cannot initialise crypto");
-	if (bft_config_load(h->config_path, &h->cfg, err, sizeof err) != 0)
-		return failf(h, EINVAL, "%s", err);
+	if ((r = bft_config_load(h->config_path, &h->cfg, err,
+	    sizeof err)) != 0)
+		return failf(h, -r, "%s", err);
 	if ((r = load_identity(h)) != 0)
 		return r;
 	if (h->want_t && h->want_t != h->cfg.t)
@@ -249,11 +254,10 @@ bftblk_load(struct bftblk *h)
 		    "%" PRIu64 " bytes volume %" PRIu32 " may hold",
 		    h->export_size, bft_vol_limit(h->volume_id,
 		    h->cfg.nblocks) * BFT_BLOCK_SIZE, h->volume_id);
-	h->ec = bft_ec_new_len(h->cfg.t, h->ec_backend,
-	    h->encrypt || h->sealed ? BFT_SEALED_LEN : BFT_BLOCK_SIZE, err,
-	    sizeof err);
-	if (h->ec == NULL)
-		return failf(h, EINVAL, "%s", err);
+	if ((r = bft_ec_new_len(h->cfg.t, h->ec_backend,
+	    h->encrypt || h->sealed ? BFT_SEALED_LEN : BFT_BLOCK_SIZE, &h->ec,
+	    err, sizeof err)) != 0)
+		return failf(h, -r, "%s", err);
 	if (strncmp(bft_ec_backend(h->ec), "isa_l", 5) != 0)
 		hlog(h, BFTBLK_LOG_WARN, "ISA-L is not available (install "
 		    "libisal2); using the slow %s erasure code",

@@ -122,7 +122,7 @@ void bftblk__conn_set_state(struct conn *c, enum conn_state st);
 void bftblk__engine_watch(struct engine_loop *lp, uint64_t now);
 /* The loop is stopping: the stats file's last version. */
 void bftblk__engine_watch_stop(struct engine_loop *lp);
-/* stats_file.c: writes stats-file=; 0, or -1 with errno. */
+/* stats_file.c: writes stats-file=; 0, or -1 with the error recorded. */
 int bftblk__eng_stats_file_write(struct bft_engine *cl,
     const uint64_t recent[][EV_KINDS], bool closing);
 

@@ -12,6 +12,7 @@
 
 #include "crypto.h"
 #include "drop_int.h"
+#include "error_int.h"
 #include "session.h"
 #include "wire.h"
 
@@ -114,7 +115,7 @@ broadcast(const struct bft_config *cfg, const struct bft_client_key *key,
 	if (whylen > 0)
 		why[0] = '\0';
 	if ((err = drop_check(cfg, key, req->type, req->vol, why, whylen)) < 0)
-		return err;
+		return bftblk__fail(-err, "%s", why);
 	memset(d, 0, sizeof d);
 	for (unsigned i = 0; i < cfg->n; i++) {
 		d[i] = *req;

@@ -21,11 +21,11 @@
  * once, to drop volume vol, with the MAC vector of key (a writer's: it
  * holds every server's MAC key).  acked[i] is set for the servers that
  * answered 0, cleared for the others.  Returns how many acked (0..n),
- * with why naming those that did not (empty when all did); or a
- * negative errno with why, having sent nothing: -EINVAL for volume 0,
- * a reserved volume (BFT_VOL_TABLE, BFT_VOL_LEASES) or a key of another
- * cluster, -EPERM for a key that is not a writer's.  A server waits at
- * most timeout_ms for each step of its session.
+ * with why naming those that did not (empty when all did); or -1 with
+ * the error recorded (error_int.h), having sent nothing: EINVAL for
+ * volume 0, a reserved volume (BFT_VOL_TABLE, BFT_VOL_LEASES) or a key
+ * of another cluster, EPERM for a key that is not a writer's.  A
+ * server waits at most timeout_ms for each step of its session.
  */
 int bftblk__drop_volume(const struct bft_config *cfg,
     const struct bft_client_key *key, uint32_t vol, unsigned timeout_ms,
@@ -33,7 +33,7 @@ int bftblk__drop_volume(const struct bft_config *cfg,
 /*
  * The same for SNAP: every server keeps (add) or forgets volume vol's
  * view at boundary generation gen (docs/snapshots.md).  Volume 0 may
- * be snapshotted; the reserved volumes may not.
+ * be snapshotted; the reserved volumes may not (-1, EINVAL).
  */
 int bftblk__snap_volume(const struct bft_config *cfg,
     const struct bft_client_key *key, uint32_t vol, uint64_t gen,

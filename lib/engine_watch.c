@@ -2,12 +2,12 @@
  * What the engine watches between rounds, from its tick: the servers'
  * misdeeds, reported by name, and bftblk.conf, for replaced servers.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "conn_int.h"
+#include "error_int.h"
 
 #define CONFIG_CHECK_MS	2000	/* between looks at bftblk.conf */
 #define KEEPALIVE_MS	5000	/* idle links are asked for STATUS */
@@ -23,7 +23,7 @@ write_stats_file(struct engine_loop *lp, struct bft_engine *cl, bool closing)
 	}
 	if (!lp->stats_file_failed)
 		bftblk__eng_log(cl, BFTBLK_LOG_WARN, "stats-file %s: cannot "
-		    "write it: %s", cl->p.stats_path, strerror(errno));
+		    "write it: %s", cl->p.stats_path, bftblk__errmsg());
 	lp->stats_file_failed = true;
 }
 

@@ -184,9 +184,8 @@ bftblk__eng_metrics_start(struct bft_engine *cl, const char *addr, char *err,
 		return NULL;
 	}
 	m->cl = cl;
-	m->http = bft_promhttp_start(&cl->lp->loop, addr, fill, m, err,
-	    errlen);
-	if (m->http == NULL) {
+	if (bft_promhttp_start(&cl->lp->loop, addr, fill, m, &m->http, err,
+	    errlen) != 0) {
 		free(m);
 		return NULL;
 	}

@@ -78,7 +78,7 @@ cut(struct bftblk *h, uint32_t id, uint64_t *g)
 		n = bftblk__snap_volume(&h->cfg, &h->key, id, *g, true,
 		    h->timeout_s * 1000, acked, why, sizeof why);
 		if (n < 0)
-			return bftblk__fail(-n, "%s", why);
+			return -1;
 		if ((unsigned)n < need)
 			return bftblk__fail(EIO, "only %d of %u servers keep "
 			    "the snapshot's view (%u needed): %s", n, h->cfg.n,

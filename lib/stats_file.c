@@ -5,12 +5,14 @@
  * "key = value" form of bftblk.conf, written to PATH.tmp and renamed
  * over PATH, so a reader never sees half of it.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "conn_int.h"
+#include "error_int.h"
 
 static const char *const ev_names[EV_KINDS] = {
 	"bad-fragments", "forged-ts", "mismatched", "error-replies",
@@ -35,8 +37,10 @@ bftblk__eng_stats_file_write(struct bft_engine *cl,
 	int r;
 
 	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", cl->p.stats_path) >=
-	    sizeof tmp || (fp = fopen(tmp, "w")) == NULL)
-		return -1;
+	    sizeof tmp)
+		return bftblk__fail(ENAMETOOLONG, NULL);
+	if ((fp = fopen(tmp, "w")) == NULL)
+		return bftblk__fail(errno, NULL);
 	fprintf(fp, "# What a libbftblk client saw of each server; `bftblk "
 	    "status --client-stats`.\n# Rewritten every %u s; the recent.* "
 	    "counts are of the last %u s.\n", EVIDENCE_MS / 1000,
@@ -66,10 +70,14 @@ bftblk__eng_stats_file_write(struct bft_engine *cl,
 		put_counts(fp, i, "", total);
 		put_counts(fp, i, "recent.", recent[i]);
 	}
-	r = ferror(fp) ? -1 : 0;
-	if (fclose(fp) != 0 || r != 0 || rename(tmp, cl->p.stats_path) != 0) {
+	r = ferror(fp) ? EIO : 0;
+	if (fclose(fp) != 0 && r == 0)
+		r = errno;
+	if (r == 0 && rename(tmp, cl->p.stats_path) != 0)
+		r = errno;
+	if (r != 0) {
 		unlink(tmp);
-		return -1;
+		return bftblk__fail(r, NULL);
 	}
 	return 0;
 }

@@ -133,9 +133,10 @@ finish_deletes(struct bftblk *h, const struct bft_lease *lock,
 			    &h->key, e->id, h->timeout_s * 1000, acked, why,
 			    sizeof why);
 			if (n < 0)
-				return bftblk__fail(-n, "%s %s '%s': %s",
-				    snap ? "forgetting" : "dropping",
-				    snap ? "snapshot" : "volume", e->name, why);
+				return bftblk__fail(bftblk__take_errno(),
+				    "%s %s '%s': %s", snap ? "forgetting" :
+				    "dropping", snap ? "snapshot" : "volume",
+				    e->name, bftblk__errmsg());
 			if ((unsigned)n < h->cfg.n) {
 				if (e->id == id)
 					*pending = h->cfg.n - (unsigned)n;
@@ -292,6 +293,7 @@ new_entry(struct bftblk *h, const char *name, uint64_t size,
 {
 	struct bft_volume_key vk;
 	char err[512];
+	int r;
 
 	memset(e, 0, sizeof *e);
 	snprintf(e->name, sizeof e->name, "%s", name);
@@ -300,8 +302,8 @@ new_entry(struct bftblk *h, const char *name, uint64_t size,
 	e->created = (uint64_t)time(NULL);
 	if (key_file == NULL)
 		return 0;
-	if (bft_volume_key_load(key_file, &vk, err, sizeof err) != 0)
-		return bftblk__handle_fail(h, EINVAL, "%s", err);
+	if ((r = bft_volume_key_load(key_file, &vk, err, sizeof err)) != 0)
+		return bftblk__handle_fail(h, -r, "%s", err);
 	bft_volume_key_id(&vk, e->key_id);
 	bft_wipe(&vk, sizeof vk);
 	e->encrypted = true;

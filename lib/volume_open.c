@@ -59,6 +59,7 @@ bftblk__volume_apply(struct bftblk *h, const struct vol_ref *ref)
 	uint8_t id[BFT_VOLUME_KEY_ID_LEN];
 	char path[4096], hex[2 * BFT_VOLUME_KEY_ID_LEN + 1], err[512];
 	char *copy;
+	int r;
 
 	if (v->deleting)
 		return bftblk__handle_fail(h, ENOENT, "volume '%s' is being "
@@ -82,8 +83,8 @@ bftblk__volume_apply(struct bftblk *h, const struct vol_ref *ref)
 	if (key_path(h, v->name, path, sizeof path) != 0)
 		return bftblk__handle_fail(h, ENAMETOOLONG, "the path of "
 		    "volume '%s''s key is too long", v->name);
-	if (bft_volume_key_load(path, &vk, err, sizeof err) != 0)
-		return bftblk__handle_fail(h, EINVAL, "volume '%s' is "
+	if ((r = bft_volume_key_load(path, &vk, err, sizeof err)) != 0)
+		return bftblk__handle_fail(h, -r, "volume '%s' is "
 		    "encrypted, and its key cannot be read: %s", v->name, err);
 	bft_volume_key_id(&vk, id);
 	bft_wipe(&vk, sizeof vk);
@@ -177,11 +178,11 @@ bftblk__plain_engine(struct bftblk *h, struct bft_ec **ecp)
 	};
 	struct bft_engine *eng;
 	char err[512];
+	int r;
 
-	p.ec = bft_ec_new_len(h->cfg.t, h->ec_backend, BFT_BLOCK_SIZE, err,
-	    sizeof err);
-	if (p.ec == NULL) {
-		bftblk__handle_fail(h, EINVAL, "%s", err);
+	if ((r = bft_ec_new_len(h->cfg.t, h->ec_backend, BFT_BLOCK_SIZE, &p.ec,
+	    err, sizeof err)) != 0) {
+		bftblk__handle_fail(h, -r, "%s", err);
 		return NULL;
 	}
 	while (p.writer_id == 0)

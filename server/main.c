@@ -153,9 +153,11 @@ stop(struct server *srv)
 static void
 notify_ready(struct server *srv)
 {
-	if (bft_sd_notifyf("READY=1\nSTATUS=listening on %s",
-	    bft_net_where(srv->net)) < 0)
-		bft_warn("NOTIFY_SOCKET: %s", strerror(errno));
+	int r;
+
+	if ((r = bft_sd_notifyf("READY=1\nSTATUS=listening on %s",
+	    bft_net_where(srv->net))) < 0)
+		bft_warn("NOTIFY_SOCKET: %s", strerror(-r));
 }
 
 /* RELOADING=1 carries the time it started, as systemd asks. */
@@ -163,12 +165,13 @@ static void
 notify_reloading(void)
 {
 	struct timespec now;
+	int r;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (bft_sd_notifyf("RELOADING=1\nMONOTONIC_USEC=%llu",
+	if ((r = bft_sd_notifyf("RELOADING=1\nMONOTONIC_USEC=%llu",
 	    (unsigned long long)now.tv_sec * 1000000 +
-	    (unsigned long long)now.tv_nsec / 1000) < 0)
-		bft_warn("NOTIFY_SOCKET: %s", strerror(errno));
+	    (unsigned long long)now.tv_nsec / 1000)) < 0)
+		bft_warn("NOTIFY_SOCKET: %s", strerror(-r));
 }
 
 static void
@@ -186,9 +189,11 @@ on_sighup(uv_signal_t *sig, int signum)
 static void
 on_signal(uv_signal_t *sig, int signum)
 {
+	int r;
+
 	bft_log("%s: shutting down", strsignal(signum));
-	if (bft_sd_notify("STOPPING=1") < 0)
-		bft_warn("NOTIFY_SOCKET: %s", strerror(errno));
+	if ((r = bft_sd_notify("STOPPING=1")) < 0)
+		bft_warn("NOTIFY_SOCKET: %s", strerror(-r));
 	stop(sig->data);
 }
 
@@ -341,11 +346,8 @@ main(int argc, char **argv)
 	 * the rebuild asks the peers, and the marker keeps the question
 	 * open across restarts until it has an answer.
 	 */
-	if (bft_store_created(st) && bft_rebuild_mark_new(o.data) < 0) {
-		bft_error("%s/%s: %s", o.data, BFT_REBUILD_MARKER,
-		    strerror(errno));
+	if (bft_store_created(st) && bft_rebuild_mark_new(o.data) < 0)
 		goto out_store;
-	}
 	if (bft_handler_init(&h, &cfg, &key, st, o.max_pending) < 0) {
 		bft_error("out of memory");
 		goto out_store;

@@ -279,8 +279,8 @@ bft_metrics_start(uv_loop_t *loop, const char *addr, struct bft_net *net,
 	}
 	m->net = net;
 	m->start_time = (uint64_t)time(NULL);
-	m->http = bft_promhttp_start(loop, addr, fill, m, err, errlen);
-	if (m->http == NULL) {
+	if (bft_promhttp_start(loop, addr, fill, m, &m->http, err,
+	    errlen) != 0) {
 		free(m);
 		return NULL;
 	}

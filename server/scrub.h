@@ -25,7 +25,8 @@ struct bft_scrub;
 
 /*
  * Starts the scrub's timer on loop over h's store; progress and damage
- * go to prog, and kick(kick_ctx) asks for a rebuild pass now.
+ * go to prog, and kick(kick_ctx) asks for a rebuild pass now.  NULL
+ * when out of memory.
  */
 struct bft_scrub *bft_scrub_start(uv_loop_t *loop, struct bft_handler *h,
     struct bft_heal_progress *prog, const struct bft_scrub_opts *o,

@@ -40,12 +40,20 @@ bft_rebuild_mark_new(const char *data_dir)
 	snprintf(path, sizeof path, "%s/%s", data_dir, BFT_REBUILD_MARKER);
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return -1;
+		goto out_err;
 	if (fchmod(fd, 0600) < 0 || fsync(fd) < 0) {
+		int e = errno;
+
 		close(fd);
-		return -1;
+		errno = e;
+		goto out_err;
 	}
-	return close(fd);
+	if (close(fd) < 0)
+		goto out_err;
+	return 0;
+out_err:
+	bft_error("%s: %s", path, strerror(errno));
+	return -1;
 }
 
 /*
@@ -516,7 +524,7 @@ bft_rebuild_stop(struct bft_rebuild *rb)
 	rb->stopping = true;
 	/* Queued calls will not run any more: release their waiters. */
 	for (struct rb_call *c = rb->calls; c != NULL; c = c->next) {
-		c->status = -1;
+		c->status = -ECANCELED;
 		c->done = true;
 	}
 	rb->calls = NULL;

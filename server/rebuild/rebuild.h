@@ -61,7 +61,7 @@ struct bft_rebuild;
 /*
  * Writes the marker that makes a new data directory rebuild everything
  * before it serves reads of blocks it does not hold; call before the
- * server listens.  0 or -1 with errno.
+ * server listens.  0, or -1 logged.
  */
 int bft_rebuild_mark_new(const char *data_dir);
 

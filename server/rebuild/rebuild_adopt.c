@@ -154,9 +154,8 @@ rb_make_coders(struct bft_rebuild *rb)
 		struct rb_kind *k = &rb->kind[j];
 		uint32_t flen;
 
-		k->ec = bft_ec_new_len(rb->cfg->t, NULL, j ? BFT_SEALED_LEN :
-		    BFT_BLOCK_SIZE, e, sizeof e);
-		if (k->ec == NULL) {
+		if (bft_ec_new_len(rb->cfg->t, NULL, j ? BFT_SEALED_LEN :
+		    BFT_BLOCK_SIZE, &k->ec, e, sizeof e) != 0) {
 			bft_log("rebuild: %s", e);
 			return -1;
 		}

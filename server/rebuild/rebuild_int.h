@@ -21,7 +21,8 @@
 struct rb_call {
 	const struct bft_msg *req;
 	struct bft_buf out;		/* the reply, encoded */
-	int status;			/* of the encoding; -1: not run */
+	/* The encoding's 0 or negative errno; -ECANCELED: never run. */
+	int status;
 	bool done;
 	struct rb_call *next;
 };

@@ -103,11 +103,11 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 			break;
 	if (k == sizeof id_keys / sizeof id_keys[0]) {
 		snprintf(err, errlen, "unknown field \"%s\"", key);
-		return -1;
+		return -EINVAL;
 	}
 	if (ip->seen & (1u << k)) {
 		snprintf(err, errlen, "field %s given twice", key);
-		return -1;
+		return -EINVAL;
 	}
 	ip->seen |= 1u << k;
 	if (k == 1) {
@@ -126,7 +126,7 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 			    "with BLAKE3 (format %d): copy the disk out with "
 			    "the old version (nbdcopy) into a new cluster",
 			    BFT_STORE_FORMAT);
-			return -1;
+			return -EINVAL;
 		}
 		if (v == 2) {
 			snprintf(err, errlen, "format 2 was written by an "
@@ -134,7 +134,7 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 			    "this one's do (format %d): copy the disk out with "
 			    "the old version (nbdcopy) into a new cluster",
 			    BFT_STORE_FORMAT);
-			return -1;
+			return -EINVAL;
 		}
 		if (v >= 3 && v < BFT_STORE_FORMAT) {
 			/* Format 3's records are read whole; see store.h. */
@@ -144,7 +144,7 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 		if (v != BFT_STORE_FORMAT) {
 			snprintf(err, errlen, "format %" PRIu64 " is not "
 			    "supported (only %d)", v, BFT_STORE_FORMAT);
-			return -1;
+			return -EINVAL;
 		}
 		break;
 	case 2: ip->id->server_index = (uint32_t)v; break;
@@ -156,7 +156,7 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 	return 0;
 out_bad:
 	snprintf(err, errlen, "bad value \"%s\" for %s", value, key);
-	return -1;
+	return -EINVAL;
 }
 
 /* 0, -ENOENT if there is none, or -errno with a reason in err. */

@@ -8,6 +8,7 @@
  * Input: [sel] [stream...]; sel picks n (fuzz_n), the stream is what a
  * client would send: length-prefixed frames, one after the other.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "util.h"
@@ -46,7 +47,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (left < 4)
 			FUZZ_CHECK(r == 1, "%zu bytes split as %d", left, r);
 		else if (want > BFT_MAX_FRAME)
-			FUZZ_CHECK(r == -1, "prefix %u split as %d", want, r);
+			FUZZ_CHECK(r == -EMSGSIZE, "prefix %u split as %d", want,
+			    r);
 		else
 			FUZZ_CHECK(r == (left - 4 < want ? 1 : 0) &&
 			    (r != 0 || blen == want), "prefix %u with %zu "

@@ -73,12 +73,12 @@ main(void)
 	randombytes_buf(block, sizeof block);
 	for (unsigned t = 1; t <= 2; t++)
 		for (size_t b = 0; b < sizeof names / sizeof names[0]; b++) {
-			struct bft_ec *ec = bft_ec_new(t, names[b], err,
-			    sizeof err);
+			struct bft_ec *ec;
 			uint32_t parity = ((1u << (3 * t + 1)) - 1) &
 			    ~((1u << (t + 1)) - 1);
 
-			if (ec == NULL) {
+			if (bft_ec_new(t, names[b], &ec, err,
+			    sizeof err) != 0) {
 				printf("%s: %s\n", names[b], err);
 				continue;
 			}

@@ -8,6 +8,7 @@
 #ifndef BFTBLK_TEST_PREDICATES_FIXTURE_H
 #define BFTBLK_TEST_PREDICATES_FIXTURE_H
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,8 +56,7 @@ setup(void **state)
 	w->n = 3 * t + 1;
 	bft_random(w->k, sizeof w->k);
 	bft_random(w->kw, sizeof w->kw);
-	w->ec = bft_ec_new(t, NULL, err, sizeof err);
-	if (w->ec == NULL)
+	if (bft_ec_new(t, NULL, &w->ec, err, sizeof err) != 0)
 		return -1;
 	w->flen = bft_ec_frag_len(w->ec);
 	*state = w;

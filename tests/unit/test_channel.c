@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <errno.h>
 
 #include <cmocka.h>
 
@@ -209,7 +210,7 @@ test_wrong_keys(void **state)
 	(void)state;
 	/* A client that expects another server's key rejects the tag. */
 	assert_int_equal(handshake(&p, &client_id, other_id.pk,
-	    BFT_CHAN_AEAD), -1);
+	    BFT_CHAN_AEAD), -EACCES);
 	free_pair(&p);
 	/*
 	 * A client that claims client_id's public key without its secret
@@ -221,7 +222,7 @@ test_wrong_keys(void **state)
 
 		memcpy(liar.pk, client_id.pk, 32);
 		assert_int_equal(handshake(&p, &liar, server_id.pk,
-		    BFT_CHAN_AEAD), -1);
+		    BFT_CHAN_AEAD), -EACCES);
 		free_pair(&p);
 	}
 	/* A changed byte of the server hello breaks its tag. */
@@ -233,7 +234,7 @@ test_wrong_keys(void **state)
 	    bft_chan_ciphers(), &srv2, sh), 0);
 	sh[20] ^= 1;
 	assert_int_equal(bft_chan_client_finish(&p.hs, sh, &p.cli, p.fin,
-	    &why), -1);
+	    &why), -EACCES);
 	bft_chan_clear(&srv2);
 	/* A replayed client hello gets a fresh server key: other keys. */
 	{
@@ -280,33 +281,34 @@ test_refusal_and_hello_parsing(void **state)
 	    BFT_CHAN_AEAD, chello);
 	bft_chan_server_refuse(BFT_CHAN_UNKNOWN_CLIENT, sh);
 	sh[4] = 1;
-	assert_true(bft_chan_client_finish(&hs, sh, &ch, fin, &why) < 0);
+	assert_int_equal(bft_chan_client_finish(&hs, sh, &ch, fin, &why),
+	    -EPROTONOSUPPORT);
 	assert_non_null(strstr(why, "another bftblk version"));
 	bft_chan_client_hello(&hs, &client_id, server_id.pk, cluster, 1,
 	    BFT_CHAN_AEAD, chello);
 	/* Bad magic, version and mode are refused by the parser. */
 	chello[0] = 'X';
-	assert_int_equal(bft_chan_parse_hello(chello, &h), -1);
+	assert_int_equal(bft_chan_parse_hello(chello, &h), -EBADMSG);
 	chello[0] = 'B';
 	chello[4] = BFT_CHAN_VERSION + 1;
-	assert_int_equal(bft_chan_parse_hello(chello, &h), -1);
+	assert_int_equal(bft_chan_parse_hello(chello, &h), -EPROTONOSUPPORT);
 	/* Version 1 hashed with BLAKE2b: it must not pass for this one. */
 	chello[4] = 1;
-	assert_int_equal(bft_chan_parse_hello(chello, &h), -1);
+	assert_int_equal(bft_chan_parse_hello(chello, &h), -EPROTONOSUPPORT);
 	chello[4] = BFT_CHAN_VERSION;
 	chello[5] = 7;
-	assert_int_equal(bft_chan_parse_hello(chello, &h), -1);
+	assert_int_equal(bft_chan_parse_hello(chello, &h), -EPROTONOSUPPORT);
 	/* No cipher in common: the server does not accept. */
 	chello[5] = BFT_CHAN_AEAD;
 	assert_int_equal(bft_chan_parse_hello(chello, &h), 0);
 	h.ciphers = 0;
 	assert_int_equal(bft_chan_server_accept(&server_id, chello, &h,
-	    bft_chan_ciphers(), &ch, sh), -1);
+	    bft_chan_ciphers(), &ch, sh), -ENOTSUP);
 	/* A low-order client key makes the key exchange fail. */
 	h.ciphers = bft_chan_ciphers();
 	memset(h.client_eph, 0, 32);
 	assert_int_equal(bft_chan_server_accept(&server_id, chello, &h,
-	    bft_chan_ciphers(), &ch, sh), -1);
+	    bft_chan_ciphers(), &ch, sh), -EINVAL);
 	assert_string_equal(bft_chan_status_str(99), "unknown refusal");
 }
 
@@ -399,7 +401,7 @@ test_plain_mode(void **state)
 	/* The finish still proves the client's key in plain mode. */
 	memcpy(bad, p.fin, sizeof bad);
 	bad[0] ^= 1;
-	assert_int_equal(bft_chan_server_verify(&p.srv, bad), -1);
+	assert_int_equal(bft_chan_server_verify(&p.srv, bad), -EACCES);
 	assert_int_equal(bft_chan_server_verify(&p.srv, p.fin), 0);
 	off = put_frame(&b, 5);
 	assert_int_equal(bft_chan_seal(&p.cli, &b, off), 0);

@@ -144,11 +144,11 @@ test_good(void **state)
 	assert_int_equal(bft_config_load(put("v6bad.conf",
 	    "cluster-id=" ID_HEX "\nt=1\nsize=640k\nserver.0=[fd00::1:7700\n"
 	    "server.1=b:2\nserver.2=c:3\nserver.3=d:4\n" PKS, 0644), &cfg, err,
-	    sizeof err), -1);
+	    sizeof err), -EINVAL);
 	assert_int_equal(bft_config_load(put("v6empty.conf",
 	    "cluster-id=" ID_HEX "\nt=1\nsize=640k\nserver.0=[]:7700\n"
 	    "server.1=b:2\nserver.2=c:3\nserver.3=d:4\n" PKS, 0644), &cfg, err,
-	    sizeof err), -1);
+	    sizeof err), -EINVAL);
 }
 
 /* Loads text and expects a refusal whose message contains every want. */
@@ -260,7 +260,7 @@ test_refusals(void **state)
 
 		snprintf(missing, sizeof missing, "%s/nonexistent.conf", dir);
 		assert_int_equal(bft_config_load(missing, &cfg, err,
-		    sizeof err), -1);
+		    sizeof err), -ENOENT);
 		assert_non_null(strstr(err, "nonexistent.conf"));
 		assert_non_null(strstr(err, strerror(ENOENT)));
 	}
@@ -317,9 +317,7 @@ test_config_round_trip(void **state)
 	/* "wx": an existing file is never replaced, and stays intact. */
 	assert_int_equal(stat(p, &sb), 0);
 	make_cfg(&cfg, 1);
-	errno = 0;
-	assert_int_equal(bft_config_write(p, &cfg), -1);
-	assert_int_equal(errno, EEXIST);
+	assert_int_equal(bft_config_write(p, &cfg), -EEXIST);
 	assert_int_equal(bft_config_load(p, &back, err, sizeof err), 0);
 	assert_int_equal(back.t, BFT_MAX_T);
 }
@@ -372,9 +370,7 @@ test_server_key(void **state)
 			fail_msg("server key %u refused: %s", i, err);
 		assert_memory_equal(&back, &k, sizeof k);
 	}
-	errno = 0;
-	assert_int_equal(bft_server_key_write(p, &k), -1);
-	assert_int_equal(errno, EEXIST);
+	assert_int_equal(bft_server_key_write(p, &k), -EEXIST);
 	/* A client key file is not a server key file. */
 	{
 		struct bft_client_key ck;
@@ -383,24 +379,24 @@ test_server_key(void **state)
 		snprintf(p, sizeof p, "%s/as-server.key", dir);
 		assert_int_equal(bft_client_key_write(p, &ck), 0);
 		assert_int_equal(bft_server_key_load(p, &back, err,
-		    sizeof err), -1);
+		    sizeof err), -EINVAL);
 		assert_non_null(strstr(err, "unknown key"));
 	}
 	/* Missing index, and an index beyond BFT_MAX_N. */
 	assert_int_equal(bft_server_key_load(put("noidx.key",
 	    "cluster-id = " ID_HEX "\nkey = " ID_HEX ID_HEX "\n" CHAN_KEY0,
 	    0600),
-	    &back, err, sizeof err), -1);
+	    &back, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "not a server key file"));
 	assert_int_equal(bft_server_key_load(put("bigidx.key",
 	    "cluster-id = " ID_HEX "\nindex = 16\nkey = " ID_HEX ID_HEX "\n"
-	    CHAN_KEY0, 0600), &back, err, sizeof err), -1);
+	    CHAN_KEY0, 0600), &back, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, ":2:"));
 	/* A 31-byte key. */
 	assert_int_equal(bft_server_key_load(put("shortkey.key",
 	    "cluster-id = " ID_HEX "\nindex = 1\nkey = " ID_HEX
 	    "00112233445566778899aabbccddee\n", 0600), &back, err,
-	    sizeof err), -1);
+	    sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "bad value for 'key'"));
 }
 
@@ -417,9 +413,7 @@ client_round_trip(unsigned n)
 	if (bft_client_key_load(p, &back, err, sizeof err) != 0)
 		fail_msg("client key n=%u refused: %s", n, err);
 	assert_memory_equal(&back, &k, sizeof k);
-	errno = 0;
-	assert_int_equal(bft_client_key_write(p, &k), -1);
-	assert_int_equal(errno, EEXIST);
+	assert_int_equal(bft_client_key_write(p, &k), -EEXIST);
 }
 
 static void
@@ -440,7 +434,7 @@ test_client_key(void **state)
 			len += snprintf(text + len, sizeof text - (size_t)len,
 			    "key.%u = " ID_HEX ID_HEX "\n", i);
 	assert_int_equal(bft_client_key_load(put("nokey2.key", text, 0600),
-	    &back, err, sizeof err), -1);
+	    &back, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "not a writer's key file"));
 	/* With key.2 added the same file loads. */
 	snprintf(text + len, sizeof text - (size_t)len,
@@ -453,12 +447,12 @@ test_client_key(void **state)
 	snprintf(text + len, sizeof text - (size_t)len,
 	    "key.4 = " ID_HEX ID_HEX "\n");
 	assert_int_equal(bft_client_key_load(put("extra.key", text, 0600),
-	    &back, err, sizeof err), -1);
+	    &back, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "not a writer's key file"));
 	/* n below 4 is no cluster. */
 	assert_int_equal(bft_client_key_load(put("n3.key",
 	    "cluster-id = " ID_HEX "\nn = 3\n", 0600), &back, err,
-	    sizeof err), -1);
+	    sizeof err), -EINVAL);
 	assert_non_null(strstr(err, ":2:"));
 }
 
@@ -494,13 +488,13 @@ test_key_permissions(void **state)
 		assert_int_equal(chmod(cp, loose[j]), 0);
 		err[0] = '\0';
 		assert_int_equal(bft_server_key_load(sp, &back, err,
-		    sizeof err), -1);
+		    sizeof err), -EPERM);
 		assert_non_null(strstr(err, "group or others"));
 		assert_non_null(strstr(err, mode));
 		assert_non_null(strstr(err, "chmod 600"));
 		err[0] = '\0';
 		assert_int_equal(bft_client_key_load(cp, &cback, err,
-		    sizeof err), -1);
+		    sizeof err), -EPERM);
 		assert_non_null(strstr(err, "group or others"));
 	}
 	/* Tighter than 0600 is fine. */
@@ -564,15 +558,15 @@ test_parse_hex(void **state)
 	assert_int_equal(bft_parse_hex("AbCdEf01", b, 4), 0);
 	assert_int_equal(b[0], 0xab);
 	assert_int_equal(b[2], 0xef);
-	assert_int_equal(bft_parse_hex("00ff7F8", b, 4), -1);
-	assert_int_equal(bft_parse_hex("00ff7F800", b, 4), -1);
-	assert_int_equal(bft_parse_hex("00ff7F8000", b, 4), -1);
-	assert_int_equal(bft_parse_hex("00ff7g80", b, 4), -1);
-	assert_int_equal(bft_parse_hex("00ff 780", b, 4), -1);
-	assert_int_equal(bft_parse_hex(" 0ff7F80", b, 4), -1);
-	assert_int_equal(bft_parse_hex("0xff7F80", b, 4), -1);
-	assert_int_equal(bft_parse_hex("", b, 4), -1);
-	assert_int_equal(bft_parse_hex("00", b, 0), -1);
+	assert_int_equal(bft_parse_hex("00ff7F8", b, 4), -EINVAL);
+	assert_int_equal(bft_parse_hex("00ff7F800", b, 4), -EINVAL);
+	assert_int_equal(bft_parse_hex("00ff7F8000", b, 4), -EINVAL);
+	assert_int_equal(bft_parse_hex("00ff7g80", b, 4), -EINVAL);
+	assert_int_equal(bft_parse_hex("00ff 780", b, 4), -EINVAL);
+	assert_int_equal(bft_parse_hex(" 0ff7F80", b, 4), -EINVAL);
+	assert_int_equal(bft_parse_hex("0xff7F80", b, 4), -EINVAL);
+	assert_int_equal(bft_parse_hex("", b, 4), -EINVAL);
+	assert_int_equal(bft_parse_hex("00", b, 0), -EINVAL);
 	/* format and parse are inverses. */
 	bft_random(r, sizeof r);
 	bft_format_hex(r, sizeof r, hex);

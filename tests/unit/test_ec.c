@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <pthread.h>
 
 #include <cmocka.h>
@@ -31,9 +32,9 @@ static struct bft_ec *
 new_ec(unsigned t, const char *backend)
 {
 	char err[256] = "";
-	struct bft_ec *ec = bft_ec_new(t, backend, err, sizeof err);
+	struct bft_ec *ec;
 
-	if (ec == NULL)
+	if (bft_ec_new(t, backend, &ec, err, sizeof err) != 0)
 		fail_msg("bft_ec_new(%u, %s): %s", t, backend ? backend :
 		    "default", err);
 	return ec;
@@ -145,12 +146,11 @@ test_odd_value_len(void **state)
 	(void)state;
 	for (unsigned t = 1; t <= BFT_MAX_T; t += 4) {
 		char err[256] = "";
-		struct bft_ec *ec = bft_ec_new_len(t, NULL, vlen, err,
-		    sizeof err);
+		struct bft_ec *ec;
 		unsigned n = 3 * t + 1, decoded = 0;
 		uint8_t *frags[BFT_MAX_N], *in, *out;
 
-		if (ec == NULL)
+		if (bft_ec_new_len(t, NULL, vlen, &ec, err, sizeof err) != 0)
 			fail_msg("bft_ec_new_len(%u, %u): %s", t, vlen, err);
 		assert_int_equal(bft_ec_value_len(ec), vlen);
 		assert_true(bft_ec_frag_len(ec) <= BFT_MAX_FRAG);
@@ -269,9 +269,10 @@ test_too_few(void **state)
 	coded_init(&c, 1, NULL);
 	/* One real fragment plus bits for servers that do not exist. */
 	in[0] = c.frags[0];
-	assert_int_equal(bft_ec_decode(c.ec, in, 0xfff0u | 1u, c.out), -1);
-	assert_int_equal(bft_ec_decode(c.ec, in, 0xfffffff0u | 1u, c.out), -1);
-	assert_int_equal(bft_ec_decode(c.ec, in, 0, c.out), -1);
+	assert_int_equal(bft_ec_decode(c.ec, in, 0xfff0u | 1u, c.out), -EINVAL);
+	assert_int_equal(bft_ec_decode(c.ec, in, 0xfffffff0u | 1u, c.out),
+	    -EINVAL);
+	assert_int_equal(bft_ec_decode(c.ec, in, 0, c.out), -EINVAL);
 	/* And a full set still decodes after the refusals. */
 	assert_int_equal(decode_check(&c, 0xf), 0);
 	coded_free(&c);
@@ -308,22 +309,26 @@ test_bad_args(void **state)
 {
 	char err[256];
 	static const unsigned bad_t[] = { 0, BFT_MAX_T + 1, 1000, ~0u };
+	struct bft_ec *ec = (struct bft_ec *)&ec;
 
 	(void)state;
 	err[0] = '\0';
-	assert_null(bft_ec_new(1, "jerasure_rs_nonexistent", err, sizeof err));
+	assert_int_equal(bft_ec_new(1, "jerasure_rs_nonexistent", &ec, err,
+	    sizeof err), -ENOTSUP);
+	assert_null(ec);
 	assert_non_null(strstr(err, "jerasure_rs_nonexistent"));
 	err[0] = '\0';
-	assert_null(bft_ec_new(1, "", err, sizeof err));
+	assert_int_equal(bft_ec_new(1, "", &ec, err, sizeof err), -ENOTSUP);
 	assert_true(err[0] != '\0');
 	for (unsigned j = 0; j < 4; j++) {
 		err[0] = '\0';
-		assert_null(bft_ec_new(bad_t[j], NULL, err, sizeof err));
+		assert_int_equal(bft_ec_new(bad_t[j], NULL, &ec, err,
+		    sizeof err), -EINVAL);
 		assert_non_null(strstr(err, "out of range"));
 	}
 	/* A truncated error buffer is still a terminated string. */
 	memset(err, 'x', sizeof err);
-	assert_null(bft_ec_new(0, NULL, err, 8));
+	assert_int_equal(bft_ec_new(0, NULL, &ec, err, 8), -EINVAL);
 	assert_int_equal(strlen(err), 7);
 }
 
@@ -492,8 +497,8 @@ test_direct_matches_library(void **state)
 			free(block);
 			continue;
 		}
-		ec = bft_ec_new_len(t, names[b], lens[l], err, sizeof err);
-		assert_non_null(ec);
+		assert_int_equal(bft_ec_new_len(t, names[b], lens[l], &ec, err,
+		    sizeof err), 0);
 		assert_true(bft_ec_direct(ec));
 		desc = liberasurecode_instance_create(id, &args);
 		assert_true(desc > 0);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 
 #include <cmocka.h>
 
@@ -39,8 +40,7 @@ placing_init(struct placing *p, unsigned t, uint32_t vlen)
 	p->n = 3 * t + 1;
 	p->k = t + 1;
 	p->vlen = vlen;
-	p->ec = bft_ec_new_len(t, NULL, vlen, err, sizeof err);
-	if (p->ec == NULL)
+	if (bft_ec_new_len(t, NULL, vlen, &p->ec, err, sizeof err) != 0)
 		fail_msg("bft_ec_new_len(%u, %u): %s", t, vlen, err);
 	p->flen = bft_ec_frag_len(p->ec);
 	assert_non_null(p->value = malloc(vlen));
@@ -174,14 +174,14 @@ test_refusals(void **state)
 
 	/* Parity fragments are never placed. */
 	assert_int_equal(bft_ec_place(p.ec, 2, p.frags[2], p.work[0],
-	    p.out), -1);
+	    p.out), -ENOTSUP);
 	assert_int_equal(bft_ec_place(p.ec, 3, p.frags[3], p.work[0],
-	    p.out), -1);
+	    p.out), -ENOTSUP);
 	/* A liar's fragment 1 sent as fragment 0, or past n. */
 	assert_int_equal(bft_ec_place(p.ec, 0, p.frags[1], p.work[0],
-	    p.out), -1);
+	    p.out), -ENOTSUP);
 	assert_int_equal(bft_ec_place(p.ec, BFT_MAX_N, p.frags[0],
-	    p.work[0], p.out), -1);
+	    p.work[0], p.out), -ENOTSUP);
 	/* Headers that are not the encoder's: magic, size, value size. */
 	for (size_t off = 0; off < 16; off++) {
 		memcpy(copy, p.frags[0], p.flen);
@@ -221,7 +221,7 @@ test_padded_last(void **state)
 	assert_int_equal(bft_ec_place(p.ec, 1, p.frags[1], p.work[1],
 	    p.out), 0);
 	assert_int_equal(bft_ec_place(p.ec, 2, p.frags[2], p.work[2],
-	    p.out), -1);
+	    p.out), -ENOTSUP);
 	memcpy(p.work[2], p.frags[2], p.flen);
 	assert_int_equal(bft_ec_decode_placed(p.ec, p.work, 0x7, 0x3,
 	    p.out), 0);

@@ -52,8 +52,7 @@ setup(void **state)
 	f->want = (1u << (t + 1)) - 1;
 	bft_random(f->kw, sizeof f->kw);
 	f->wk.kw = f->kw;
-	f->ec = bft_ec_new(t, NULL, err, sizeof err);
-	if (f->ec == NULL)
+	if (bft_ec_new(t, NULL, &f->ec, err, sizeof err) != 0)
 		return -1;
 	f->flen = bft_ec_frag_len(f->ec);
 	buf = malloc((size_t)f->n * f->flen);

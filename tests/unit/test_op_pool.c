@@ -28,7 +28,7 @@ setup(void **state)
 	char err[256];
 
 	memset(&f, 0, sizeof f);
-	if ((f.ec = bft_ec_new(1, NULL, err, sizeof err)) == NULL)
+	if (bft_ec_new(1, NULL, &f.ec, err, sizeof err) != 0)
 		return -1;
 	f.cl.p.ec = f.ec;
 	f.cl.n = 4;

@@ -224,7 +224,7 @@ test_highcand_ties(void **state)
 	assert_int_equal(bft_highest(C, 3), 1);
 	C[0] = C[2];
 	assert_int_equal(bft_highest(C, 3), 0);
-	assert_int_equal(bft_highest(C, 0), -1);
+	assert_int_equal(bft_highest(C, 0), -ENOENT);
 	assert_int_equal(bft_highest(C, 1), 0);
 	/* Vacuously highest in an empty set. */
 	assert_true(bft_highcand(&C[0], C, 0));

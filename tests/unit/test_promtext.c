@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <errno.h>
 
 #include <cmocka.h>
 
@@ -99,13 +100,13 @@ test_parse_addr(void **state)
 	    &port), 0);
 	assert_string_equal(host, "");
 	assert_int_equal(bft_parse_hostport("host", host, sizeof host,
-	    &port), -1);
+	    &port), -EINVAL);
 	assert_int_equal(bft_parse_hostport("::1:80", host, sizeof host,
-	    &port), -1);
+	    &port), -EINVAL);
 	assert_int_equal(bft_parse_hostport("h:70000", host, sizeof host,
-	    &port), -1);
+	    &port), -EINVAL);
 	assert_int_equal(bft_parse_hostport("h:", host, sizeof host,
-	    &port), -1);
+	    &port), -EINVAL);
 }
 
 int

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <ftw.h>
 #include <unistd.h>
 
@@ -226,10 +227,10 @@ test_roles(void **state)
 		assert_int_equal(bft_config_find_server(&cfg,
 		    cfg.server_pk[i]), (int)i);
 	bft_random(pk, sizeof pk);
-	assert_int_equal(bft_config_find_server(&cfg, pk), -1);
+	assert_int_equal(bft_config_find_server(&cfg, pk), -ENOENT);
 	/* Only the first n keys are servers'. */
 	memcpy(cfg.server_pk[4], pk, 32);
-	assert_int_equal(bft_config_find_server(&cfg, pk), -1);
+	assert_int_equal(bft_config_find_server(&cfg, pk), -ENOENT);
 }
 
 static void

@@ -72,7 +72,7 @@ test_path(void **state)
 	unlink(path);
 	rmdir(dir);
 	/* Nobody listening any more: an error, not a crash. */
-	assert_int_equal(bft_sd_notify("READY=1"), -1);
+	assert_int_equal(bft_sd_notify("READY=1"), -ENOENT);
 	unsetenv("NOTIFY_SOCKET");
 }
 

@@ -62,27 +62,27 @@ test_encode(void **state)
 	assert_msg_equal(&m2, &d);
 	for (i = 0; i < sizeof(bad_types); i++) {
 		m1.type = bad_types[i];
-		assert_int_equal(bft_wire_encode(&m1, 4, &b), -1);
+		assert_int_equal(bft_wire_encode(&m1, 4, &b), -EINVAL);
 	}
 	m2.ncands = 0;
-	assert_int_equal(bft_wire_encode(&m2, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m2, 4, &b), -EINVAL);
 	m2.ncands = BFT_MAX_N + 1;
-	assert_int_equal(bft_wire_encode(&m2, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m2, 4, &b), -EINVAL);
 	m2.ncands = BFT_MAX_N;
-	assert_int_equal(bft_wire_encode(&m2, 3, &b), -1);
-	assert_int_equal(bft_wire_encode(&m2, BFT_MAX_N + 1, &b), -1);
+	assert_int_equal(bft_wire_encode(&m2, 3, &b), -EINVAL);
+	assert_int_equal(bft_wire_encode(&m2, BFT_MAX_N + 1, &b), -EINVAL);
 	assert_int_equal((size_t)l1 + l2 + 8, b.len);
 	assert_int_equal(bft_wire_encode(&m2, BFT_MAX_N, &b), 0);
 
 	make_msg(&m1, BFT_STORE, 0, 4, 0);
 	m1.frag = fragbuf;
 	m1.frag_len = BFT_MAX_FRAG + 1;
-	assert_int_equal(bft_wire_encode(&m1, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m1, 4, &b), -EINVAL);
 	m1.type = BFT_FILTER | BFT_ACK;
-	assert_int_equal(bft_wire_encode(&m1, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m1, 4, &b), -EINVAL);
 	m1.frag = NULL;
 	m1.frag_len = 5;
-	assert_int_equal(bft_wire_encode(&m1, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m1, 4, &b), -EINVAL);
 	m1.frag_len = 0;
 	assert_int_equal(bft_wire_encode(&m1, 4, &b), 0);
 
@@ -122,7 +122,7 @@ test_encode(void **state)
 	assert_true(dec.type == BFT_DROP && dec.block == bft_addr(5, 0));
 	assert_memory_equal(dec.vec, m1.vec, 4 * BFT_MAC_LEN);
 	m1.block = bft_addr(5, 1);
-	assert_int_equal(bft_wire_encode(&m1, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m1, 4, &b), -EINVAL);
 
 	/* So does a SNAP, whose op is add or remove and nothing else. */
 	assert_string_equal(bft_msg_type_str(BFT_SNAP), "SNAP");
@@ -137,10 +137,10 @@ test_encode(void **state)
 	assert_true(dec.type == BFT_SNAP && dec.gen == 77 &&
 	    dec.snap_op == BFT_SNAP_REMOVE);
 	m1.snap_op = 2;
-	assert_int_equal(bft_wire_encode(&m1, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m1, 4, &b), -EINVAL);
 	m1.snap_op = BFT_SNAP_ADD;
 	m1.block = bft_addr(5, 1);
-	assert_int_equal(bft_wire_encode(&m1, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m1, 4, &b), -EINVAL);
 
 	/* A view request is its twin with a boundary; replies are alike. */
 	assert_true(bft_view_base(BFT_VCOLLECT) == BFT_COLLECT);
@@ -165,11 +165,13 @@ static void
 test_encode_heal(void **state)
 {
 	static const struct { uint32_t count, span; int ok; } sums[] = {
-		{ 1, 1, 0 }, { 0, 1, -1 }, { 1, 0, -1 }, { 0, 0, -1 },
-		{ BFT_SUMMARY_MAX, 1, 0 }, { BFT_SUMMARY_MAX + 1, 1, -1 },
-		{ 4 * BFT_SUMMARY_MAX, 4, 0 }, { 4 * BFT_SUMMARY_MAX + 1, 4, -1 },
+		{ 1, 1, 0 }, { 0, 1, -EINVAL }, { 1, 0, -EINVAL },
+		{ 0, 0, -EINVAL }, { BFT_SUMMARY_MAX, 1, 0 },
+		{ BFT_SUMMARY_MAX + 1, 1, -EINVAL },
+		{ 4 * BFT_SUMMARY_MAX, 4, 0 },
+		{ 4 * BFT_SUMMARY_MAX + 1, 4, -EINVAL },
 		{ UINT32_MAX, UINT32_MAX, 0 }, { UINT32_MAX, 1u << 22, 0 },
-		{ UINT32_MAX, (1u << 22) - 1, -1 },
+		{ UINT32_MAX, (1u << 22) - 1, -EINVAL },
 	};
 	static struct bft_msg m;
 	struct bft_buf b = { 0 };
@@ -192,7 +194,7 @@ test_encode_heal(void **state)
 	for (m.count = 0; m.count <= BFT_LCLIST_MAX + 1; m.count++) {
 		b.len = 0;
 		assert_int_equal(bft_wire_encode(&m, 4, &b),
-		    m.count >= 1 && m.count <= BFT_LCLIST_MAX ? 0 : -1);
+		    m.count >= 1 && m.count <= BFT_LCLIST_MAX ? 0 : -EINVAL);
 		if (m.count == 2)
 			m.count = BFT_LCLIST_MAX - 1;
 	}
@@ -204,10 +206,10 @@ test_encode_heal(void **state)
 	expect(b.data + 4, bl, 4, NULL);
 	assert_int_equal(dec.ndigests, BFT_SUMMARY_MAX);
 	m.ndigests = BFT_SUMMARY_MAX + 1;
-	assert_int_equal(bft_wire_encode(&m, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m, 4, &b), -EINVAL);
 	m.digests = NULL;
 	m.ndigests = 1;
-	assert_int_equal(bft_wire_encode(&m, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m, 4, &b), -EINVAL);
 	m.ndigests = 0;
 	bl = encode_one(&m, 4, &b);
 	expect(b.data + 4, bl, 4, NULL);
@@ -228,10 +230,10 @@ test_encode_heal(void **state)
 	assert_memory_equal(dec.entries, fragbuf,
 	    BFT_LCLIST_MAX * BFT_LCENTRY_LEN);
 	m.nentries = BFT_LCLIST_MAX + 1;
-	assert_int_equal(bft_wire_encode(&m, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m, 4, &b), -EINVAL);
 	m.entries = NULL;
 	m.nentries = 2;
-	assert_int_equal(bft_wire_encode(&m, 4, &b), -1);
+	assert_int_equal(bft_wire_encode(&m, 4, &b), -EINVAL);
 
 	make_msg(&m, BFT_STATUS, 0, 4, 0);
 	m.block = 77;
@@ -278,9 +280,9 @@ test_frame(void **state)
 	buf[3] = 0;
 	assert_int_equal(bft_wire_frame(buf, 32, &bl), 1);
 	buf[3] = 1;
-	assert_int_equal(bft_wire_frame(buf, 32, &bl), -1);
+	assert_int_equal(bft_wire_frame(buf, 32, &bl), -EMSGSIZE);
 	memset(buf, 0xff, 4);
-	assert_int_equal(bft_wire_frame(buf, 4, &bl), -1);
+	assert_int_equal(bft_wire_frame(buf, 4, &bl), -EMSGSIZE);
 }
 
 /*

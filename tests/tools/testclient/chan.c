@@ -1,11 +1,10 @@
 /*
- * The test client's connections: one blocking session per server from
- * libbftblk (lib/session_int.h), which does the handshake, HELLO,
- * sealing and opening.  What is left here is what the test client adds:
+ * The test client's connections: one blocking session per server
+ * (common/session.h), which does the handshake, HELLO, sealing and
+ * opening.  What is left here is what the test client adds:
  * its one request and reply buffers, printing, and giving up loudly.
  */
 #include <err.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,16 +74,17 @@ void
 tc_connect_servers(uint32_t mask)
 {
 	struct bft_session_fail f;
+	int r;
 
 	for (unsigned i = 0; i < n; i++)
 		sess[i].fd = -1;
 	FOR_EACH(i, mask) {
-		if (bft_session_open(&sess[i], &cfg, &key, i, IO_TIMEOUT_MS,
-		    true, &f) == 0)
+		if ((r = bft_session_open(&sess[i], &cfg, &key, i,
+		    IO_TIMEOUT_MS, true, &f)) == 0)
 			continue;
 		if (f.step == BFT_SESS_CONNECT)
 			printf("server %u: cannot connect: %s\n", i,
-			    strerror(errno));
+			    strerror(-r));
 		else if (f.step == BFT_SESS_CHANNEL && f.status != 0)
 			printf("server %u: channel refused (status %d): %s\n",
 			    i, f.status, f.why);
@@ -98,9 +98,10 @@ tc_connect_servers(uint32_t mask)
 void
 tc_send_raw(unsigned i, const uint8_t *p, size_t len)
 {
-	if (bft_session_send_raw(&sess[i], p, len) != 0)
-		printf("(send of %zu bytes failed: %s)\n", len,
-		    strerror(errno));
+	int r;
+
+	if ((r = bft_session_send_raw(&sess[i], p, len)) != 0)
+		printf("(send of %zu bytes failed: %s)\n", len, strerror(-r));
 }
 
 void

@@ -67,7 +67,7 @@ write_setup(uint32_t mask)
 	static struct bft_ec *ec;	/* static: still reachable at exit */
 	char e[256];
 
-	if ((ec = bft_ec_new(t, NULL, e, sizeof e)) == NULL)
+	if (bft_ec_new(t, NULL, &ec, e, sizeof e) != 0)
 		errx(1, "%s", e);
 	tc_pattern(opt.seed, data);
 	w.flen = bft_ec_frag_len(ec);
