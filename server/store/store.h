@@ -139,7 +139,8 @@ uint64_t bft_store_indexed(const struct bft_store *st);
 /*
  * A volume the store holds blocks of: one past its highest page, and
  * the bytes of the records its blocks' entries point to (what deleting
- * or trimming it would free once compacted).
+ * or trimming it would free once compacted), the records its snapshot
+ * boundaries retain included (which only deleting it frees).
  */
 struct bft_store_vol {
 	uint32_t vol;

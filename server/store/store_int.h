@@ -1,10 +1,11 @@
 /*
  * What the store's files share about its insides: store.c (the public
  * calls), store_index.c (the per-block index and the side table),
- * store_drop.c (volumes forgotten), store_meta.c (metadata read back
+ * store_drop.c (volumes forgotten), store_snap.c, store_retain.c and
+ * store_view.c (snapshot views), store_meta.c (metadata read back
  * from the log, and its cache), store_identity.c, store_open.c
- * (replay), store_compact.c, store_sync.c and store_ckpt.c (the index
- * checkpoint).  Nothing else includes it, but for the tests'
+ * (replay), store_compact.c, store_sync.c, and store_ckpt.c and
+ * store_ckload.c (the index checkpoint).  Nothing else includes it, but for the tests'
  * server/testing/store_discard.c.
  *
  * Memory holds, per block, only what the hot paths compare: lc.ts with
@@ -540,8 +541,6 @@ int st_snap_copy(struct bft_store *st, const struct bft_rec_hdr *h,
 /* A DROP: vol's boundaries and retained records go. */
 void st_snap_drop_vol(struct bft_store *st, uint32_t vol);
 void st_snap_free(struct bft_store *st);
-/* After a replay: every location in a SNAP record or retained one is. */
-bool st_snap_locs_ok(struct bft_store *st, char *why, size_t whylen);
 
 /*
  * store_view.c.  st_ret_reserve makes room for extra more records of
