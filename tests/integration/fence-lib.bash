@@ -80,7 +80,8 @@ fence_proxies_start()
 		: >"$logf"
 		python3 "$FENCE_PROXY" --listen "127.0.0.1:$port" \
 		    --target "127.0.0.1:$((CLUSTER_BASE_PORT + i))" \
-		    >>"$logf" 2>&1 </dev/null &
+		    --arm-barrier "$TESTDIR/armed-$name" \
+		    --arm-peers "$CLUSTER_N" >>"$logf" 2>&1 </dev/null &
 		FENCE_PROXY_PIDS[i]=$!
 		_track "$!" "cutproxy-$name-$i"
 		_wait_log "$!" "$logf" 0 "listening on" "cut-proxy $name-$i"

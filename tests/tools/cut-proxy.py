@@ -26,7 +26,11 @@ joined again while the servers and other clients go on.
              reaches the target, and whatever the client sends on the
              target's answers (COMPLETEs) is held until the heal.  A cut
              by signal could not aim at that: a request takes
-             microseconds to pass.
+             microseconds to pass.  With --arm-barrier DIR and
+             --arm-peers N, a proxy that turned round keeps the replies
+             too until N proxies of DIR did: a client that heard from
+             the quicker ones would otherwise send its COMPLETEs through
+             a slower one still passing requests.
 
 Bytes a client sent before its connection closed are still delivered to
 the target at the heal, on the connection to the target they were meant
@@ -47,6 +51,7 @@ No third-party module is needed.
 import argparse
 import asyncio
 import collections
+import os
 import signal
 import socket
 import sys
@@ -134,10 +139,33 @@ class Proxy:
         self.armed_passed += n
         if self.armed and self.armed_passed >= self.args.arm_bytes:
             self.armed = False
+            if self.args.arm_barrier:
+                self.set_hold(True, True)
+                say("cut: holding every request from now on, %d bytes of "
+                    "them passed since armed; replies held until %d "
+                    "proxies turned round", self.armed_passed,
+                    self.args.arm_peers)
+                asyncio.get_running_loop().create_task(self.barrier())
+                return
             self.set_hold(True, False)
             say("cut: holding every request from now on, %d bytes of "
                 "them passed since armed; delivering the %d bytes of "
                 "replies held", self.armed_passed, self.queued(DOWN))
+
+    async def barrier(self):
+        d = self.args.arm_barrier
+        os.makedirs(d, exist_ok=True)
+        open(os.path.join(d, str(os.getpid())), "w").close()
+        deadline = time.monotonic() + 30
+        while (len(os.listdir(d)) < self.args.arm_peers and
+               time.monotonic() < deadline):
+            await asyncio.sleep(0.01)
+        if not self.hold[UP] or not self.hold[DOWN]:
+            return
+        self.set_hold(True, False)
+        say("released: %d of %d proxies turned round; delivering the %d "
+            "bytes of replies held", len(os.listdir(d)),
+            self.args.arm_peers, self.queued(DOWN))
 
     def do_cut(self):
         if self.cut:
@@ -397,6 +425,11 @@ def main():
     p.add_argument("--arm-bytes", type=int, default=256 * 1024,
                    help="requests an armed proxy passes before it holds "
                    "them (default 256 KiB)")
+    p.add_argument("--arm-barrier", default="",
+                   help="a directory the proxies of one client share")
+    p.add_argument("--arm-peers", type=int, default=1,
+                   help="how many proxies turn round before any lets "
+                   "replies through (with --arm-barrier)")
     args = p.parse_args()
     if args.max_held < 0:
         p.error("--max-held must not be negative")
