@@ -392,6 +392,8 @@ bft_role_permits(enum bft_role role, uint8_t type)
 	case BFT_VCOLLECT:
 	case BFT_VFILTER:
 	case BFT_VREPAIR:
+	/* What changed between snapshots: an incremental backup's reader. */
+	case BFT_VLIST:
 	case BFT_FLUSH:
 	case BFT_STATUS:
 	case BFT_VOLUMES:

@@ -41,6 +41,22 @@ bft_volentry_get(const uint8_t in[BFT_VOLENTRY_LEN], uint64_t *vol,
 }
 
 void
+bft_vlentry_put(uint8_t out[BFT_VLENTRY_LEN], uint64_t block)
+{
+	put_be64(out, block);
+}
+
+uint64_t
+bft_vlentry_get(const uint8_t in[BFT_VLENTRY_LEN])
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < 8; i++)
+		v = v << 8 | in[i];
+	return v;
+}
+
+void
 bft_lcentry_put(uint8_t out[BFT_LCENTRY_LEN], uint64_t block,
     const struct bft_ts *ts)
 {

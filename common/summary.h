@@ -56,6 +56,9 @@ void bft_volentry_get(const uint8_t in[BFT_VOLENTRY_LEN], uint64_t *vol,
     uint64_t *end, uint64_t *live);
 
 /* One lc entry to and from its 24 bytes; get leaves ts->mac zero. */
+/* A VLIST_ACK's 8-byte record: be64(block). */
+void bft_vlentry_put(uint8_t out[BFT_VLENTRY_LEN], uint64_t block);
+uint64_t bft_vlentry_get(const uint8_t in[BFT_VLENTRY_LEN]);
 void bft_lcentry_put(uint8_t out[BFT_LCENTRY_LEN], uint64_t block,
     const struct bft_ts *ts);
 void bft_lcentry_get(const uint8_t in[BFT_LCENTRY_LEN], uint64_t *block,

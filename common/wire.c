@@ -15,20 +15,20 @@
 
 /* Array lengths by type & 0x7f; replies with status != 0 have 4. */
 const uint8_t bft_wire_req_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3, 4, 6, 5, 5, 5,
+	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3, 4, 6, 5, 5, 5, 6,
 };
 const uint8_t bft_wire_rep_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5, 4, 4, 7, 8, 4,
+	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5, 4, 4, 7, 8, 4, 6,
 };
 
 static const char *const type_names[BFT_MSG_NTYPES] = {
 	"HELLO", "CLOCK", "STORE", "COMPLETE", "COLLECT", "FILTER", "REPAIR",
 	"FLUSH", "SUMMARY", "LCLIST", "STATUS", "SCRUB", "VOLUMES", "DROP",
-	"SNAP", "VCOLLECT", "VFILTER", "VREPAIR",
+	"SNAP", "VCOLLECT", "VFILTER", "VREPAIR", "VLIST",
 	"HELLO_ACK", "CLOCK_ACK", "STORE_ACK", "COMPLETE_ACK", "COLLECT_ACK",
 	"FILTER_ACK", "REPAIR_ACK", "FLUSH_ACK", "SUMMARY_ACK", "LCLIST_ACK",
 	"STATUS_ACK", "SCRUB_ACK", "VOLUMES_ACK", "DROP_ACK", "SNAP_ACK",
-	"VCOLLECT_ACK", "VFILTER_ACK", "VREPAIR_ACK",
+	"VCOLLECT_ACK", "VFILTER_ACK", "VREPAIR_ACK", "VLIST_ACK",
 };
 
 #define STATUS_FIELD(f) { #f, offsetof(struct bft_status_info, f) }
@@ -249,6 +249,14 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n,
 		    msgpack_pack_uint32(pk, m->span);
 	case BFT_LCLIST:
 		return msgpack_pack_uint32(pk, m->count);
+	case BFT_VLIST:
+		return msgpack_pack_uint32(pk, m->count) ||
+		    msgpack_pack_uint64(pk, m->gen) ||
+		    msgpack_pack_uint64(pk, m->gen_to);
+	case BFT_VLIST | BFT_ACK:
+		return msgpack_pack_uint64(pk, m->next) ||
+		    put_bin(pk, m->entries,
+		    (size_t)m->nentries * BFT_VLENTRY_LEN);
 	case BFT_SUMMARY | BFT_ACK:
 		return put_bin(pk, m->digests,
 		    (size_t)m->ndigests * BFT_SUMMARY_DIGEST_LEN);
@@ -291,6 +299,13 @@ encode_check(const struct bft_msg *m, unsigned n)
 	    (m->digests == NULL && m->ndigests != 0)))
 		return -EINVAL;
 	if (ty == (BFT_LCLIST | BFT_ACK) && m->status == 0 &&
+	    (m->nentries > BFT_LCLIST_MAX ||
+	    (m->entries == NULL && m->nentries != 0)))
+		return -EINVAL;
+	if (ty == BFT_VLIST && (m->count < 1 ||
+	    m->count > BFT_VOL_MAX_BLOCKS))
+		return -EINVAL;
+	if (ty == (BFT_VLIST | BFT_ACK) && m->status == 0 &&
 	    (m->nentries > BFT_LCLIST_MAX ||
 	    (m->entries == NULL && m->nentries != 0)))
 		return -EINVAL;

@@ -60,6 +60,14 @@
  *             boundary gen instead of its live state; their replies
  *             are COLLECT_ACK's, FILTER_ACK's and REPAIR_ACK's.  EAGAIN
  *             when this server cannot tell what the view holds)
+ *   VLIST    [type, id, block, count (uint), from (uint), to (uint)]
+ *            (the blocks of [block, block+count), all of block's
+ *             volume, that completed a write of a generation above
+ *             boundary from since this server kept it, and whose view
+ *             at boundary to (BFT_GEN_MAX: the head) is of a generation
+ *             above from, where this server keeps to: what changed
+ *             between two snapshots.  count 1..BFT_VOL_MAX_BLOCKS.
+ *             EAGAIN when from is not a boundary kept here)
  *
  * SUMMARY, LCLIST and STATUS let one server compare its state with its
  * peers' and report progress; any authenticated identity may send them.
@@ -93,6 +101,10 @@
  *                 holds, live the bytes of the records its blocks' lc
  *                 and Hist entries are; a full reply is continued by
  *                 asking from the last id + 1)
+ *   VLIST_ACK    [..., status, next (uint), entries (bin)]  (8 bytes
+ *                 per block, be64(block), in increasing order, at most
+ *                 BFT_LCLIST_MAX; next is where to ask from to go on,
+ *                 past the range when the walk is done)
  *   STATUS_ACK   [..., status, [u0, ..., u(K-1)]]  (exactly
  *                 BFT_STATUS_NFIELDS uints: the fields of struct
  *                 bft_status_info in bft_status_fields[] order)
@@ -138,9 +150,10 @@ enum bft_msg_type {
 	BFT_VCOLLECT = 16,
 	BFT_VFILTER = 17,
 	BFT_VREPAIR = 18,
+	BFT_VLIST = 19,
 };
 /* The highest request type; replies are these | BFT_ACK. */
-#define BFT_MSG_TYPE_MAX	BFT_VREPAIR
+#define BFT_MSG_TYPE_MAX	BFT_VLIST
 
 /* What a SNAP asks. */
 enum bft_snap_op {
@@ -182,6 +195,8 @@ bft_is_view(uint8_t type)
 /* Volumes of one VOLUMES_ACK, and their record size. */
 #define BFT_VOLLIST_MAX		4096u
 #define BFT_VOLENTRY_LEN	24u
+/* A VLIST_ACK's record: one block's address. */
+#define BFT_VLENTRY_LEN		8u
 
 /* What a STATUS_ACK's rebuild_state says. */
 enum bft_rebuild_state {
@@ -248,7 +263,9 @@ struct bft_msg {
 	uint32_t ncands;
 
 	bool want_frag;			/* COLLECT: answer with lc's fragment */
-	uint64_t gen;			/* SNAP, VCOLLECT, VFILTER, VREPAIR */
+	uint64_t gen;			/* SNAP, VCOLLECT, VFILTER, VREPAIR; VLIST's from */
+	uint64_t gen_to;		/* VLIST */
+	uint64_t next;			/* VLIST_ACK */
 	uint8_t snap_op;		/* SNAP: enum bft_snap_op */
 	bool has_cc;			/* COLLECT_ACK: cc (and maybe frag) present */
 

@@ -31,7 +31,8 @@ enum werr {
 	E_CID_LEN, E_HELLO_N, E_HELLO_T, E_BSIZE, E_NBLOCKS, E_SINDEX,
 	E_WANT, E_FRAG_NOCC, E_NUM, E_NUM0, E_SPAN, E_SPAN0, E_RANGES,
 	E_LCCOUNT, E_DIGESTS, E_DIGESTS_LEN, E_ENTRIES, E_ENTRIES_LEN, E_VOLS,
-	E_VOLS_LEN, E_DROPBLK, E_GEN, E_SNAPOP,
+	E_VOLS_LEN, E_DROPBLK, E_GEN, E_SNAPOP, E_VLCOUNT, E_NEXT, E_VL,
+	E_VL_LEN,
 	E_INFO, E_INFO_FIELD, E_COUNT
 };
 
@@ -83,6 +84,11 @@ enum werr {
 	[E_DROPBLK] = T ": block is not a volume's block 0",		\
 	[E_GEN] = T ": gen is not a uint",				\
 	[E_SNAPOP] = T ": op is not 0 or 1",				\
+	[E_VLCOUNT] = T ": count not in 1..BFT_VOL_MAX_BLOCKS",		\
+	[E_NEXT] = T ": next is not a uint",				\
+	[E_VL] = T ": entries is not a bin",				\
+	[E_VL_LEN] = T ": entries not 8-byte records, at most "		\
+	    "BFT_LCLIST_MAX",						\
 	[E_INFO] = T ": info is not an array of BFT_STATUS_NFIELDS",	\
 	[E_INFO_FIELD] = T ": info field is not a uint",		\
 }
@@ -93,13 +99,14 @@ static const char *const whys[BFT_MSG_NTYPES][E_COUNT] = {
 	WHYS("COLLECT"), WHYS("FILTER"), WHYS("REPAIR"), WHYS("FLUSH"),
 	WHYS("SUMMARY"), WHYS("LCLIST"), WHYS("STATUS"), WHYS("SCRUB"),
 	WHYS("VOLUMES"), WHYS("DROP"), WHYS("SNAP"), WHYS("VCOLLECT"),
-	WHYS("VFILTER"), WHYS("VREPAIR"), WHYS("HELLO_ACK"), WHYS("CLOCK_ACK"),
+	WHYS("VFILTER"), WHYS("VREPAIR"), WHYS("VLIST"), WHYS("HELLO_ACK"),
+	WHYS("CLOCK_ACK"),
 	WHYS("STORE_ACK"), WHYS("COMPLETE_ACK"), WHYS("COLLECT_ACK"),
 	WHYS("FILTER_ACK"), WHYS("REPAIR_ACK"), WHYS("FLUSH_ACK"),
 	WHYS("SUMMARY_ACK"), WHYS("LCLIST_ACK"), WHYS("STATUS_ACK"),
 	WHYS("SCRUB_ACK"), WHYS("VOLUMES_ACK"), WHYS("DROP_ACK"),
 	WHYS("SNAP_ACK"), WHYS("VCOLLECT_ACK"), WHYS("VFILTER_ACK"),
-	WHYS("VREPAIR_ACK"),
+	WHYS("VREPAIR_ACK"), WHYS("VLIST_ACK"),
 };
 
 static int
@@ -356,6 +363,19 @@ get_base_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 	case BFT_LCLIST | BFT_ACK:
 		return get_records(&a[4], body, len, BFT_LCENTRY_LEN,
 		    BFT_LCLIST_MAX, &m->entries, &m->nentries, E_ENTRIES);
+	case BFT_VLIST:
+		if (get_u32(&a[3], &m->count))
+			return E_NUM;
+		if (m->count < 1 || m->count > BFT_VOL_MAX_BLOCKS)
+			return E_VLCOUNT;
+		if (get_u64(&a[4], &m->gen) || get_u64(&a[5], &m->gen_to))
+			return E_GEN;
+		return E_OK;
+	case BFT_VLIST | BFT_ACK:
+		if (get_u64(&a[4], &m->next))
+			return E_NEXT;
+		return get_records(&a[5], body, len, BFT_VLENTRY_LEN,
+		    BFT_LCLIST_MAX, &m->entries, &m->nentries, E_VL);
 	case BFT_VOLUMES | BFT_ACK:
 		return get_records(&a[4], body, len, BFT_VOLENTRY_LEN,
 		    BFT_VOLLIST_MAX, &m->entries, &m->nentries, E_VOLS);

@@ -364,6 +364,9 @@ bft_handle(struct bft_handler *h, const char *peer,
 	case BFT_SNAP:
 		bft_handle_snap(h, peer, req, rep);
 		break;
+	case BFT_VLIST:
+		bft_handle_vlist(h, req, rep);
+		break;
 	}
 	return 0;
 }

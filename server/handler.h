@@ -115,6 +115,9 @@ void bft_handle_repair(struct bft_handler *h, const char *peer,
  */
 void bft_handle_snap(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep);
+/* VLIST: the blocks that changed between two boundaries, as known here. */
+void bft_handle_vlist(struct bft_handler *h, const struct bft_msg *req,
+    struct bft_msg *rep);
 
 /*
  * For the handler's files: a store error as a reply status, logged

@@ -13,6 +13,7 @@
 #include "crypto.h"
 #include "handler.h"
 #include "log.h"
+#include "summary.h"
 
 static int
 snap_failed(struct bft_handler *h, const char *peer, uint32_t vol,
@@ -83,4 +84,59 @@ bft_handle_snap(struct bft_handler *h, const char *peer,
 	}
 	bft_log("conn %s: volume %" PRIu32 ": %s the view at generation %"
 	    PRIu64, peer, vol, add ? "keeps" : "forgot", req->gen);
+}
+
+/* Blocks a VLIST examines at most: its cost, whatever it lists. */
+#define VLIST_STEPS	65536u
+
+/*
+ * VLIST (wire.h): what changed between two snapshots, as this server
+ * knows it.  A reader takes the union over every server that answers,
+ * so a block a correct server that kept the boundary and completed the
+ * write lists is never missed; a liar can only add blocks, which the
+ * reader then reads for nothing.  The walk goes over the blocks the
+ * view at from froze, which is what it costs.
+ */
+void
+bft_handle_vlist(struct bft_handler *h, const struct bft_msg *req,
+    struct bft_msg *rep)
+{
+	uint32_t vol = bft_addr_vol(req->block);
+	uint64_t end, a = req->block, found;
+	uint32_t n = 0, steps = 0;
+	struct bft_cand c;
+
+	if (req->count < 1 || req->count > bft_vol_limit(vol,
+	    h->cfg->nblocks) - bft_addr_block(req->block)) {
+		rep->status = BFT_ERANGE;
+		return;
+	}
+	end = req->block + req->count;
+	/* Not a boundary kept here: this server cannot say what changed. */
+	if (bft_store_view_lc(h->st, bft_addr(vol, 0), req->gen, &c) ==
+	    -ENOENT) {
+		rep->status = BFT_EAGAIN;
+		return;
+	}
+	while (n < BFT_LCLIST_MAX && steps++ < VLIST_STEPS) {
+		found = bft_store_view_next(h->st, vol, req->gen, a);
+		if (found == UINT64_MAX || found >= end) {
+			a = end;
+			break;
+		}
+		a = found + 1;
+		/*
+		 * Changed only after to, where to is a boundary kept here:
+		 * the view at to still holds the version from had.
+		 */
+		if (req->gen_to != BFT_GEN_MAX && bft_store_view_lc(h->st,
+		    found, req->gen_to, &c) == 0 &&
+		    bft_ts_gen(&c.ts) <= req->gen)
+			continue;
+		bft_vlentry_put(h->infobuf + (size_t)n * BFT_VLENTRY_LEN, found);
+		n++;
+	}
+	rep->next = a;
+	rep->entries = h->infobuf;
+	rep->nentries = n;
 }

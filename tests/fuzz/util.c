@@ -47,7 +47,10 @@ frag_equal(const struct bft_msg *a, const struct bft_msg *b)
 	    (a->frag_len == 0 || memcmp(a->frag, b->frag, a->frag_len) == 0);
 }
 
-/* SUMMARY_ACK's digests or LCLIST_ACK's entries, as bytes. */
+/*
+ * SUMMARY_ACK's digests, or the entries of LCLIST_ACK, VOLUMES_ACK
+ * (24 bytes each) and VLIST_ACK (8), as bytes.
+ */
 struct recs {
 	const uint8_t *p;
 	size_t len;
@@ -59,7 +62,8 @@ a_recs(const struct bft_msg *m)
 	return (struct recs){
 		.p = m->ndigests ? m->digests : m->entries,
 		.len = (size_t)m->ndigests * BFT_SUMMARY_DIGEST_LEN +
-		    (size_t)m->nentries * BFT_LCENTRY_LEN,
+		    (size_t)m->nentries * (m->type == (BFT_VLIST | BFT_ACK) ?
+		    BFT_VLENTRY_LEN : BFT_LCENTRY_LEN),
 	};
 }
 
@@ -136,6 +140,13 @@ fields_equal(const struct bft_msg *m, const struct bft_msg *d, unsigned n)
 		return d->count == m->count && d->span == m->span;
 	case BFT_LCLIST:
 		return d->count == m->count;
+	case BFT_VLIST:
+		return d->count == m->count && d->gen == m->gen &&
+		    d->gen_to == m->gen_to;
+	case BFT_VLIST | BFT_ACK:
+		if (d->next != m->next)
+			return false;
+		/* FALLTHROUGH */
 	case BFT_SUMMARY | BFT_ACK:
 	case BFT_LCLIST | BFT_ACK:
 		return records_equal(a_recs(m), a_recs(d));

@@ -40,7 +40,7 @@ test_round_trip(void **state)
 static void
 test_encode(void **state)
 {
-	static const uint8_t bad_types[] = { 0, 19, 0x7f, 0x80, 0x93, 0xff };
+	static const uint8_t bad_types[] = { 0, 20, 0x7f, 0x80, 0x94, 0xff };
 	static struct bft_msg m1, m2, d;
 	struct bft_buf b = { 0 };
 	uint32_t l1, l2;
@@ -108,7 +108,7 @@ test_encode(void **state)
 	assert_string_equal(bft_msg_type_str(BFT_SCRUB | BFT_ACK),
 	    "SCRUB_ACK");
 	assert_string_equal(bft_msg_type_str(0), "UNKNOWN");
-	assert_string_equal(bft_msg_type_str(0x93), "UNKNOWN");
+	assert_string_equal(bft_msg_type_str(0x94), "UNKNOWN");
 	assert_string_equal(bft_msg_type_str(BFT_VOLUMES | BFT_ACK),
 	    "VOLUMES_ACK");
 	assert_string_equal(bft_msg_type_str(BFT_DROP), "DROP");
@@ -323,7 +323,7 @@ test_mutation_fuzz(void **state)
 			    BFT_SUMMARY_DIGEST_LEN <= copy + len));
 			assert_true(d.nentries == 0 || (d.entries >= copy &&
 			    d.entries + (size_t)d.nentries *
-			    BFT_LCENTRY_LEN <= copy + len));
+			    entry_len(d.type) <= copy + len));
 			bl = encode_one(&d, 4, &b);
 			assert_int_equal(bft_wire_decode(b.data + 4, bl, 4, &d2,
 			    &why), 0);

@@ -152,6 +152,9 @@ mutate(struct tree *t, msgpack_object *o, enum role role, unsigned *tries)
 		else if (o == &t->u.data && btype == (BFT_COLLECT | BFT_ACK) &&
 		    i == 5)
 			role = R_OPTCC;
+		else if (o == &t->u.data && i == 5 &&
+		    type == (BFT_VLIST | BFT_ACK))
+			role = R_RECORDS;
 		else if (o == &t->u.data && i == 4 &&
 		    (type == (BFT_SUMMARY | BFT_ACK) ||
 		    type == (BFT_LCLIST | BFT_ACK) ||
@@ -187,7 +190,7 @@ test_reject_every_field(void **state)
 static void
 test_reject_values(void **state)
 {
-	static const uint64_t bad_types[] = { 0, 19, 0x7f, 0x80, 0x93, 0xff,
+	static const uint64_t bad_types[] = { 0, 20, 0x7f, 0x80, 0x94, 0xff,
 	    0x100, 0x183, 0x100000003 };
 	msgpack_object big[BFT_MAX_N + 1];
 	struct tree t;

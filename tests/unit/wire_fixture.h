@@ -22,9 +22,9 @@
 
 #define NTYPES	BFT_MSG_NTYPES
 static const uint8_t all_types[NTYPES] = {
-	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
+	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
 	0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c,
-	0x8d, 0x8e, 0x8f, 0x90, 0x91, 0x92,
+	0x8d, 0x8e, 0x8f, 0x90, 0x91, 0x92, 0x93,
 };
 
 /*
@@ -59,6 +59,17 @@ rnd_bytes(void *p, size_t len)
 		*b++ = (uint8_t)rnd();
 }
 
+/* The size of one of a reply's entries. */
+static inline size_t
+entry_len(uint8_t type)
+{
+	if (type == (BFT_VOLUMES | BFT_ACK))
+		return BFT_VOLENTRY_LEN;
+	if (type == (BFT_VLIST | BFT_ACK))
+		return BFT_VLENTRY_LEN;
+	return BFT_LCENTRY_LEN;
+}
+
 /* Fills exactly the fields that type (with status) carries on the wire. */
 static inline void
 make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
@@ -85,6 +96,19 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 		m->gen = rnd();
 		m->snap_op = rnd() & 1;
 		rnd_bytes(m->vec, n * BFT_MAC_LEN);
+		break;
+	case BFT_VLIST:
+		m->count = 1 + (uint32_t)(rnd() % BFT_VOL_MAX_BLOCKS);
+		m->gen = rnd();
+		m->gen_to = rnd();
+		break;
+	case BFT_VLIST | BFT_ACK:
+		i = max_frag >= BFT_MAX_FRAG ? BFT_LCLIST_MAX :
+		    max_frag / BFT_VLENTRY_LEN;
+		m->next = rnd();
+		m->nentries = (uint32_t[]){ 0, i,
+		    (uint32_t)(rnd() % (i + 1)) }[rnd() % 3];
+		m->entries = fragbuf + rnd() % 2;
 		break;
 	case BFT_HELLO:
 		rnd_bytes(m->cluster_id, sizeof(m->cluster_id));
@@ -201,6 +225,7 @@ assert_msg_equal(const struct bft_msg *a, const struct bft_msg *b)
 	assert_true(a->nblocks == b->nblocks);
 	assert_int_equal(a->want_frag, b->want_frag);
 	assert_true(a->gen == b->gen);
+	assert_true(a->gen_to == b->gen_to && a->next == b->next);
 	assert_int_equal(a->snap_op, b->snap_op);
 	assert_int_equal(a->has_cc, b->has_cc);
 	assert_int_equal(a->frag_len, b->frag_len);
@@ -215,8 +240,7 @@ assert_msg_equal(const struct bft_msg *a, const struct bft_msg *b)
 	assert_int_equal(a->nentries, b->nentries);
 	if (a->nentries)
 		assert_memory_equal(a->entries, b->entries,
-		    (size_t)a->nentries * (a->type == (BFT_VOLUMES | BFT_ACK) ?
-		    BFT_VOLENTRY_LEN : BFT_LCENTRY_LEN));
+		    (size_t)a->nentries * entry_len(a->type));
 	assert_memory_equal(&a->info, &b->info, sizeof(a->info));
 }
 
@@ -257,8 +281,8 @@ expect(const void *body, size_t len, unsigned n, const char *want)
 		    dec.digests + (size_t)dec.ndigests *
 		    BFT_SUMMARY_DIGEST_LEN <= copy + len));
 		assert_true(dec.nentries == 0 || (dec.entries >= copy &&
-		    dec.entries + (size_t)dec.nentries * BFT_LCENTRY_LEN <=
-		    copy + len));
+		    dec.entries + (size_t)dec.nentries *
+		    entry_len(dec.type) <= copy + len));
 	} else {
 		/* A malformed body; a cluster size out of range is ours. */
 		assert_int_equal(rc, n < 4 || n > BFT_MAX_N ? -EINVAL :
