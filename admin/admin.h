@@ -34,6 +34,9 @@ int admin_volume_key(int argc, char **argv);
 int admin_volume(int argc, char **argv);
 int admin_snap(int argc, char **argv);
 int admin_export(int argc, char **argv);
+int admin_export_diff(int argc, char **argv);
+int admin_import(int argc, char **argv);
+int admin_import_diff(int argc, char **argv);
 /*
  * A handle on the cluster of DIR (keys: the key file, NULL for
  * DIR/client.key) for volume and snapshot commands: short timeouts, no

@@ -83,6 +83,15 @@ admin_usage(FILE *fp)
 	    "  Copies volume or snapshot NAME (VOLUME, VOLUME@SNAP, @SNAP) "
 	    "whole into a raw\n"
 	    "  image FILE, or to stdout, with progress on stderr.\n"
+	    "usage: bftblk import --dir DIR FILE|- VOLUME\n"
+	    "  Writes a raw image whole into VOLUME (zeros take no space).\n"
+	    "usage: bftblk export-diff --dir DIR --from-snap S1 "
+	    "VOLUME[@S2] FILE|-\n"
+	    "       bftblk import-diff --dir DIR FILE|- VOLUME\n"
+	    "  What changed from snapshot S1 to S2 (or to the volume now), "
+	    "as a stream;\n"
+	    "  import-diff applies one to a copy holding S1, then takes S2 "
+	    "there.\n"
 	    "usage: bftblk ping --dir DIR [--keys FILE] [--timeout SECS]\n"
 	    "  Connects as the client of FILE (default DIR/client.key), "
 	    "lists the servers\n"
@@ -143,6 +152,12 @@ main(int argc, char **argv)
 		return admin_snap(argc - 1, argv + 1);
 	if (strcmp(argv[1], "export") == 0)
 		return admin_export(argc - 1, argv + 1);
+	if (strcmp(argv[1], "import") == 0)
+		return admin_import(argc - 1, argv + 1);
+	if (strcmp(argv[1], "export-diff") == 0)
+		return admin_export_diff(argc - 1, argv + 1);
+	if (strcmp(argv[1], "import-diff") == 0)
+		return admin_import_diff(argc - 1, argv + 1);
 	if (strcmp(argv[1], "ping") == 0)
 		return admin_ping(argc - 1, argv + 1);
 	if (strcmp(argv[1], "scrub") == 0)

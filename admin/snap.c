@@ -250,7 +250,8 @@ now_s(void)
 
 /* done/total, rate and ETA on stderr, at most once a second. */
 static void
-progress(uint64_t done, uint64_t total, double t0, double *last, bool end)
+progress(const char *what, uint64_t done, uint64_t total, double t0,
+    double *last, bool end)
 {
 	double t = now_s(), rate;
 
@@ -258,8 +259,8 @@ progress(uint64_t done, uint64_t total, double t0, double *last, bool end)
 		return;
 	*last = t;
 	rate = t > t0 ? (double)done / (t - t0) : 0;
-	bft_log("export: %" PRIu64 "/%" PRIu64 " MiB (%.0f%%), %.1f MiB/s, "
-	    "%s %.0f s", done >> 20, total >> 20, total ? 100.0 *
+	bft_log("%s: %" PRIu64 "/%" PRIu64 " MiB (%.0f%%), %.1f MiB/s, "
+	    "%s %.0f s", what, done >> 20, total >> 20, total ? 100.0 *
 	    (double)done / (double)total : 100.0, rate / 1048576, end ?
 	    "took" : "ETA", end ? t - t0 : rate > 0 ? (double)(total - done) /
 	    rate : 0);
@@ -348,13 +349,13 @@ admin_export(int argc, char **argv)
 			bft_log("%s: %s", out, strerror(errno));
 			goto out;
 		}
-		progress(off + len, info.size, t0, &last, false);
+		progress("export", off + len, info.size, t0, &last, false);
 	}
 	if (fd != STDOUT_FILENO && fsync(fd) != 0) {
 		bft_log("%s: %s", out, strerror(errno));
 		goto out;
 	}
-	progress(info.size, info.size, t0, &last, true);
+	progress("export", info.size, info.size, t0, &last, true);
 	rc = 0;
 out:
 	free(buf);
@@ -362,5 +363,116 @@ out:
 		close(fd);
 	bftblk_close(vh);
 	bftblk_close(h);
+	return rc;
+}
+
+/*
+ * bftblk import --dir DIR FILE|- VOLUME: a raw image written whole into
+ * a volume at least its size (blocks of zeros become the zero value,
+ * which takes no server space), with progress: the start of a copy that
+ * import-diff then keeps in step.
+ */
+int
+admin_import(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "keys", required_argument, NULL, 'k' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const size_t chunk = 1u << 20;
+	const char *dir = NULL, *keys = NULL, *in, *vol;
+	struct bftblk *h, *vh = NULL;
+	struct bftblk_info info;
+	unsigned timeout_s = 10;
+	uint64_t off = 0;
+	double t0, last = 0;
+	uint8_t *buf = NULL;
+	int c, fd = -1, rc = 1;
+	ssize_t got;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'k': keys = optarg; break;
+		case 't':
+			if (admin_parse_timeout(optarg, &timeout_s) != 0)
+				return 2;
+			break;
+		case 'h':
+			admin_usage(stdout);
+			return 0;
+		default:
+			admin_usage(stderr);
+			return 2;
+		}
+	}
+	if (dir == NULL || argc - optind != 2) {
+		bft_log("import needs --dir DIR FILE VOLUME (FILE - for stdin)");
+		return 2;
+	}
+	in = argv[optind];
+	vol = argv[optind + 1];
+	fd = strcmp(in, "-") == 0 ? STDIN_FILENO : open(in, O_RDONLY);
+	if (fd < 0) {
+		bft_log("%s: %s", in, strerror(errno));
+		return 1;
+	}
+	if ((h = admin_open_cluster(dir, keys, timeout_s)) == NULL)
+		goto out_fd;
+	if (bftblk_open_volume(h, vol, "cache=0 shared=off", &vh) != 0 ||
+	    bftblk_get_info(vh, &info, sizeof info) != 0) {
+		bft_log("%s: %s", vol, bftblk_errmsg(vh ? vh : h));
+		goto out;
+	}
+	if ((buf = malloc(chunk)) == NULL) {
+		bft_log("out of memory");
+		goto out;
+	}
+	t0 = now_s();
+	for (;;) {
+		size_t len = 0;
+
+		while (len < chunk && (got = read(fd, buf + len,
+		    chunk - len)) != 0) {
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got < 0) {
+				bft_log("%s: %s", in, strerror(errno));
+				goto out;
+			}
+			len += (size_t)got;
+		}
+		if (len == 0)
+			break;
+		if (off + len > info.size) {
+			bft_log("%s is larger than volume '%s' (%" PRIu64
+			    " bytes)", in, vol, info.size);
+			goto out;
+		}
+		if (bftblk_pwrite(vh, buf, len, off, 0) != 0) {
+			bft_log("%s at %" PRIu64 ": %s", vol, off,
+			    bftblk_errmsg(vh));
+			goto out;
+		}
+		off += len;
+		progress("import", off, info.size, t0, &last, false);
+	}
+	if (bftblk_flush(vh) != 0) {
+		bft_log("%s: %s", vol, bftblk_errmsg(vh));
+		goto out;
+	}
+	progress("import", off, off, t0, &last, true);
+	rc = 0;
+out:
+	free(buf);
+	bftblk_close(vh);
+	bftblk_close(h);
+out_fd:
+	if (fd != STDIN_FILENO)
+		close(fd);
 	return rc;
 }

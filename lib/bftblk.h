@@ -262,6 +262,18 @@ int bftblk_snap_list(struct bftblk *h, const char *volume,
  */
 int bftblk_snap_delete(struct bftblk *h, const char *volume, const char *name,
     unsigned *pending);
+/*
+ * The blocks (numbers within the volume, increasing, by *blocks: free()
+ * it) that may differ between snapshot from and snapshot to of volume,
+ * or the volume now when to is NULL: every block written after from
+ * and, with to, by to.  It costs in proportion to those blocks, not to
+ * the volume.  Every server must answer (-EIO naming one that does
+ * not): a change only a silent server and liars knew of could be
+ * missed otherwise.  A block listed may still hold what it held (a
+ * rewrite of the same bytes, or a liar's addition): read it to know.
+ */
+int bftblk_snap_diff(struct bftblk *h, const char *volume, const char *from,
+    const char *to, uint64_t **blocks, size_t *n);
 
 /*
  * A new connected handle on volume name, with h's options and then

@@ -1,0 +1,440 @@
+/*
+ * bftblk export-diff and import-diff: an incremental backup kept in
+ * step.  export-diff writes what changed between two snapshots of a
+ * volume (or a snapshot and the volume now) as a stream; import-diff
+ * applies such a stream to a copy of the volume and then takes the
+ * stream's end snapshot there, so that the next stream applies on top.
+ *
+ * The stream (little-endian, after the line "bftblk-diff v1\n"):
+ *   'f' le64 len, name   the snapshot it starts from
+ *   't' le64 len, name   the snapshot it ends at ("": the volume then)
+ *   's' le64 size        the image's size at the end
+ *   'w' le64 off, le64 len, data   bytes to write
+ *   'z' le64 off, le64 len         bytes that read as zeros
+ *   'e'                  the end
+ * Records come in increasing offset order, each a whole number of
+ * 64 KiB blocks; rbd export-diff's stream has the same shape.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "bftblk.h"
+#include "log.h"
+
+#define DIFF_MAGIC	"bftblk-diff v1\n"
+#define BS		BFTBLK_BLOCK_SIZE
+/* Blocks read or written in one call: a run of changed blocks. */
+#define RUN_BLOCKS	16u
+
+static int
+put_all(FILE *fp, const void *p, size_t len)
+{
+	return fwrite(p, 1, len, fp) == len ? 0 : -1;
+}
+
+static int
+put_u64(FILE *fp, uint64_t v)
+{
+	uint8_t b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	return put_all(fp, b, sizeof b);
+}
+
+static int
+get_u64(FILE *fp, uint64_t *v)
+{
+	uint8_t b[8];
+
+	if (fread(b, 1, sizeof b, fp) != sizeof b)
+		return -1;
+	*v = 0;
+	for (int i = 7; i >= 0; i--)
+		*v = *v << 8 | b[i];
+	return 0;
+}
+
+static bool
+all_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != 0)
+			return false;
+	return true;
+}
+
+static double
+now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* done/total blocks, rate and ETA on stderr, at most once a second. */
+static void
+progress(const char *what, uint64_t done, uint64_t total, double t0,
+    double *last, bool end)
+{
+	double t = now_s(), rate;
+
+	if (!end && t - *last < 1.0)
+		return;
+	*last = t;
+	rate = t > t0 ? (double)done / (t - t0) : 0;
+	bft_log("%s: %" PRIu64 "/%" PRIu64 " blocks (%.0f%%), %.0f blocks/s, "
+	    "%s %.0f s", what, done, total, total ? 100.0 * (double)done /
+	    (double)total : 100.0, rate, end ? "took" : "ETA", end ? t - t0 :
+	    rate > 0 ? (double)(total - done) / rate : 0);
+}
+
+/* "V@S" into v and s ("" when there is no @S); -1 when too long. */
+static int
+split(const char *name, char *v, char *s, size_t len)
+{
+	const char *at = strchr(name, '@');
+	size_t vl = at ? (size_t)(at - name) : strlen(name);
+
+	if (vl >= len || (at != NULL && strlen(at + 1) >= len))
+		return -1;
+	memcpy(v, name, vl);
+	v[vl] = '\0';
+	snprintf(s, len, "%s", at ? at + 1 : "");
+	return 0;
+}
+
+/* One record of a run of changed blocks [b, b + k), read at once. */
+static int
+put_run(FILE *fp, struct bftblk *vh, uint64_t b, unsigned k, uint8_t *buf,
+    uint64_t *wbytes)
+{
+	if (bftblk_pread(vh, buf, (size_t)k * BS, b * BS) != 0)
+		return -1;
+	for (unsigned i = 0; i < k;) {
+		unsigned j = i;
+		bool z = all_zero(buf + (size_t)i * BS, BS);
+
+		while (j < k && all_zero(buf + (size_t)j * BS, BS) == z)
+			j++;
+		if (put_all(fp, z ? "z" : "w", 1) != 0 ||
+		    put_u64(fp, (b + i) * BS) != 0 ||
+		    put_u64(fp, (uint64_t)(j - i) * BS) != 0 ||
+		    (!z && put_all(fp, buf + (size_t)i * BS,
+		    (size_t)(j - i) * BS) != 0))
+			return -2;
+		if (!z)
+			*wbytes += (uint64_t)(j - i) * BS;
+		i = j;
+	}
+	return 0;
+}
+
+/*
+ * bftblk export-diff --dir DIR --from-snap S1 V[@S2] FILE|-
+ */
+int
+admin_export_diff(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "keys", required_argument, NULL, 'k' },
+		{ "from-snap", required_argument, NULL, 'f' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char vol[BFTBLK_VOLUME_NAME_MAX + 1], to[BFTBLK_VOLUME_NAME_MAX + 1];
+	const char *dir = NULL, *keys = NULL, *from = NULL, *name, *out;
+	struct bftblk *h, *vh = NULL;
+	struct bftblk_info info;
+	uint64_t *blocks = NULL, wbytes = 0;
+	unsigned timeout_s = 10;
+	uint8_t *buf = NULL;
+	double t0, last = 0;
+	FILE *fp = NULL;
+	size_t n = 0;
+	int c, rc = 1;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'k': keys = optarg; break;
+		case 'f': from = optarg; break;
+		case 't':
+			if (admin_parse_timeout(optarg, &timeout_s) != 0)
+				return 2;
+			break;
+		case 'h':
+			admin_usage(stdout);
+			return 0;
+		default:
+			admin_usage(stderr);
+			return 2;
+		}
+	}
+	if (dir == NULL || from == NULL || argc - optind != 2 ||
+	    split(argv[optind], vol, to, sizeof vol) != 0) {
+		bft_log("export-diff needs --dir DIR --from-snap SNAP "
+		    "VOLUME[@SNAP] FILE (FILE - for stdout)");
+		return 2;
+	}
+	name = argv[optind];
+	out = argv[optind + 1];
+	if ((h = admin_open_cluster(dir, keys, timeout_s)) == NULL)
+		return 1;
+	if (bftblk_snap_diff(h, vol, from, to[0] ? to : NULL, &blocks,
+	    &n) != 0) {
+		bft_log("%s", bftblk_errmsg(h));
+		goto out;
+	}
+	if (bftblk_open_volume(h, name, "cache=0 shared=on", &vh) != 0 ||
+	    bftblk_get_info(vh, &info, sizeof info) != 0) {
+		bft_log("%s: %s", name, bftblk_errmsg(vh ? vh : h));
+		goto out;
+	}
+	fp = strcmp(out, "-") == 0 ? stdout : fopen(out, "wb");
+	if (fp == NULL || (buf = malloc((size_t)RUN_BLOCKS * BS)) == NULL) {
+		bft_log("%s: %s", out, strerror(errno));
+		goto out;
+	}
+	if (put_all(fp, DIFF_MAGIC, strlen(DIFF_MAGIC)) != 0 ||
+	    put_all(fp, "f", 1) != 0 || put_u64(fp, strlen(from)) != 0 ||
+	    put_all(fp, from, strlen(from)) != 0 ||
+	    put_all(fp, "t", 1) != 0 || put_u64(fp, strlen(to)) != 0 ||
+	    put_all(fp, to, strlen(to)) != 0 ||
+	    put_all(fp, "s", 1) != 0 || put_u64(fp, info.size) != 0)
+		goto out_write;
+	t0 = now_s();
+	for (size_t i = 0; i < n;) {
+		unsigned k = 1;
+		int r;
+
+		while (i + k < n && k < RUN_BLOCKS &&
+		    blocks[i + k] == blocks[i] + k)
+			k++;
+		if ((r = put_run(fp, vh, blocks[i], k, buf, &wbytes)) == -1) {
+			bft_log("%s at block %" PRIu64 ": %s", name, blocks[i],
+			    bftblk_errmsg(vh));
+			goto out;
+		}
+		if (r < 0)
+			goto out_write;
+		i += k;
+		progress("export-diff", i, n, t0, &last, false);
+	}
+	if (put_all(fp, "e", 1) != 0 || fflush(fp) != 0 ||
+	    (fp != stdout && fsync(fileno(fp)) != 0))
+		goto out_write;
+	progress("export-diff", n, n, t0, &last, true);
+	bft_log("export-diff: %zu changed blocks of %" PRIu64 ", %" PRIu64
+	    " bytes of data", n, info.size / BS, wbytes);
+	rc = 0;
+	goto out;
+out_write:
+	bft_log("%s: %s", out, strerror(errno));
+out:
+	if (fp != NULL && fp != stdout)
+		fclose(fp);
+	free(buf);
+	free(blocks);
+	bftblk_close(vh);
+	bftblk_close(h);
+	return rc;
+}
+
+/* A record's name field, at most a snapshot name long. */
+static int
+get_name(FILE *fp, char *out, size_t len)
+{
+	uint64_t n;
+
+	if (get_u64(fp, &n) != 0 || n >= len || fread(out, 1, n, fp) != n)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
+/* Applies the records after the header to vh; the last 'e' seen. */
+static int
+apply(FILE *fp, struct bftblk *vh, uint64_t size, uint8_t *buf,
+    uint64_t *nblocks)
+{
+	uint64_t off, len, done = 0, last_end = 0;
+	double t0 = now_s(), last = 0;
+	int tag;
+
+	while ((tag = fgetc(fp)) != EOF) {
+		if (tag == 'e')
+			return 0;
+		if ((tag != 'w' && tag != 'z') || get_u64(fp, &off) != 0 ||
+		    get_u64(fp, &len) != 0 || off % BS || len % BS ||
+		    len == 0 || off < last_end || off > size ||
+		    len > size - off) {
+			bft_log("import-diff: a damaged or misordered record "
+			    "(tag %d)", tag);
+			return -1;
+		}
+		last_end = off + len;
+		for (uint64_t o = off; o < off + len; o += RUN_BLOCKS * BS) {
+			size_t k = off + len - o < RUN_BLOCKS * BS ?
+			    (size_t)(off + len - o) : RUN_BLOCKS * BS;
+
+			if (tag == 'w' && fread(buf, 1, k, fp) != k) {
+				bft_log("import-diff: the stream ends inside "
+				    "a record");
+				return -1;
+			}
+			if ((tag == 'w' ? bftblk_pwrite(vh, buf, k, o, 0) :
+			    bftblk_zero(vh, k, o, 0)) != 0) {
+				bft_log("import-diff at %" PRIu64 ": %s", o,
+				    bftblk_errmsg(vh));
+				return -1;
+			}
+			done += k / BS;
+			progress("import-diff", done, done, t0, &last, false);
+		}
+	}
+	*nblocks = done;
+	bft_log("import-diff: the stream has no end record");
+	return -1;
+}
+
+/*
+ * bftblk import-diff --dir DIR FILE|- VOLUME: the volume must hold the
+ * stream's start snapshot (it is the copy the stream was made for);
+ * the stream's end snapshot is taken on it after.
+ */
+int
+admin_import_diff(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "keys", required_argument, NULL, 'k' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char magic[sizeof DIFF_MAGIC], from[BFTBLK_VOLUME_NAME_MAX + 1];
+	char to[BFTBLK_VOLUME_NAME_MAX + 1];
+	const char *dir = NULL, *keys = NULL, *in, *vol;
+	struct bftblk *h, *vh = NULL;
+	struct bftblk_info info;
+	struct bftblk_snap *snaps = NULL, s;
+	uint64_t size, nblocks = 0;
+	unsigned timeout_s = 10;
+	uint8_t *buf = NULL;
+	size_t ns = 0, i;
+	FILE *fp = NULL;
+	int c, rc = 1;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'k': keys = optarg; break;
+		case 't':
+			if (admin_parse_timeout(optarg, &timeout_s) != 0)
+				return 2;
+			break;
+		case 'h':
+			admin_usage(stdout);
+			return 0;
+		default:
+			admin_usage(stderr);
+			return 2;
+		}
+	}
+	if (dir == NULL || argc - optind != 2) {
+		bft_log("import-diff needs --dir DIR FILE VOLUME (FILE - for "
+		    "stdin)");
+		return 2;
+	}
+	in = argv[optind];
+	vol = argv[optind + 1];
+	fp = strcmp(in, "-") == 0 ? stdin : fopen(in, "rb");
+	if (fp == NULL) {
+		bft_log("%s: %s", in, strerror(errno));
+		return 1;
+	}
+	if (fread(magic, 1, strlen(DIFF_MAGIC), fp) != strlen(DIFF_MAGIC) ||
+	    memcmp(magic, DIFF_MAGIC, strlen(DIFF_MAGIC)) != 0 ||
+	    fgetc(fp) != 'f' || get_name(fp, from, sizeof from) != 0 ||
+	    fgetc(fp) != 't' || get_name(fp, to, sizeof to) != 0 ||
+	    fgetc(fp) != 's' || get_u64(fp, &size) != 0) {
+		bft_log("%s: not a bftblk-diff v1 stream", in);
+		goto out_file;
+	}
+	if ((h = admin_open_cluster(dir, keys, timeout_s)) == NULL)
+		goto out_file;
+	if (bftblk_snap_list(h, vol, &snaps, &ns) != 0) {
+		bft_log("%s", bftblk_errmsg(h));
+		goto out;
+	}
+	for (i = 0; i < ns && strcmp(snaps[i].name, from) != 0; i++)
+		;
+	if (i == ns) {
+		bft_log("volume '%s' has no snapshot '%s', where the stream "
+		    "starts: it is not the copy the stream was made for",
+		    vol, from);
+		goto out;
+	}
+	if (to[0] != '\0') {
+		for (i = 0; i < ns && strcmp(snaps[i].name, to) != 0; i++)
+			;
+		if (i < ns) {
+			bft_log("volume '%s' has snapshot '%s' already: the "
+			    "stream was applied", vol, to);
+			goto out;
+		}
+	}
+	/* Its own writer for the while: the lease, as any writer takes. */
+	if (bftblk_open_volume(h, vol, "cache=0 shared=off", &vh) != 0 ||
+	    bftblk_get_info(vh, &info, sizeof info) != 0) {
+		bft_log("%s: %s", vol, bftblk_errmsg(vh ? vh : h));
+		goto out;
+	}
+	if (info.size < size) {
+		bft_log("volume '%s' holds %" PRIu64 " bytes, the stream's "
+		    "image %" PRIu64 ": grow it first (bftblk volume resize)",
+		    vol, info.size, size);
+		goto out;
+	}
+	if ((buf = malloc((size_t)RUN_BLOCKS * BS)) == NULL ||
+	    apply(fp, vh, size, buf, &nblocks) != 0)
+		goto out;
+	if (bftblk_flush(vh) != 0) {
+		bft_log("%s: %s", vol, bftblk_errmsg(vh));
+		goto out;
+	}
+	bftblk_close(vh);
+	vh = NULL;
+	if (to[0] != '\0' && bftblk_snap_create(h, vol, to, &s,
+	    sizeof s) != 0) {
+		bft_log("snapshot '%s@%s': %s", vol, to, bftblk_errmsg(h));
+		goto out;
+	}
+	printf("applied the stream from '%s' to '%s' on volume '%s'%s\n",
+	    from, to[0] ? to : "(the volume)", vol, to[0] ?
+	    ", and took that snapshot" : "");
+	rc = 0;
+out:
+	free(buf);
+	free(snaps);
+	bftblk_close(vh);
+	bftblk_close(h);
+out_file:
+	if (fp != stdin)
+		fclose(fp);
+	return rc;
+}
