@@ -247,7 +247,7 @@ st_side_reserve(struct bft_store *st, size_t extra)
 
 	if (4 * (t->used + extra) <= 3 * t->cap)
 		return 0;
-	nt.cap = t->cap ? 2 * t->cap : 256;
+	nt.cap = t->cap ? 2 * t->cap : SIDE_FIRST_CAP;
 	while (4 * (t->used + extra) > 3 * nt.cap)
 		nt.cap *= 2;
 	nt.used = 0;
