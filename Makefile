@@ -128,9 +128,11 @@ FUZZ_UNIT_BINS = $(patsubst %,$(BUILD)/tests/test_%,$(FUZZ_NAMES))
 # the handler's tests and fuzzers need neither.
 SERVER_CORE_SRC = $(filter-out server/main.c server/rebuild/%,$(SERVER_SRC))
 SERVER_LIB_OBJ = $(call obj,$(SERVER_CORE_SRC))
-# bft_store_discard(), a close without sync or checkpoint for tests that
-# start every case from an empty store; no server links it.
-STORE_DISCARD_SRC = server/testing/store_discard.c
+# bft_store_discard(), a close without sync or checkpoint, and
+# bft_store_reset(), an open store emptied in place, for tests that
+# start every case from an empty store; no server links them.
+STORE_TESTING_SRC = server/testing/store_discard.c \
+	server/testing/store_reset.c
 
 EXAMPLE   = $(BUILD)/tests/bftblk-example
 
@@ -205,6 +207,8 @@ $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 	$(BUILD)/tests/test_store_crash $(BUILD)/tests/test_store_identity \
 	$(BUILD)/tests/test_store_drop $(BUILD)/tests/test_store_flush: \
 	$(LIBSTORE)
+# The reset's objects before the library whose insides they use.
+$(BUILD)/tests/test_store_reset: $(call obj,$(STORE_TESTING_SRC)) $(LIBSTORE)
 $(BUILD)/tests/test_handler_info \
 	$(BUILD)/tests/test_handler $(BUILD)/tests/test_handler_vol \
 	$(BUILD)/tests/test_handler_fence \
@@ -249,7 +253,7 @@ $(TESTCLIENT): $(call obj,$(TESTCLIENT_SRC)) $(LIBBFTBLK)
 # util.o comes first: its log sink keeps log.o out of the archive.
 $(FUZZ_UNIT_BINS): $(BUILD)/tests/test_%: $(BUILD)/tests/fuzz/%.o \
 		$(BUILD)/tests/fuzz/util.o $(BUILD)/tests/fuzz/standalone.o \
-		$(SERVER_LIB_OBJ) $(call obj,$(STORE_DISCARD_SRC)) $(LIBCOMMON)
+		$(SERVER_LIB_OBJ) $(call obj,$(STORE_TESTING_SRC)) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out $(LIBCOMMON) \
 		$(BUILD)/tests/fuzz/standalone.o,$(filter %.o,$^)) \
 		$(BUILD)/tests/fuzz/standalone.o $(LIBCOMMON) $(PKG_LIBS)
@@ -451,7 +455,7 @@ FUZZ_CFLAGS = -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
 	$(shell pkg-config --cflags $(PKGS)) $(FUZZ_SAN)
 FUZZ_LIB_OBJ = $(patsubst %.c,$(FUZZ_BUILD)/%.o,tests/fuzz/util.c \
 	$(filter-out common/log.c,$(COMMON_SRC)) \
-	$(SERVER_CORE_SRC) $(STORE_DISCARD_SRC)) \
+	$(SERVER_CORE_SRC) $(STORE_TESTING_SRC)) \
 	$(patsubst %,$(FUZZ_BUILD)/blake3/%.o,$(BLAKE3_SRC))
 FUZZ_BINS = $(addprefix $(FUZZ_BUILD)/,$(FUZZ_NAMES))
 
