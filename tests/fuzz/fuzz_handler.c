@@ -229,14 +229,20 @@ fixup(uint8_t flags)
 	}
 }
 
-/* The store's invariants for the block a request named. */
+/*
+ * The store's invariants for the block a request named.  The Hist
+ * timestamps go to an array kept between calls, grown as needed: this
+ * runs after every request.
+ */
 static void
 check_block(uint64_t block)
 {
+	static struct bft_ts *ts;
+	static unsigned cap;
 	struct bft_hist_entry e;
 	const struct bft_ts *a, *b;
 	unsigned pending, nhist;
-	struct bft_ts lcts, *ts;
+	struct bft_ts lcts;
 
 	if (block >= NBLOCKS)
 		return;
@@ -245,8 +251,12 @@ check_block(uint64_t block)
 	    "block %u: lc went back", (unsigned)block);
 	last_lc[block] = lcts;
 	nhist = bft_store_nhist(st, block);
-	ts = calloc(nhist + 1, sizeof *ts);
-	FUZZ_CHECK(ts != NULL, "out of memory");
+	if (nhist > cap) {
+		free(ts);
+		cap = 2 * nhist;
+		ts = calloc(cap, sizeof *ts);
+		FUZZ_CHECK(ts != NULL, "out of memory");
+	}
 	for (unsigned j = 0; j < nhist; j++) {
 		FUZZ_CHECK(bft_store_hist_at(st, block, j, &e) == 0,
 		    "block %u: Hist entry %u of %u missing", (unsigned)block,
@@ -272,7 +282,6 @@ check_block(uint64_t block)
 		    PRIu64 " has %u STOREs pending", (unsigned)block, a->wid,
 		    pending);
 	}
-	free(ts);
 }
 
 /*
