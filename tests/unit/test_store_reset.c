@@ -97,7 +97,8 @@ work(struct bft_store *st, uint64_t seed, uint64_t first, unsigned nops,
 
 /*
  * Pending STOREs of small fragments on blocks of V from 2000 on, enough
- * to grow the side table past the size a fresh store gives it.
+ * to grow the side table past the size a fresh store gives it; and one
+ * at block 2^30, whose page makes V's page table a million slots long.
  */
 static void
 grow_side(struct bft_store *st)
@@ -110,6 +111,10 @@ grow_side(struct bft_store *st)
 		assert_int_equal(bft_store_put_hist(st, bft_addr(V, b), &m,
 		    frag), 0);
 	}
+	make_meta(&m, UINT64_C(1) << 30, 1, 1, 0);
+	m.frag_len = 64;
+	assert_int_equal(bft_store_put_hist(st, bft_addr(V, UINT64_C(1) << 30),
+	    &m, frag), 0);
 }
 
 /* The blocks work() wrote from first on hold nothing. */
