@@ -492,13 +492,16 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
 static int
 buf_put(struct bft_buf *b, const uint8_t *p, size_t len)
 {
+	size_t cap = b->cap ? b->cap : 4096;
 	uint8_t *nd;
 
 	if (b->len + len > b->cap) {
-		if ((nd = realloc(b->data, b->len + len)) == NULL)
+		while (cap < b->len + len)
+			cap *= 2;
+		if ((nd = realloc(b->data, cap)) == NULL)
 			return -1;
 		b->data = nd;
-		b->cap = b->len + len;
+		b->cap = cap;
 	}
 	memcpy(b->data + b->len, p, len);
 	b->len += len;
@@ -595,16 +598,21 @@ mut_msg(struct bft_msg *m, struct bft_msg *other, uint32_t *x)
 	}
 }
 
+/*
+ * The new input is put together in out, a frame at a time, and the
+ * frame changed encoded in enc: both are kept from call to call, as
+ * growing them per frame was half of this function's time.
+ */
 size_t
 LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
     unsigned seed)
 {
 	static struct bft_msg m, other;
+	static struct bft_buf enc, out;
 	size_t off[MUT_FRAMES + 1], len[MUT_FRAMES], pos, nf = 0, i, j, k;
-	struct bft_buf enc = { 0 }, out = { 0 };
 	uint32_t x = seed | 1, blen, r;
-	size_t res = 0;
 
+	enc.len = out.len = 0;
 	if (size < 1 || mut_rand(&x) % 2 == 0)
 		goto out_default;
 	for (pos = 1; nf < MUT_FRAMES &&
@@ -646,12 +654,8 @@ LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
 	if (out.len > max_size)
 		goto out_default;
 	memcpy(data, out.data, out.len);
-	res = out.len;
-	goto out;
+	return out.len;
 out_default:
-	res = LLVMFuzzerMutate ? LLVMFuzzerMutate(data, size, max_size) : size;
-out:
-	bft_buf_free(&enc);
-	bft_buf_free(&out);
-	return res;
+	return LLVMFuzzerMutate ? LLVMFuzzerMutate(data, size, max_size) :
+	    size;
 }
