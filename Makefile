@@ -23,10 +23,11 @@
 #   make bench-trim      the space trim and write-zeroes give back
 #   make fuzz            libFuzzer harnesses (clang), FUZZ_TIME s each
 #   make fuzz-long       each harness for FUZZ_TIME s or FUZZ_RUNS inputs,
-#                        whichever ends first, then what it found merged
-#                        into tests/fuzz/corpus/ (libFuzzer -merge=1) to
-#                        commit; a release runs FUZZ_RUNS=20000000, 1e8
-#                        inputs across the five harnesses
+#                        whichever ends first, or FUZZ_TOTAL inputs across
+#                        them all at equal time each (FUZZ_WALL=S: at
+#                        most about S s), then what it found merged into
+#                        tests/fuzz/corpus/ (libFuzzer -merge=1) to
+#                        commit; a release runs FUZZ_TOTAL=100000000
 #   make BENCH_NOVERIFY=1  benchmark-only build into build-noverify/ with
 #                        fragment hashing and MACs off (no BFT; refuses
 #                        to run without BFTBLK_BENCH_NOVERIFY=1)
@@ -489,19 +490,29 @@ fuzz: fuzz-build
 		$(FUZZ_NAMES)
 
 # The same for as long as asked, keeping what was found: FUZZ_TIME
-# seconds (only if given) or FUZZ_RUNS inputs per harness, then the
-# inputs that add coverage are merged into tests/fuzz/corpus/HARNESS
-# for a commit.  Without either it would never end, so it refuses.
+# seconds (only if given) or FUZZ_RUNS inputs per harness, or FUZZ_TOTAL
+# inputs across the harnesses, each given the same time (in rounds, the
+# first FUZZ_CAL seconds each to measure rates; FUZZ_WALL=S bounds the
+# whole run to about S seconds); then the inputs that add coverage are
+# merged into tests/fuzz/corpus/HARNESS for a commit.  Without any of
+# them it would never end, so it refuses.  A release:
+#   make fuzz-long FUZZ_TOTAL=100000000
 FUZZ_RUNS ?=
+FUZZ_TOTAL ?=
+FUZZ_WALL ?= 0
+FUZZ_CAL ?= 30
 FUZZ_LONG_TIME = $(if $(filter command line environment,$(origin \
 	FUZZ_TIME)),$(FUZZ_TIME),0)
 fuzz-long: fuzz-build
-	@if [ -z '$(FUZZ_RUNS)' ] && [ '$(FUZZ_LONG_TIME)' = 0 ]; then \
-	    echo 'fuzz-long: give FUZZ_RUNS=N (inputs per harness) or' \
+	@if [ -z '$(FUZZ_RUNS)$(FUZZ_TOTAL)' ] && \
+	    [ '$(FUZZ_LONG_TIME)' = 0 ]; then \
+	    echo 'fuzz-long: give FUZZ_TOTAL=N (inputs across the' \
+		'harnesses), FUZZ_RUNS=N (inputs per harness) or' \
 		'FUZZ_TIME=S (seconds per harness)'; exit 2; fi
 	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TIME=$(FUZZ_LONG_TIME) \
 		FUZZ_RUNS=$(or $(FUZZ_RUNS),-1) FUZZ_MERGE=1 \
-		tests/fuzz/run-fuzz $(FUZZ_NAMES)
+		FUZZ_TOTAL=$(or $(FUZZ_TOTAL),0) FUZZ_WALL=$(FUZZ_WALL) \
+		FUZZ_CAL=$(FUZZ_CAL) tests/fuzz/run-fuzz $(FUZZ_NAMES)
 
 clean:
 	rm -rf build build-asan build-fuzz build-noverify
