@@ -133,12 +133,28 @@ st_idx_make(struct bft_store *st, uint64_t addr)
 	return 0;
 }
 
+/*
+ * Page p of v at or after p, by the page map: closing and recounting
+ * cost a step per page there is, not per slot of the page table, which
+ * for a volume written near its top is millions long.  The steps are
+ * not counted in idx_steps, which measures the protocol's walks.
+ */
+static uint64_t
+page_next(const struct idx_vol *v, uint64_t p)
+{
+	uint64_t steps = 0;
+
+	return st_pm_next(&v->map, p, &steps);
+}
+
 void
 st_idx_free(struct bft_store *st)
 {
 	for (size_t i = 0; i < st->nvols; i++) {
-		for (uint64_t p = 0; p < st->vols[i].npages; p++)
-			free(st->vols[i].pages[p]);
+		const struct idx_vol *v = &st->vols[i];
+
+		for (uint64_t p = 0; (p = page_next(v, p)) != UINT64_MAX; p++)
+			free(v->pages[p]);
 		free(st->vols[i].pages);
 		st_pm_free(&st->vols[i].map);
 	}
@@ -247,7 +263,7 @@ st_side_reserve(struct bft_store *st, size_t extra)
 
 	if (4 * (t->used + extra) <= 3 * t->cap)
 		return 0;
-	nt.cap = t->cap ? 2 * t->cap : 256;
+	nt.cap = t->cap ? 2 * t->cap : SIDE_FIRST_CAP;
 	while (4 * (t->used + extra) > 3 * nt.cap)
 		nt.cap *= 2;
 	nt.used = 0;
@@ -368,10 +384,11 @@ st_idx_recount(struct bft_store *st)
 
 		v->live = 0;
 		v->top_gen = 0;
-		for (uint64_t p = 0; p < v->npages; p++) {
+		for (uint64_t p = 0; (p = page_next(v, p)) != UINT64_MAX;
+		    p++) {
 			const struct blk_idx *x = v->pages[p];
 
-			for (unsigned k = 0; x != NULL && k < IDX_PAGE; k++) {
+			for (unsigned k = 0; k < IDX_PAGE; k++) {
 				if (bft_ts_gen(&x[k].lc_ts) > v->top_gen)
 					v->top_gen = bft_ts_gen(&x[k].lc_ts);
 				if (x[k].lc_loc != 0)

@@ -5,8 +5,8 @@
  * store_view.c (snapshot views), store_meta.c (metadata read back
  * from the log, and its cache), store_identity.c, store_open.c
  * (replay), store_compact.c, store_sync.c, and store_ckpt.c and
- * store_ckload.c (the index checkpoint).  Nothing else includes it, but for the tests'
- * server/testing/store_discard.c.
+ * store_ckload.c (the index checkpoint).  Nothing else includes it,
+ * but for the tests' server/testing/store_discard.c and store_reset.c.
  *
  * Memory holds, per block, only what the hot paths compare: lc.ts with
  * its MAC and where lc's record and Hist[lc.ts]'s record are.  The rest
@@ -144,6 +144,8 @@ struct side_ent {
 };
 
 #define SIDE_EMPTY	UINT64_MAX
+/* The side table's size when its first entry comes. */
+#define SIDE_FIRST_CAP	256u
 
 /* Open addressing, linear probing, deletion by backward shift. */
 struct side_tab {
@@ -176,6 +178,31 @@ struct mcache {
 };
 
 #define MC_NONE	UINT32_MAX
+
+/*
+ * A slot: its links, then up to slot_size - sizeof(struct mslot) bytes
+ * of metadata.  Slots are allocated MC_CHUNK_SLOTS at a time, and once
+ * allocated they are only reused: from the free list first (freel,
+ * linked by next), then new ones, then the least recently used.  Here
+ * rather than in store_meta.c for server/testing/store_reset.c, which
+ * empties the cache by putting every slot on the free list.
+ */
+#define MC_CHUNK_SHIFT	10
+#define MC_CHUNK_SLOTS	(1u << MC_CHUNK_SHIFT)
+
+struct mslot {
+	uint64_t loc;
+	uint32_t prev, next;		/* LRU: towards lru, towards mru */
+	uint32_t hnext;			/* hash chain */
+	uint32_t len;
+};
+
+static inline struct mslot *
+st_mc_slot(const struct mcache *mc, uint32_t i)
+{
+	return (struct mslot *)(mc->chunks[i >> MC_CHUNK_SHIFT] +
+	    (size_t)(i & (MC_CHUNK_SLOTS - 1)) * mc->slot_size);
+}
 
 struct bft_store {
 	char *dir;

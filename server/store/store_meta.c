@@ -15,16 +15,6 @@
 #include "store_int.h"
 #include "store_log.h"
 
-#define CHUNK_SHIFT	10		/* slots are allocated 1,024 at a time */
-#define CHUNK_SLOTS	(1u << CHUNK_SHIFT)
-
-struct mslot {
-	uint64_t loc;
-	uint32_t prev, next;		/* LRU: towards lru, towards mru */
-	uint32_t hnext;			/* hash chain */
-	uint32_t len;
-};
-
 static size_t
 meta_max(unsigned n)
 {
@@ -53,7 +43,7 @@ st_mc_init(struct bft_store *st, uint64_t bytes)
 		return 0;
 	/* Buckets hold slot + 1, so that calloc's zero pages mean empty. */
 	mc->heads = calloc(nh, sizeof *mc->heads);
-	mc->chunks = calloc((mc->cap + CHUNK_SLOTS - 1) / CHUNK_SLOTS,
+	mc->chunks = calloc((mc->cap + MC_CHUNK_SLOTS - 1) / MC_CHUNK_SLOTS,
 	    sizeof *mc->chunks);
 	if (mc->heads == NULL || mc->chunks == NULL) {
 		st_mc_free(st);
@@ -68,8 +58,8 @@ st_mc_free(struct bft_store *st)
 	struct mcache *mc = &st->mc;
 
 	for (uint32_t i = 0; mc->chunks != NULL && i < mc->nslots;
-	    i += CHUNK_SLOTS)
-		free(mc->chunks[i >> CHUNK_SHIFT]);
+	    i += MC_CHUNK_SLOTS)
+		free(mc->chunks[i >> MC_CHUNK_SHIFT]);
 	free(mc->chunks);
 	free(mc->heads);
 	mc->chunks = NULL;
@@ -80,8 +70,7 @@ st_mc_free(struct bft_store *st)
 static struct mslot *
 slot(const struct mcache *mc, uint32_t i)
 {
-	return (struct mslot *)(mc->chunks[i >> CHUNK_SHIFT] +
-	    (size_t)(i & (CHUNK_SLOTS - 1)) * mc->slot_size);
+	return st_mc_slot(mc, i);
 }
 
 static uint32_t
@@ -162,9 +151,9 @@ take_slot(struct mcache *mc)
 		return i;
 	}
 	if (mc->nslots < mc->cap) {
-		if ((mc->nslots & (CHUNK_SLOTS - 1)) == 0 &&
-		    (mc->chunks[mc->nslots >> CHUNK_SHIFT] =
-		    malloc(CHUNK_SLOTS * mc->slot_size)) == NULL)
+		if ((mc->nslots & (MC_CHUNK_SLOTS - 1)) == 0 &&
+		    (mc->chunks[mc->nslots >> MC_CHUNK_SHIFT] =
+		    malloc(MC_CHUNK_SLOTS * mc->slot_size)) == NULL)
 			goto out_evict;
 		return mc->nslots++;
 	}

@@ -36,10 +36,12 @@
  * timestamp moved or copied from another frame, a fragment shrunk, a
  * frame repeated or dropped), and it is encoded again.
  *
- * Each input starts from an empty store: one that changed is discarded
- * (closed without the sync and the index checkpoint of a real close,
- * which walk the whole index), its files but the identity removed, and
- * opened again on tmpfs (/dev/shm, used when TMPDIR is unset).
+ * Each input starts from an empty store: one that changed is emptied
+ * in place by bft_store_reset() (server/testing/store_reset.c), which
+ * leaves it as an open of its emptied directory would, and keeps its
+ * memory and the file of its first segment: discarding it, removing its
+ * files and opening it again was a quarter of an input's time.  The
+ * store is on tmpfs (/dev/shm, used when TMPDIR is unset).
  * Checked after every request: Hist holds nothing older than lc (the
  * GC rule), no writer has more than max_pending STOREs above lc, and lc
  * never goes back.
@@ -53,6 +55,7 @@
 #include "../../server/handler.h"
 #include "../../server/store/store.h"
 #include "../../server/testing/store_discard.h"
+#include "../../server/testing/store_reset.h"
 #include "util.h"
 
 #define T	1
@@ -77,9 +80,6 @@ enum {
 #endif
 /* 64 pages of the index: a page table of 512 bytes. */
 #define FOLD_BLOCKS	(UINT64_C(1) << 16)
-
-/* What a data directory keeps between inputs: open then writes nothing. */
-#define IDENTITY_FILE	"identity"
 
 static struct bft_config cfg;
 static struct bft_client_key ck;
@@ -120,32 +120,22 @@ store_open(void)
 	h.st = st;
 }
 
-/*
- * Removes what the store put in dir, but for its identity file when
- * keep_identity: the identity stays the same across inputs, and
- * writing it anew costs two fsyncs.  The directory itself stays.
- */
-static void
-wipe(bool keep_identity)
-{
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	FUZZ_CHECK(d != NULL, "opendir %s", dir);
-	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-		    (!keep_identity || strcmp(de->d_name, IDENTITY_FILE)))
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-}
-
+/* Removes the store's files and its directory, at exit. */
 static void
 cleanup(void)
 {
+	struct dirent *de;
+	DIR *d;
+
 	bft_store_discard(st);
 	st = NULL;
 	bft_handler_fini(&h);
-	wipe(false);
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
 	rmdir(dir);
 }
 
@@ -239,14 +229,20 @@ fixup(uint8_t flags)
 	}
 }
 
-/* The store's invariants for the block a request named. */
+/*
+ * The store's invariants for the block a request named.  The Hist
+ * timestamps go to an array kept between calls, grown as needed: this
+ * runs after every request.
+ */
 static void
 check_block(uint64_t block)
 {
+	static struct bft_ts *ts;
+	static unsigned cap;
 	struct bft_hist_entry e;
 	const struct bft_ts *a, *b;
 	unsigned pending, nhist;
-	struct bft_ts lcts, *ts;
+	struct bft_ts lcts;
 
 	if (block >= NBLOCKS)
 		return;
@@ -255,8 +251,12 @@ check_block(uint64_t block)
 	    "block %u: lc went back", (unsigned)block);
 	last_lc[block] = lcts;
 	nhist = bft_store_nhist(st, block);
-	ts = calloc(nhist + 1, sizeof *ts);
-	FUZZ_CHECK(ts != NULL, "out of memory");
+	if (nhist > cap) {
+		free(ts);
+		cap = 2 * nhist;
+		ts = calloc(cap, sizeof *ts);
+		FUZZ_CHECK(ts != NULL, "out of memory");
+	}
 	for (unsigned j = 0; j < nhist; j++) {
 		FUZZ_CHECK(bft_store_hist_at(st, block, j, &e) == 0,
 		    "block %u: Hist entry %u of %u missing", (unsigned)block,
@@ -282,7 +282,6 @@ check_block(uint64_t block)
 		    PRIu64 " has %u STOREs pending", (unsigned)block, a->wid,
 		    pending);
 	}
-	free(ts);
 }
 
 /*
@@ -472,9 +471,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hash = input_hash(data, size);
 	if ((data[0] & F_REPLAY) && hash % SAMPLE_EVERY == 0)
 		replay_check(hash / SAMPLE_EVERY % 2);
-	bft_store_discard(st);
-	wipe(true);
-	store_open();
+	rc = bft_store_reset(st);
+	FUZZ_CHECK(rc == 0, "bft_store_reset: %s", strerror(-rc));
 	memset(&h.stats, 0, sizeof h.stats);
 	return 0;
 }
@@ -494,13 +492,16 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
 static int
 buf_put(struct bft_buf *b, const uint8_t *p, size_t len)
 {
+	size_t cap = b->cap ? b->cap : 4096;
 	uint8_t *nd;
 
 	if (b->len + len > b->cap) {
-		if ((nd = realloc(b->data, b->len + len)) == NULL)
+		while (cap < b->len + len)
+			cap *= 2;
+		if ((nd = realloc(b->data, cap)) == NULL)
 			return -1;
 		b->data = nd;
-		b->cap = b->len + len;
+		b->cap = cap;
 	}
 	memcpy(b->data + b->len, p, len);
 	b->len += len;
@@ -597,16 +598,21 @@ mut_msg(struct bft_msg *m, struct bft_msg *other, uint32_t *x)
 	}
 }
 
+/*
+ * The new input is put together in out, a frame at a time, and the
+ * frame changed encoded in enc: both are kept from call to call, as
+ * growing them per frame was half of this function's time.
+ */
 size_t
 LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
     unsigned seed)
 {
 	static struct bft_msg m, other;
+	static struct bft_buf enc, out;
 	size_t off[MUT_FRAMES + 1], len[MUT_FRAMES], pos, nf = 0, i, j, k;
-	struct bft_buf enc = { 0 }, out = { 0 };
 	uint32_t x = seed | 1, blen, r;
-	size_t res = 0;
 
+	enc.len = out.len = 0;
 	if (size < 1 || mut_rand(&x) % 2 == 0)
 		goto out_default;
 	for (pos = 1; nf < MUT_FRAMES &&
@@ -648,12 +654,8 @@ LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
 	if (out.len > max_size)
 		goto out_default;
 	memcpy(data, out.data, out.len);
-	res = out.len;
-	goto out;
+	return out.len;
 out_default:
-	res = LLVMFuzzerMutate ? LLVMFuzzerMutate(data, size, max_size) : size;
-out:
-	bft_buf_free(&enc);
-	bft_buf_free(&out);
-	return res;
+	return LLVMFuzzerMutate ? LLVMFuzzerMutate(data, size, max_size) :
+	    size;
 }

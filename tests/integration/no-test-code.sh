@@ -3,7 +3,8 @@
 # (server/testing/: the Byzantine modes and frame recording) and knows
 # none of its options; build/tests/bftblk-server-test has both.
 #
-# 1. nm of bftblk-server shows no byz, record or bft_test_ symbol, and
+# 1. nm of bftblk-server shows no byz, record or bft_test_ symbol, nor
+#    the store's test-only bft_store_discard and bft_store_reset, and
 #    strings -a (which reads the debug info too) no "byzantine" or
 #    "record-frames"; the same checks find them in the test server, so
 #    they would see code linked back in.
@@ -23,7 +24,7 @@ for tool in nm strings; do
 	command -v "$tool" >/dev/null || skip "$tool is not installed (binutils)"
 done
 
-SYMS='byz|record|bft_test_'
+SYMS='byz|record|bft_test_|bft_store_discard|bft_store_reset'
 WORDS='byzantine|record-frames'
 
 # count_syms BIN: the symbols of BIN that belong to the test server.
