@@ -216,8 +216,14 @@ fixup(uint8_t flags)
 	case BFT_DROP:
 		bft_drop_mac(bft_addr_vol(req.block), ck.k[ME], req.vec[ME]);
 		break;
+	case BFT_SNAP:
+		bft_snap_mac(bft_addr_vol(req.block), req.gen, req.snap_op,
+		    ck.k[ME], req.vec[ME]);
+		break;
 	case BFT_FILTER:
 	case BFT_REPAIR:
+	case BFT_VFILTER:
+	case BFT_VREPAIR:
 		for (uint32_t j = 0; j < req.ncands; j++) {
 			struct bft_cand *c = &req.cands[j];
 
@@ -527,8 +533,10 @@ mut_ts(struct bft_msg *m, uint32_t r)
 	case BFT_COMPLETE:
 		return &m->ts;
 	case BFT_FILTER:
+	case BFT_VFILTER:
 		return &m->cands[r % m->ncands].ts;
 	case BFT_REPAIR:
+	case BFT_VREPAIR:
 		return &m->cands[0].ts;
 	default:
 		return NULL;
@@ -590,7 +598,22 @@ mut_msg(struct bft_msg *m, struct bft_msg *other, uint32_t *x)
 		break;
 	default:
 		m->type = (uint8_t)(BFT_CLOCK + (r >> 8) % 10);
-		if (m->type == BFT_FILTER && m->ncands == 0)
+		/* Now and then a snapshot's request over the same fields. */
+		if ((r >> 24) % 4 == 0)
+			m->type = (uint8_t)(BFT_SNAP + (r >> 26) % 5);
+		if (m->type == BFT_SNAP) {
+			m->block = bft_addr(bft_addr_vol(m->block), 0);
+			m->snap_op &= 1;
+		}
+		if (m->type == BFT_VLIST && m->count == 0)
+			m->count = 1;
+		/* Few boundaries, so that views and SNAPs meet. */
+		if (m->type >= BFT_SNAP) {
+			m->gen &= 3;
+			m->gen_to = (r >> 29) & 1 ? BFT_GEN_MAX : m->gen + 1;
+		}
+		if ((m->type == BFT_FILTER || m->type == BFT_VFILTER) &&
+		    m->ncands == 0)
 			m->ncands = 1;
 		if (m->count == 0 || m->span == 0)
 			m->count = m->span = 1;
