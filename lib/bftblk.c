@@ -427,11 +427,12 @@ shared_gen(struct bftblk *h)
  * returns 1 so that the write is sent again (the same bytes to the
  * same blocks, so a part that went through is written again, not
  * doubled); 0 when the fence stands; -1 (returned by fail) when the
- * lease cannot be read.  A few snapshots in a row may each fence a
+ * lease cannot be read.  sent: the generation when the write began,
+ * which the lease's renewer may have moved on from meanwhile.  A few snapshots in a row may each fence a
  * write once; more than that is not a snapshot.
  */
 static int
-follow_gen(struct bftblk *h, unsigned tries)
+follow_gen(struct bftblk *h, unsigned tries, uint64_t sent)
 {
 	int err = bftblk__take_errno(), r;
 
@@ -439,6 +440,9 @@ follow_gen(struct bftblk *h, unsigned tries)
 		bftblk__fail(err, "%s", bftblk__errmsg());
 		return 0;
 	}
+	/* The renewer found the newer generation first. */
+	if (bftblk__engine_gen(h->eng) > sent)
+		return 1;
 	if (h->shared)
 		return (r = shared_gen(h)) == 0 ? 1 : r;
 	if ((r = bftblk__lease_follow(&h->lease)) < 0)
@@ -521,10 +525,12 @@ write_common(struct bftblk *h, const void *buf, size_t count,
 	if (count == 0)
 		return (flags & BFTBLK_FUA) ? bftblk_flush(h) : 0;
 	for (unsigned tries = 0;; tries++) {
+		uint64_t sent = bftblk__engine_gen(h->eng);
+
 		if (bftblk__io_write(h->eng, h->cache, buf, count, offset,
 		    flags & BFTBLK_FUA) == 0)
 			return 0;
-		if ((r = follow_gen(h, tries)) <= 0)
+		if ((r = follow_gen(h, tries, sent)) <= 0)
 			return r < 0 ? r : fenced(h);
 	}
 }
