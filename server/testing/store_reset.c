@@ -49,8 +49,10 @@ mc_empty(struct mcache *mc)
 
 /*
  * Empty slots where the table has the size a fresh store's first entry
- * gives it; a larger table goes, or the entries of a block would sit
- * (and be listed) in another order than in a fresh store.
+ * gives it; a larger table goes.  A block's entries are listed in the
+ * order they came whatever the size, but a checkpoint writes the table
+ * slot by slot, and a larger one would write them in another order
+ * than a fresh store (test_store_reset compares the two checkpoints).
  */
 static void
 side_empty(struct bft_store *st)

@@ -20,12 +20,13 @@
  * of 0x08, so it runs for one input in SAMPLE_EVERY that asks for it
  * (picked by a hash of its bytes); and a block near the top of a
  * volume, since the store's page table for a volume reaches up to the
- * highest page written (32 MiB near the limit) and is walked at close
- * and in many calls, so a block of a volume other than 0 is taken
- * modulo FOLD_BLOCKS if it is below the volume's limit.  Sampling raw
- * blocks as well did not do: the fuzzer kept the sampled inputs with
- * new coverage there, which took seconds each, and they were soon 96%
- * of the time.  fuzz_handler_replay (SAMPLE_EVERY 1, RAW_BLOCKS)
+ * highest page written (32 MiB near the limit), zeroed as it grows,
+ * so a block of a volume other than 0 is taken modulo FOLD_BLOCKS if it
+ * is below the volume's limit.  Sampling raw blocks as well did not
+ * do: the fuzzer kept the sampled inputs with new coverage there, which
+ * took seconds each, and they were soon 96% of the time (2026-11-26,
+ * when the page table was also walked slot by slot at close).
+ * fuzz_handler_replay (SAMPLE_EVERY 1, RAW_BLOCKS)
  * replays after every input that asks for it, half of them (by the
  * hash) from the whole log as a crash leaves it, the other half from
  * the index checkpoint of a close, and takes blocks as sent.
