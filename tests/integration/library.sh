@@ -49,7 +49,9 @@ stray_globals()
 	}
 	$2 ~ /^[TDBRVWCG]$/ {
 		n = split($1, f, ":")
-		if (!(f[n - 1] in lib) || $3 ~ /^bftblk__/ || ($3 in pub))
+		# ASan adds __odr_asan.NAME beside each global NAME.
+		if (!(f[n - 1] in lib) || $3 ~ /^bftblk__/ || ($3 in pub) ||
+		    $3 ~ /^__(odr_)?asan/)
 			next
 		print f[n - 1] ": " $3
 	}'

@@ -3,7 +3,7 @@
 # (server/testing/: the Byzantine modes and frame recording) and knows
 # none of its options; build/tests/bftblk-server-test has both.
 #
-# 1. nm of bftblk-server shows no byz, record or bft_test_ symbol, nor
+# 1. nm of bftblk-server shows no byz, bft_record_ or bft_test_ symbol, nor
 #    the store's test-only bft_store_discard and bft_store_reset, and
 #    strings -a (which reads the debug info too) no "byzantine" or
 #    "record-frames"; the same checks find them in the test server, so
@@ -24,7 +24,9 @@ for tool in nm strings; do
 	command -v "$tool" >/dev/null || skip "$tool is not installed (binutils)"
 done
 
-SYMS='byz|record|bft_test_|bft_store_discard|bft_store_reset'
+# bft_record_, not record: the wire decoder's get_records is the
+# server's own, and an ASan build keeps it out of line.
+SYMS='byz|bft_record_|bft_test_|bft_store_discard|bft_store_reset'
 WORDS='byzantine|record-frames'
 
 # count_syms BIN: the symbols of BIN that belong to the test server.
