@@ -21,6 +21,8 @@
 #   make bench-store     the store at disk scale: RAM per block, restart
 #                        with a cold cache, space, overwrite speed
 #   make bench-trim      the space trim and write-zeroes give back
+#   make bench-snap      snapshots: create time, writes after one, export,
+#                        the space a delete gives back
 #   make fuzz            libFuzzer harnesses (clang), FUZZ_TIME s each
 #   make fuzz-long       each harness for FUZZ_TIME s or FUZZ_RUNS inputs,
 #                        whichever ends first, or FUZZ_TOTAL inputs across
@@ -433,6 +435,11 @@ bench-store: all
 bench-trim: all
 	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-trim
 
+# What snapshots cost: create, writes after one, export, delete
+# (BENCH_SNAP_SIZE, default 4G; 512M for a quick run).
+bench-snap: all
+	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-snap
+
 # The BFT overhead: the same code with hashing and MACs compiled out,
 # alternated with the normal build (fio-jobs/bench-overhead).
 bench-overhead:
@@ -524,7 +531,7 @@ clean:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system install uninstall \
-	run stop bench bench-rebuild bench-store bench-trim bench-overhead bench-latency fuzz \
+	run stop bench bench-rebuild bench-store bench-trim bench-snap bench-overhead bench-latency fuzz \
 	fuzz-build fuzz-long clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \
