@@ -440,12 +440,9 @@ follow_gen(struct bftblk *h, unsigned tries, uint64_t sent)
 		bftblk__fail(err, "%s", bftblk__errmsg());
 		return 0;
 	}
-	/* The renewer found the newer generation first. */
-	if (bftblk__engine_gen(h->eng) > sent)
-		return 1;
 	if (h->shared)
 		return (r = shared_gen(h)) == 0 ? 1 : r;
-	if ((r = bftblk__lease_follow(&h->lease)) < 0)
+	if ((r = bftblk__lease_follow(&h->lease, sent)) < 0)
 		return fail(h);
 	if (r == 0)
 		bftblk__fail(ESTALE, "%s", bftblk__errmsg());

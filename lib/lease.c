@@ -120,10 +120,13 @@ decode(const uint8_t *blk, struct bft_lease_claim *c)
 	return true;
 }
 
-/* Reads the claim; *ts is its write's timestamp.  0 or -1 (bftblk__fail). */
+/*
+ * Reads the claim into buf (a block); *ts is its write's timestamp.  0
+ * or -1 (bftblk__fail).
+ */
 static int
-claim_read(struct bft_lease *l, struct bft_lease_claim *c, bool *valid,
-    struct bft_ts *ts)
+claim_read_into(struct bft_lease *l, uint8_t *buf, struct bft_lease_claim *c,
+    bool *valid, struct bft_ts *ts)
 {
 	struct op *op = bftblk__op_new(l->eng, OP_READ);
 	int r = -1;
@@ -131,7 +134,7 @@ claim_read(struct bft_lease *l, struct bft_lease_claim *c, bool *valid,
 	if (op == NULL)
 		return bftblk__fail(ENOMEM, NULL);
 	op->block = l->addr;
-	op->data = l->buf;
+	op->data = buf;
 	if (bftblk__engine_run(l->eng, &op, 1) != 0 && op->wrong_size) {
 		/*
 		 * A claim sealed by an encrypted handle of an older version:
@@ -148,12 +151,20 @@ claim_read(struct bft_lease *l, struct bft_lease_claim *c, bool *valid,
 			    l->vol, op->why);
 		} else {
 			bftblk__op_read_ts(op, ts);
-			*valid = decode(l->buf, c);
+			*valid = decode(buf, c);
 			r = 0;
 		}
 	}
 	bftblk__op_free(op);
 	return r;
+}
+
+/* The renewer's read, into the lease's own buffer. */
+static int
+claim_read(struct bft_lease *l, struct bft_lease_claim *c, bool *valid,
+    struct bft_ts *ts)
+{
+	return claim_read_into(l, l->buf, c, valid, ts);
 }
 
 static int
@@ -475,6 +486,7 @@ bftblk__lease_acquire(struct bft_lease *l, struct bft_engine *eng,
 		return -1;
 	l->renewed_ms = now_ms();
 	pthread_mutex_init(&l->mu, NULL);
+	pthread_mutex_init(&l->follow_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->cv, &ca);
@@ -484,6 +496,7 @@ bftblk__lease_acquire(struct bft_lease *l, struct bft_engine *eng,
 		l->running = false;
 		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->mu);
+		pthread_mutex_destroy(&l->follow_mu);
 		return bftblk__fail(EAGAIN, "cannot start the lease's thread");
 	}
 	l->held = true;
@@ -553,6 +566,7 @@ bftblk__lease_release(struct bft_lease *l)
 		l->running = false;
 		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->mu);
+		pthread_mutex_destroy(&l->follow_mu);
 		/*
 		 * A lost lease is someone else's now: leave their claim.  A
 		 * fenced one may be too: release only a claim read as ours.
@@ -614,21 +628,56 @@ bftblk__lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen)
 }
 
 int
-bftblk__lease_follow(struct bft_lease *l)
+bftblk__lease_follow(struct bft_lease *l, uint64_t sent)
 {
 	struct bft_lease_claim c;
+	uint8_t *buf = NULL;
 	struct bft_ts ts;
 	bool valid;
+	int r = 0;
 
 	if (!l->held || __atomic_load_n(&l->lost, __ATOMIC_ACQUIRE))
 		return 0;
-	if (claim_read(l, &c, &valid, &ts) != 0)
-		return -1;
-	if (!valid || !ours(l, &c) ||
-	    bft_ts_gen(&ts) <= bftblk__engine_gen(l->eng))
-		return 0;
-	adopt(l, bft_ts_gen(&ts));
-	return 1;
+	/*
+	 * Every write a cut fenced comes here at once: one reads the
+	 * register, the others find its generation taken when their turn
+	 * comes.  The renewer reads into the lease's buffer; this, its own.
+	 */
+	pthread_mutex_lock(&l->follow_mu);
+	if ((buf = malloc(BFT_BLOCK_SIZE)) == NULL) {
+		r = bftblk__fail(ENOMEM, NULL);
+		goto out;
+	}
+	/*
+	 * Servers fence on the new claim's STORE; a read returns it only
+	 * once its COMPLETE is in.  A write refused between the two finds
+	 * the old claim still: it looks again a few times, a second at
+	 * most, before it takes the fence as standing.
+	 */
+	for (unsigned wait_ms = 5; r == 0 && wait_ms <= 640; wait_ms *= 2) {
+		if (bftblk__engine_gen(l->eng) > sent) {
+			r = 1;
+			break;
+		}
+		if (claim_read_into(l, buf, &c, &valid, &ts) != 0) {
+			r = -1;
+			break;
+		}
+		/* Another's claim: the fence stands, and the lease is lost. */
+		if (!valid || !ours(l, &c))
+			break;
+		if (bft_ts_gen(&ts) > sent) {
+			if (bft_ts_gen(&ts) > bftblk__engine_gen(l->eng))
+				adopt(l, bft_ts_gen(&ts));
+			r = 1;
+			break;
+		}
+		usleep(wait_ms * 1000);
+	}
+out:
+	pthread_mutex_unlock(&l->follow_mu);
+	free(buf);
+	return r;
 }
 
 int

@@ -42,6 +42,7 @@ struct bft_lease {
 	uint64_t renewed_ms;		/* last confirmed, monotonic (atomic) */
 	pthread_t thread;
 	pthread_mutex_t mu;
+	pthread_mutex_t follow_mu;	/* writes following a snapshot's cut */
 	pthread_cond_t cv;
 	bool stopping;
 };
@@ -90,13 +91,14 @@ int bftblk__lease_read(struct bft_engine *eng, uint32_t vol,
  */
 int bftblk__lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen);
 /*
- * A holder whose write was fenced: when the register holds its own
- * claim under a newer generation (a snapshot re-asserted it), takes
- * that generation and returns 1, so that the write is sent again; 0
- * when not (fenced for real, or no lease); -1 with the error recorded
- * when the register cannot be read.
+ * A holder whose write, sent under generation sent, was fenced: when the
+ * register holds its own claim under a newer generation (a snapshot
+ * re-asserted it), takes that generation and returns 1, so that the
+ * write is sent again, also when another write or the renewer took it
+ * first; 0 when not (fenced for real, or no lease); -1 with the error
+ * recorded when the register cannot be read.  Any thread may call it.
  */
-int bftblk__lease_follow(struct bft_lease *l);
+int bftblk__lease_follow(struct bft_lease *l, uint64_t sent);
 /*
  * A snapshot's cut (docs/snapshots.md): writes volume vol's lease
  * register back as it is under the next generation, and flushes it, so
