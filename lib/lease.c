@@ -124,9 +124,9 @@ decode(const uint8_t *blk, struct bft_lease_claim *c)
  * Reads the claim into buf (a block); *ts is its write's timestamp.  0
  * or -1 (bftblk__fail).
  */
-static int
-claim_read_into(struct bft_lease *l, uint8_t *buf, struct bft_lease_claim *c,
-    bool *valid, struct bft_ts *ts)
+int
+bftblk__lease_claim_read(struct bft_lease *l, uint8_t *buf,
+    struct bft_lease_claim *c, bool *valid, struct bft_ts *ts)
 {
 	struct op *op = bftblk__op_new(l->eng, OP_READ);
 	int r = -1;
@@ -164,7 +164,7 @@ static int
 claim_read(struct bft_lease *l, struct bft_lease_claim *c, bool *valid,
     struct bft_ts *ts)
 {
-	return claim_read_into(l, l->buf, c, valid, ts);
+	return bftblk__lease_claim_read(l, l->buf, c, valid, ts);
 }
 
 static int
@@ -188,42 +188,8 @@ claim_write(struct bft_lease *l, const struct bft_lease_claim *c)
 	return r;
 }
 
-/* The register's bytes into l->buf, as they are; 0 or -1. */
-static int
-read_raw(struct bft_lease *l, struct bft_ts *ts)
-{
-	struct bft_lease_claim c;
-	bool valid;
-
-	if (claim_read(l, &c, &valid, ts) != 0)
-		return -1;
-	/* Never written, or sealed by an old encrypted handle: nothing. */
-	if (bft_ts_is_zero(ts))
-		memset(l->buf, 0, BFT_BLOCK_SIZE);
-	return 0;
-}
-
-/* l->buf written back to the register, under the engine's generation. */
-static int
-write_raw(struct bft_lease *l)
-{
-	struct op *op = bftblk__op_new(l->eng, OP_WRITE);
-	int r = -1;
-
-	if (op == NULL)
-		return bftblk__fail(ENOMEM, NULL);
-	op->block = l->addr;
-	op->data = l->buf;
-	if (bftblk__op_prepare_write(op) != 0)
-		bftblk__fail(EIO, "erasure coding the lease failed");
-	else if (bftblk__engine_run(l->eng, &op, 1) == 0)
-		r = 0;
-	bftblk__op_free(op);
-	return r;
-}
-
-static bool
-ours(const struct bft_lease *l, const struct bft_lease_claim *c)
+bool
+bftblk__lease_ours(const struct bft_lease *l, const struct bft_lease_claim *c)
 {
 	return memcmp(c->nonce, l->mine.nonce, sizeof c->nonce) == 0;
 }
@@ -237,8 +203,8 @@ set_gen(struct bft_lease *l, uint64_t gen)
 		bftblk__engine_set_gen(l->data_eng, gen);
 }
 
-static void
-adopt(struct bft_lease *l, uint64_t gen)
+void
+bftblk__lease_adopt(struct bft_lease *l, uint64_t gen)
 {
 	set_gen(l, gen);
 	note(l, BFTBLK_LOG_INFO, "generation %" PRIu64 ": a snapshot "
@@ -301,7 +267,7 @@ take(struct bft_lease *l, unsigned guard_ms)
 
 	if (claim_read(l, &c, &valid, &ts) != 0)
 		return -1;
-	if (l->running && (!valid || !ours(l, &c)))
+	if (l->running && (!valid || !bftblk__lease_ours(l, &c)))
 		return taken_by(l, "", valid, &c);
 	if (valid && !c.released) {
 		/* Wait out the holder's own period: a live one renews in it. */
@@ -324,7 +290,7 @@ take(struct bft_lease *l, unsigned guard_ms)
 			    "if the volume's users coordinate writes "
 			    "themselves", l->vol, again.holder,
 			    (double)again.period_ms / 3000);
-		if (l->running && (!valid || !ours(l, &again)))
+		if (l->running && (!valid || !bftblk__lease_ours(l, &again)))
 			return taken_by(l, "", valid, &again);
 		if (valid && !again.released && !l->running)
 			note(l, BFTBLK_LOG_WARN, "%s did not renew in %.1f s: "
@@ -347,7 +313,7 @@ take(struct bft_lease *l, unsigned guard_ms)
 	if (claim_write(l, &l->mine) != 0 || bftblk__io_flush(l->eng) != 0 ||
 	    claim_read(l, &again, &valid, &ts2) != 0)
 		return -1;
-	if (!valid || !ours(l, &again))
+	if (!valid || !bftblk__lease_ours(l, &again))
 		return taken_by(l, "just ", valid, &again);
 	/*
 	 * A register is not compare-and-swap: a rival's claim write that
@@ -360,7 +326,7 @@ take(struct bft_lease *l, unsigned guard_ms)
 			return bftblk__fail(EINTR, "the handle is closing");
 		if (claim_read(l, &again, &valid, &ts2) != 0)
 			return -1;
-		if (!valid || !ours(l, &again))
+		if (!valid || !bftblk__lease_ours(l, &again))
 			return taken_by(l, "just ", valid, &again);
 	}
 	return 0;
@@ -390,7 +356,7 @@ renew(struct bft_lease *l)
 	bool valid;
 
 	if (claim_read(l, &c, &valid, &ts) == 0) {
-		if (!valid || !ours(l, &c)) {
+		if (!valid || !bftblk__lease_ours(l, &c)) {
 			set_lost(l, valid ? c.holder : "nobody");
 			return false;
 		}
@@ -400,7 +366,7 @@ renew(struct bft_lease *l)
 		 * that generation, and the renewal is written under it.
 		 */
 		if (bft_ts_gen(&ts) > bftblk__engine_gen(l->eng))
-			adopt(l, bft_ts_gen(&ts));
+			bftblk__lease_adopt(l, bft_ts_gen(&ts));
 		l->mine.counter = c.counter + 1;
 		if (claim_write(l, &l->mine) == 0)
 			__atomic_store_n(&l->renewed_ms, t0, __ATOMIC_RELEASE);
@@ -545,7 +511,8 @@ release_ours(struct bft_lease *l)
 	struct bft_ts ts;
 	bool valid;
 
-	if (claim_read(l, &c, &valid, &ts) != 0 || !valid || !ours(l, &c))
+	if (claim_read(l, &c, &valid, &ts) != 0 || !valid ||
+	    !bftblk__lease_ours(l, &c))
 		return -1;
 	l->mine.released = true;
 	l->mine.counter = c.counter + 1;
@@ -625,101 +592,4 @@ bftblk__lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen)
 		return -1;
 	*gen = bft_ts_gen(&info.ts);
 	return 0;
-}
-
-int
-bftblk__lease_follow(struct bft_lease *l, uint64_t sent)
-{
-	struct bft_lease_claim c;
-	uint8_t *buf = NULL;
-	struct bft_ts ts;
-	bool valid;
-	int r = 0;
-
-	if (!l->held || __atomic_load_n(&l->lost, __ATOMIC_ACQUIRE))
-		return 0;
-	/*
-	 * Every write a cut fenced comes here at once: one reads the
-	 * register, the others find its generation taken when their turn
-	 * comes.  The renewer reads into the lease's buffer; this, its own.
-	 */
-	pthread_mutex_lock(&l->follow_mu);
-	if ((buf = malloc(BFT_BLOCK_SIZE)) == NULL) {
-		r = bftblk__fail(ENOMEM, NULL);
-		goto out;
-	}
-	/*
-	 * Servers fence on the new claim's STORE; a read returns it only
-	 * once its COMPLETE is in.  A write refused between the two finds
-	 * the old claim still: it looks again a few times, a second at
-	 * most, before it takes the fence as standing.
-	 */
-	for (unsigned wait_ms = 5; r == 0 && wait_ms <= 640; wait_ms *= 2) {
-		if (bftblk__engine_gen(l->eng) > sent) {
-			r = 1;
-			break;
-		}
-		if (claim_read_into(l, buf, &c, &valid, &ts) != 0) {
-			r = -1;
-			break;
-		}
-		/* Another's claim: the fence stands, and the lease is lost. */
-		if (!valid || !ours(l, &c))
-			break;
-		if (bft_ts_gen(&ts) > sent) {
-			if (bft_ts_gen(&ts) > bftblk__engine_gen(l->eng))
-				adopt(l, bft_ts_gen(&ts));
-			r = 1;
-			break;
-		}
-		usleep(wait_ms * 1000);
-	}
-out:
-	pthread_mutex_unlock(&l->follow_mu);
-	free(buf);
-	return r;
-}
-
-int
-bftblk__lease_reassert(struct bft_engine *eng, uint32_t vol, uint64_t g)
-{
-	struct bft_lease l;
-	struct bft_ts ts;
-	uint64_t gen, mine;
-	int r = -1;
-
-	memset(&l, 0, sizeof l);
-	l.eng = eng;
-	l.vol = vol;
-	l.addr = bft_addr(BFT_LEASE_VOL, vol);
-	l.buf = malloc(BFT_BLOCK_SIZE);
-	if (l.buf == NULL) {
-		bftblk__fail(ENOMEM, NULL);
-		goto out;
-	}
-	/*
-	 * The register's bytes are written back as they are: the holder's
-	 * claim, its nonce and counter unchanged, so that the holder knows
-	 * it as its own; a released or never written one stays so.
-	 */
-	if (read_raw(&l, &ts) != 0)
-		goto out;
-	if (bft_snap_boundary(&ts) != g) {
-		r = 1;
-		goto out;
-	}
-	if ((gen = bft_next_gen(&ts)) == 0) {
-		bftblk__fail(EOVERFLOW, "volume %" PRIu32 "'s lease has used "
-		    "up its generations", vol);
-		goto out;
-	}
-	/* The engine's own generation (the admin lock's) comes back after. */
-	mine = bftblk__engine_gen(eng);
-	bftblk__engine_set_gen(eng, gen);
-	/* Flushed: the n-t servers that fence generation *was stay so. */
-	r = write_raw(&l) == 0 && bftblk__io_flush(eng) == 0 ? 0 : -1;
-	bftblk__engine_set_gen(eng, mine);
-out:
-	free(l.buf);
-	return r;
 }

@@ -42,7 +42,7 @@ struct bft_lease {
 	uint64_t renewed_ms;		/* last confirmed, monotonic (atomic) */
 	pthread_t thread;
 	pthread_mutex_t mu;
-	pthread_mutex_t follow_mu;	/* writes following a snapshot's cut */
+	pthread_mutex_t follow_mu;	/* fenced writes following a cut */
 	pthread_cond_t cv;
 	bool stopping;
 };
@@ -110,6 +110,17 @@ int bftblk__lease_follow(struct bft_lease *l, uint64_t sent);
  */
 int bftblk__lease_reassert(struct bft_engine *eng, uint32_t vol,
     uint64_t g);
+
+/*
+ * lease.c's, for lease_snap.c: the claim read into buf (a block), *ts
+ * its write's timestamp, 0 or -1 recorded; whether a claim is this
+ * lease's own; and taking a generation a snapshot re-asserted.
+ */
+int bftblk__lease_claim_read(struct bft_lease *l, uint8_t *buf,
+    struct bft_lease_claim *c, bool *valid, struct bft_ts *ts);
+bool bftblk__lease_ours(const struct bft_lease *l,
+    const struct bft_lease_claim *c);
+void bftblk__lease_adopt(struct bft_lease *l, uint64_t gen);
 enum bft_lease_state bftblk__lease_state(const struct bft_lease *l);
 /* Whether writes may go on: no lease taken, or held and confirmed. */
 bool bftblk__lease_may_write(const struct bft_lease *l);
