@@ -18,6 +18,7 @@
 #include "admin.h"
 #include "bftblk.h"
 #include "log.h"
+#include "progress.h"
 
 struct args {
 	const char *dir, *keys, *volume, *name;
@@ -78,7 +79,8 @@ cmd_list(const struct args *a, struct bftblk *h)
 			    "false");
 		printf("]\n");
 	} else {
-		printf("%-20s %-20s %14s %10s  %-23s %s\n", "VOLUME", "SNAPSHOT",
+		printf("%-20s %-20s %14s %10s  %-23s %s\n", "VOLUME",
+		    "SNAPSHOT",
 		    "SIZE", "BOUNDARY", "CREATED", "STATE");
 		for (size_t i = 0; i < n; i++) {
 			when(s[i].created, created, sizeof created);
@@ -239,33 +241,6 @@ write_all(int fd, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-static double
-now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* done/total, rate and ETA on stderr, at most once a second. */
-static void
-progress(const char *what, uint64_t done, uint64_t total, double t0,
-    double *last, bool end)
-{
-	double t = now_s(), rate;
-
-	if (!end && t - *last < 1.0)
-		return;
-	*last = t;
-	rate = t > t0 ? (double)done / (t - t0) : 0;
-	bft_log("%s: %" PRIu64 "/%" PRIu64 " MiB (%.0f%%), %.1f MiB/s, "
-	    "%s %.0f s", what, done >> 20, total >> 20, total ? 100.0 *
-	    (double)done / (double)total : 100.0, rate / 1048576, end ?
-	    "took" : "ETA", end ? t - t0 : rate > 0 ? (double)(total - done) /
-	    rate : 0);
-}
-
 /*
  * bftblk export --dir DIR NAME FILE|-: the whole image of a volume or a
  * snapshot (NAME is V, V@S, or @S for volume 0's), raw, so that any tool
@@ -285,8 +260,8 @@ admin_export(int argc, char **argv)
 	struct bftblk *h, *vh = NULL;
 	struct bftblk_info info;
 	const char *dir = NULL, *keys = NULL, *name, *out;
+	struct admin_progress pr;
 	unsigned timeout_s = 10;
-	double t0, last = 0;
 	uint8_t *buf = NULL;
 	int c, fd = -1, rc = 1;
 
@@ -335,7 +310,7 @@ admin_export(int argc, char **argv)
 		bft_log("out of memory");
 		goto out;
 	}
-	t0 = now_s();
+	admin_progress_start(&pr, "export", "MiB", 1u << 20);
 	for (uint64_t off = 0; off < info.size; off += chunk) {
 		size_t len = info.size - off < chunk ? (size_t)(info.size -
 		    off) : chunk;
@@ -349,13 +324,13 @@ admin_export(int argc, char **argv)
 			bft_log("%s: %s", out, strerror(errno));
 			goto out;
 		}
-		progress("export", off + len, info.size, t0, &last, false);
+		admin_progress(&pr, off + len, info.size, false);
 	}
 	if (fd != STDOUT_FILENO && fsync(fd) != 0) {
 		bft_log("%s: %s", out, strerror(errno));
 		goto out;
 	}
-	progress("export", info.size, info.size, t0, &last, true);
+	admin_progress(&pr, info.size, info.size, true);
 	rc = 0;
 out:
 	free(buf);
@@ -386,9 +361,9 @@ admin_import(int argc, char **argv)
 	const char *dir = NULL, *keys = NULL, *in, *vol;
 	struct bftblk *h, *vh = NULL;
 	struct bftblk_info info;
+	struct admin_progress pr;
 	unsigned timeout_s = 10;
 	uint64_t off = 0;
-	double t0, last = 0;
 	uint8_t *buf = NULL;
 	int c, fd = -1, rc = 1;
 	ssize_t got;
@@ -411,7 +386,8 @@ admin_import(int argc, char **argv)
 		}
 	}
 	if (dir == NULL || argc - optind != 2) {
-		bft_log("import needs --dir DIR FILE VOLUME (FILE - for stdin)");
+		bft_log("import needs --dir DIR FILE VOLUME (FILE - for "
+		    "stdin)");
 		return 2;
 	}
 	in = argv[optind];
@@ -432,7 +408,7 @@ admin_import(int argc, char **argv)
 		bft_log("out of memory");
 		goto out;
 	}
-	t0 = now_s();
+	admin_progress_start(&pr, "import", "MiB", 1u << 20);
 	for (;;) {
 		size_t len = 0;
 
@@ -459,13 +435,13 @@ admin_import(int argc, char **argv)
 			goto out;
 		}
 		off += len;
-		progress("import", off, info.size, t0, &last, false);
+		admin_progress(&pr, off, info.size, false);
 	}
 	if (bftblk_flush(vh) != 0) {
 		bft_log("%s: %s", vol, bftblk_errmsg(vh));
 		goto out;
 	}
-	progress("import", off, off, t0, &last, true);
+	admin_progress(&pr, off, off, true);
 	rc = 0;
 out:
 	free(buf);

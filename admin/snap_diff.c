@@ -28,6 +28,7 @@
 #include "admin.h"
 #include "bftblk.h"
 #include "log.h"
+#include "progress.h"
 
 #define DIFF_MAGIC	"bftblk-diff v1\n"
 #define BS		BFTBLK_BLOCK_SIZE
@@ -70,32 +71,6 @@ all_zero(const uint8_t *p, size_t len)
 		if (p[i] != 0)
 			return false;
 	return true;
-}
-
-static double
-now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* done/total blocks, rate and ETA on stderr, at most once a second. */
-static void
-progress(const char *what, uint64_t done, uint64_t total, double t0,
-    double *last, bool end)
-{
-	double t = now_s(), rate;
-
-	if (!end && t - *last < 1.0)
-		return;
-	*last = t;
-	rate = t > t0 ? (double)done / (t - t0) : 0;
-	bft_log("%s: %" PRIu64 "/%" PRIu64 " blocks (%.0f%%), %.0f blocks/s, "
-	    "%s %.0f s", what, done, total, total ? 100.0 * (double)done /
-	    (double)total : 100.0, rate, end ? "took" : "ETA", end ? t - t0 :
-	    rate > 0 ? (double)(total - done) / rate : 0);
 }
 
 /* "V@S" into v and s ("" when there is no @S); -1 when too long. */
@@ -158,9 +133,9 @@ admin_export_diff(int argc, char **argv)
 	struct bftblk *h, *vh = NULL;
 	struct bftblk_info info;
 	uint64_t *blocks = NULL, wbytes = 0;
+	struct admin_progress pr;
 	unsigned timeout_s = 10;
 	uint8_t *buf = NULL;
-	double t0, last = 0;
 	FILE *fp = NULL;
 	size_t n = 0;
 	int c, rc = 1;
@@ -215,7 +190,7 @@ admin_export_diff(int argc, char **argv)
 	    put_all(fp, to, strlen(to)) != 0 ||
 	    put_all(fp, "s", 1) != 0 || put_u64(fp, info.size) != 0)
 		goto out_write;
-	t0 = now_s();
+	admin_progress_start(&pr, "export-diff", "blocks", 1);
 	for (size_t i = 0; i < n;) {
 		unsigned k = 1;
 		int r;
@@ -231,12 +206,12 @@ admin_export_diff(int argc, char **argv)
 		if (r < 0)
 			goto out_write;
 		i += k;
-		progress("export-diff", i, n, t0, &last, false);
+		admin_progress(&pr, i, n, false);
 	}
 	if (put_all(fp, "e", 1) != 0 || fflush(fp) != 0 ||
 	    (fp != stdout && fsync(fileno(fp)) != 0))
 		goto out_write;
-	progress("export-diff", n, n, t0, &last, true);
+	admin_progress(&pr, n, n, true);
 	bft_log("export-diff: %zu changed blocks of %" PRIu64 ", %" PRIu64
 	    " bytes of data", n, info.size / BS, wbytes);
 	rc = 0;
@@ -271,9 +246,10 @@ apply(FILE *fp, struct bftblk *vh, uint64_t size, uint8_t *buf,
     uint64_t *nblocks)
 {
 	uint64_t off, len, done = 0, last_end = 0;
-	double t0 = now_s(), last = 0;
+	struct admin_progress pr;
 	int tag;
 
+	admin_progress_start(&pr, "import-diff", "blocks", 1);
 	while ((tag = fgetc(fp)) != EOF) {
 		if (tag == 'e')
 			return 0;
@@ -302,7 +278,7 @@ apply(FILE *fp, struct bftblk *vh, uint64_t size, uint8_t *buf,
 				return -1;
 			}
 			done += k / BS;
-			progress("import-diff", done, done, t0, &last, false);
+			admin_progress(&pr, done, done, false);
 		}
 	}
 	*nblocks = done;
