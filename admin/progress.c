@@ -41,3 +41,9 @@ admin_progress(struct admin_progress *p, uint64_t done, uint64_t total,
 	    rate / (double)p->per_unit, p->unit, end ? "took" : "ETA",
 	    end ? t - p->t0 : rate > 0 ? (double)(total - done) / rate : 0);
 }
+
+void
+admin_progress_fn(void *opaque, uint64_t done, uint64_t total)
+{
+	admin_progress(opaque, done, total, done == total);
+}

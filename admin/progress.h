@@ -22,4 +22,10 @@ void admin_progress_start(struct admin_progress *p, const char *what,
 void admin_progress(struct admin_progress *p, uint64_t done, uint64_t total,
     bool end);
 
+/*
+ * A bftblk_progress_fn (bftblk.h) over opaque, an admin_progress: the
+ * call whose done reaches total prints the last line.
+ */
+void admin_progress_fn(void *opaque, uint64_t done, uint64_t total);
+
 #endif

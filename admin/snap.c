@@ -146,6 +146,22 @@ cmd_delete(const struct args *a, struct bftblk *h)
 	return 0;
 }
 
+static int
+cmd_rollback(const struct args *a, struct bftblk *h)
+{
+	struct admin_progress pr;
+
+	admin_progress_start(&pr, "rollback", "blocks", 1);
+	if (bftblk_snap_rollback(h, a->volume, a->name, admin_progress_fn,
+	    &pr) != 0) {
+		bft_log("%s", bftblk_errmsg(h));
+		return 1;
+	}
+	printf("rolled volume '%s' back to snapshot '%s'\n", a->volume,
+	    a->name);
+	return 0;
+}
+
 int
 admin_snap(int argc, char **argv)
 {
@@ -169,6 +185,7 @@ admin_snap(int argc, char **argv)
 		{ "list", cmd_list, false, false },
 		{ "info", cmd_info, true, true },
 		{ "delete", cmd_delete, true, true },
+		{ "rollback", cmd_rollback, true, true },
 	};
 	struct args a = { .timeout_s = 3 };
 	struct bftblk *h;

@@ -21,6 +21,7 @@
 #include "crypto.h"
 #include "keys.h"
 #include "log.h"
+#include "progress.h"
 #include "session.h"
 #include "status_format.h"
 #include "summary.h"
@@ -34,7 +35,7 @@ struct used {
 };
 
 struct args {
-	const char *dir, *keys, *name, *size;
+	const char *dir, *keys, *name, *size, *from;
 	bool encrypt, force, json;
 	unsigned timeout_s;
 };
@@ -221,6 +222,7 @@ cmd_info(const struct args *a, struct bftblk *h)
 	struct bftblk_volume v;
 	static struct used u;
 	char size[32], used[32], when[64];
+	char pvol[BFTBLK_VOLUME_NAME_MAX + 1], psnap[BFTBLK_VOLUME_NAME_MAX + 1];
 	time_t t;
 	struct tm tm;
 
@@ -232,8 +234,16 @@ cmd_info(const struct args *a, struct bftblk *h)
 	t = (time_t)v.created;
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+	if (bftblk_volume_parent(h, a->name, pvol, sizeof pvol, psnap,
+	    sizeof psnap) != 0) {
+		bft_log("%s", bftblk_errmsg(h));
+		return 1;
+	}
 	human(v.size, size, sizeof size);
 	human(used_of(&u, v.id), used, sizeof used);
+	if (psnap[0] != '\0')
+		printf("parent: %s@%s (a clone: blocks it never wrote read "
+		    "from there)\n", pvol, psnap);
 	printf("name: %s\nid: %" PRIu32 "\nsize: %" PRIu64 " (%s)\n"
 	    "used on servers: %" PRIu64 " (%s, %u servers answered)\n"
 	    "state: %s\nencrypted: %s%s%s\ncreated: %s\nresized: %" PRIu64
@@ -337,6 +347,84 @@ cmd_delete(const struct args *a, struct bftblk *h)
 	return 0;
 }
 
+/*
+ * An encrypted parent's key, copied to DIR/volumes/CLONE.key: the clone
+ * reads the parent's blocks, so it is opened with the same key.
+ */
+static int
+copy_key(const struct args *a, const char *parent, char *path, size_t len)
+{
+	char from[ADMIN_PATH_MAX], sub[ADMIN_PATH_MAX], err[256];
+	struct bft_volume_key vk;
+	int n;
+
+	if (admin_path_in(sub, sizeof sub, a->dir, "volumes") != 0)
+		return -1;
+	n = snprintf(from, sizeof from, "%s/%s.key", sub, parent);
+	if (n < 0 || (size_t)n >= sizeof from)
+		return -1;
+	n = snprintf(path, len, "%s/%s.key", sub, a->name);
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	if ((n = bft_volume_key_load(from, &vk, err, sizeof err)) != 0) {
+		bft_log("the parent is encrypted, and its key cannot be read: "
+		    "%s", err);
+		return -1;
+	}
+	n = bft_volume_key_write(path, &vk);
+	bft_wipe(&vk, sizeof vk);
+	if (n != 0) {
+		bft_log("%s: %s", path, strerror(-n));
+		return -1;
+	}
+	return 0;
+}
+
+/* --from V@S: a new volume that reads as S until written. */
+static int
+cmd_clone(const struct args *a, struct bftblk *h)
+{
+	char vol[BFTBLK_VOLUME_NAME_MAX + 1], key[ADMIN_PATH_MAX];
+	const char *at = strchr(a->from, '@');
+	struct bftblk_volume v;
+
+	if (at == NULL || (size_t)(at - a->from) >= sizeof vol) {
+		bft_log("--from: '%s' is not VOLUME@SNAPSHOT", a->from);
+		return 2;
+	}
+	memcpy(vol, a->from, (size_t)(at - a->from));
+	vol[at - a->from] = '\0';
+	if (bftblk_volume_clone(h, vol, at + 1, a->name, &v) != 0) {
+		bft_log("%s", bftblk_errmsg(h));
+		return 1;
+	}
+	if (v.encrypted && copy_key(a, vol, key, sizeof key) != 0) {
+		bft_log("clone '%s' was made; copy %s's key to "
+		    "DIR/volumes/%s.key by hand", a->name, vol, a->name);
+		return 1;
+	}
+	printf("cloned volume '%s' from '%s': id %" PRIu32 ", %" PRIu64
+	    " bytes%s%s\n", v.name, a->from, v.id, v.size, v.encrypted ?
+	    ", encrypted with a copy of its parent's key, " : "",
+	    v.encrypted ? key : "");
+	return 0;
+}
+
+static int
+cmd_flatten(const struct args *a, struct bftblk *h)
+{
+	struct admin_progress pr;
+
+	admin_progress_start(&pr, "flatten", "blocks", 1);
+	if (bftblk_volume_flatten(h, a->name, admin_progress_fn, &pr) != 0) {
+		bft_log("%s", bftblk_errmsg(h));
+		return 1;
+	}
+	printf("flattened volume '%s': it no longer reads from a parent\n",
+	    a->name);
+	return 0;
+}
+
 int
 admin_volume(int argc, char **argv)
 {
@@ -345,6 +433,7 @@ admin_volume(int argc, char **argv)
 		{ "keys", required_argument, NULL, 'k' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "size", required_argument, NULL, 's' },
+		{ "from", required_argument, NULL, 'F' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "encrypt", no_argument, NULL, 'e' },
 		{ "force", no_argument, NULL, 'f' },
@@ -362,6 +451,8 @@ admin_volume(int argc, char **argv)
 		{ "create", cmd_create, true, true },
 		{ "resize", cmd_resize, true, true },
 		{ "delete", cmd_delete, true, false },
+		{ "clone", cmd_clone, true, false },
+		{ "flatten", cmd_flatten, true, false },
 	};
 	struct args a = { .timeout_s = 3 };
 	struct bftblk *h;
@@ -387,6 +478,7 @@ admin_volume(int argc, char **argv)
 		case 'k': a.keys = optarg; break;
 		case 'n': a.name = optarg; break;
 		case 's': a.size = optarg; break;
+		case 'F': a.from = optarg; break;
 		case 'e': a.encrypt = true; break;
 		case 'f': a.force = true; break;
 		case 'j': a.json = true; break;
@@ -404,10 +496,13 @@ admin_volume(int argc, char **argv)
 	}
 	if (a.dir == NULL || optind != argc ||
 	    (cmds[ci].needs_name && a.name == NULL) ||
-	    (cmds[ci].needs_size && a.size == NULL)) {
-		bft_log("volume %s needs --dir DIR%s%s", cmds[ci].name,
+	    (cmds[ci].needs_size && a.size == NULL) ||
+	    ((cmds[ci].fn == cmd_clone) != (a.from != NULL))) {
+		bft_log("volume %s needs --dir DIR%s%s%s", cmds[ci].name,
 		    cmds[ci].needs_name ? " --name NAME" : "",
-		    cmds[ci].needs_size ? " --size SIZE" : "");
+		    cmds[ci].needs_size ? " --size SIZE" : "",
+		    cmds[ci].fn == cmd_clone ? " --from VOLUME@SNAPSHOT" :
+		    " (--from is clone's)");
 		return 2;
 	}
 	if ((h = admin_open_cluster(a.dir, a.keys, a.timeout_s)) == NULL)

@@ -299,9 +299,13 @@ bftblk_connect(struct bftblk *h)
 	if (h->cache_bytes > 0 && h->cache == NULL &&
 	    (h->cache = bftblk__bc_new(h->cache_bytes)) == NULL)
 		return failf(h, ENOMEM, "cannot allocate the block cache");
-	if ((h->eng = bftblk__engine_start(&p)) == NULL)
+	if (h->nparents > 0 && (r = bftblk__clone_start(h, &p)) != 0)
+		return r;
+	if ((h->eng = bftblk__engine_start(&p)) == NULL) {
+		bftblk__clone_stop(h);
 		return failf(h, EIO, "cannot start the event loop (or resolve "
 		    "a server's address)");
+	}
 	/*
 	 * One writer per volume, unless told the writers coordinate.  A
 	 * lease is plain whatever the volume's encryption, so that every
@@ -330,6 +334,7 @@ out_stop:
 	h->lease_ec = NULL;
 	bftblk__engine_stop(h->eng);
 	h->eng = NULL;
+	bftblk__clone_stop(h);
 	return r;
 }
 
@@ -377,6 +382,7 @@ bftblk_close(struct bftblk *h)
 	bftblk__engine_stop(h->lease_eng);
 	bft_ec_free(h->lease_ec);
 	bftblk__engine_stop(h->eng);
+	bftblk__clone_stop(h);
 	bftblk__bc_free(h->cache);
 	bft_ec_free(h->ec);
 	bft_volcrypt_wipe(&h->vc);

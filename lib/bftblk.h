@@ -276,6 +276,38 @@ int bftblk_snap_diff(struct bftblk *h, const char *volume, const char *from,
     const char *to, uint64_t **blocks, size_t *n);
 
 /*
+ * What a long call has done of its work (blocks), at most once a chunk
+ * and once at the end, on the calling thread.
+ */
+typedef void bftblk_progress_fn(void *opaque, uint64_t done, uint64_t total);
+/*
+ * Rolls volume back to its snapshot snap: every block written since
+ * gets the snapshot's value again, and the volume its size then.  The
+ * volume must have no writer (-EBUSY naming it): this call is its
+ * writer meanwhile.  Costs what changed since, as bftblk_snap_diff.
+ */
+int bftblk_snap_rollback(struct bftblk *h, const char *volume,
+    const char *snap, bftblk_progress_fn *progress, void *opaque);
+/*
+ * Clones (docs/snapshots.md): a new volume name whose blocks read as
+ * snapshot snap of volume does until written, nothing copied.  Needs
+ * the cluster finalized for clones (bftblk cluster finalize).  A
+ * snapshot some clone depends on is not deleted (-EBUSY naming them).
+ */
+int bftblk_volume_clone(struct bftblk *h, const char *volume,
+    const char *snap, const char *name, struct bftblk_volume *out);
+/* A clone's parent volume and snapshot into volume and snap; "" if none. */
+int bftblk_volume_parent(struct bftblk *h, const char *name, char *volume,
+    size_t vlen, char *snap, size_t slen);
+/*
+ * Copies what clone name still reads from its parent into its own
+ * blocks and forgets the parent.  Like rollback, the volume's writer
+ * while it runs; costs the volume's size.
+ */
+int bftblk_volume_flatten(struct bftblk *h, const char *name,
+    bftblk_progress_fn *progress, void *opaque);
+
+/*
  * A new connected handle on volume name, with h's options and then
  * options ("k=v k=v", or NULL), with its own lease, cache and
  * connections.  The volume's size and encryption come from the table;

@@ -1,11 +1,28 @@
 /*
  * Little-endian integers in the registers the library itself writes
- * (the volume table, leases): the same bytes on every host.
+ * (the volume table, leases): the same bytes on every host.  And the
+ * test for a block of zeros, which the write path and flattening share.
  */
 #ifndef BFTBLK_BYTES_INT_H
 #define BFTBLK_BYTES_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "proto.h"
+
+/* Whether a BFT_BLOCK_SIZE block is all zeros: memcmp, 4 KiB at a time. */
+static inline bool
+bftblk__block_zero(const uint8_t *p)
+{
+	static const uint8_t zeros[4096];
+
+	for (size_t off = 0; off < BFT_BLOCK_SIZE; off += sizeof zeros)
+		if (memcmp(p + off, zeros, sizeof zeros) != 0)
+			return false;
+	return true;
+}
 
 static inline void
 le_put32(uint8_t *p, uint32_t v)

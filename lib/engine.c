@@ -492,6 +492,12 @@ bftblk__engine_free(struct bft_engine *cl)
 	free(cl);
 }
 
+struct bft_engine *
+bftblk__engine_parent(const struct bft_engine *cl)
+{
+	return cl->p.parent;
+}
+
 uint64_t
 bftblk__engine_addr(const struct bft_engine *cl, uint64_t b)
 {

@@ -107,6 +107,11 @@ struct op {
 	struct bft_cand chosen;
 	uint32_t quorum;
 	bool zero;			/* C came out empty: the block reads as 0 */
+	/*
+	 * A clone's never-written block (zero still set, for its own
+	 * register): data is what the parent snapshot holds (read.c).
+	 */
+	bool inherited;
 	bool wrong_size;		/* failed: servers hold another length */
 
 	/* Read, 1-round path (op_read_fast.c). */
@@ -195,6 +200,12 @@ struct bft_engine_params {
 	bool view;
 	uint64_t view_gen;
 	/*
+	 * A clone's, or a snapshot of one's: the engine of the snapshot
+	 * its never-written blocks read from (a view engine, which may
+	 * have a parent of its own), or NULL.  Never written through.
+	 */
+	struct bft_engine *parent;
+	/*
 	 * Where the counters also go, or NULL: the statistics of the handle
 	 * this one was opened from (bftblk_open_volume), so that a front
 	 * end serving several volumes reports them all in one place.
@@ -229,6 +240,8 @@ struct coalesce *bftblk__engine_coalesce(struct bft_engine *cl);
 
 /* The address of block b of the engine's volume (proto.h). */
 uint64_t bftblk__engine_addr(const struct bft_engine *cl, uint64_t b);
+/* p.parent: the engine a clone's never-written blocks read through. */
+struct bft_engine *bftblk__engine_parent(const struct bft_engine *cl);
 
 /* Starts the loop thread and begins connecting; NULL on failure. */
 struct bft_engine *bftblk__engine_start(const struct bft_engine_params *p);

@@ -16,6 +16,7 @@
 #include "keys.h"
 #include "lease_int.h"
 #include "volcrypt.h"
+#include "voltab_int.h"
 
 struct bftblk {
 	/* Options. */
@@ -39,6 +40,14 @@ struct bftblk {
 	/* volume=V@S: snapshot S of V, read-only, at its boundary. */
 	bool view;
 	uint64_t view_gen;
+	/*
+	 * A clone, or a snapshot of one: the snapshots its never-written
+	 * blocks read from, nearest first, each read through an engine of
+	 * its own (clone.c).
+	 */
+	unsigned nparents;
+	struct vt_parent parents[VT_DEPTH];
+	struct bft_engine *parent_eng[VT_DEPTH];
 	char **opts;			/* every option given, "k=v", to clone */
 	size_t nopts;
 	struct bft_engine_stats *stats_agg;	/* engine_int.h's p.agg */
@@ -99,8 +108,18 @@ struct vol_ref {
 	struct bftblk_volume v;
 	bool snap;
 	uint64_t gen;			/* the snapshot's boundary */
+	unsigned nparents;		/* a clone's: voltab_int.h */
+	struct vt_parent parents[VT_DEPTH];
 };
 /* The entry's id, size and encryption into h (not yet loaded). */
 int bftblk__volume_apply(struct bftblk *h, const struct vol_ref *ref);
+
+/*
+ * A clone's engines (clone.c): one view engine per parent in h, the
+ * farthest first, each the next one's parent; p->parent is set to the
+ * nearest.  0, or a negative errno failed on h.  stop stops them all.
+ */
+int bftblk__clone_start(struct bftblk *h, struct bft_engine_params *p);
+void bftblk__clone_stop(struct bftblk *h);
 
 #endif

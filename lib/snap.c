@@ -227,6 +227,7 @@ bftblk_snap_delete(struct bftblk *h, const char *volume, const char *name,
 	struct voltab *vt = NULL;
 	struct vt_entry vol, *e;
 	unsigned bi, left = 0;
+	char names[512];
 	int r;
 
 	if (pending != NULL)
@@ -240,6 +241,14 @@ bftblk_snap_delete(struct bftblk *h, const char *volume, const char *name,
 	if ((e = bftblk__vt_find_snap(vt, vol.id, name, &bi)) == NULL) {
 		r = bftblk__handle_fail(h, ENOENT, "volume '%s' has no "
 		    "snapshot named '%s'", volume, name);
+		goto out;
+	}
+	/* Its versions are what those clones' unwritten blocks read. */
+	if (e->state == VT_SNAP && bftblk__vt_dependants(vt, vol.id,
+	    e->generation, names, sizeof names) > 0) {
+		r = bftblk__handle_fail(h, EBUSY, "snapshot '%s@%s' is the "
+		    "parent of %s: delete or flatten them first", volume, name,
+		    names);
 		goto out;
 	}
 	e->state = VT_SNAP_DELETING;

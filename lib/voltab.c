@@ -8,8 +8,16 @@
  * (next id and blocks in use mean something in block 0 only), then its
  * entries of 128 bytes:
  *
- *	0  state   1  flags (1: encrypted)   4  id   8  size   16 generation
- *	24 created   32 key id (16)   48 name (64, zero-padded)   112 zero
+ *	0  state   1  flags (1: encrypted)   2  1: a clone   4  id
+ *	8  size   16 generation   24 created   32 key id (16)
+ *	48 name (64, zero-padded)   112 parent id   116 parent boundary
+ *	124 zero
+ *
+ * The parent (a clone's, or a snapshot of a clone's) is the volume id
+ * and boundary of the snapshot its never-written blocks read from.  A
+ * table without clones is byte for byte what the first table format
+ * was, whose readers refuse byte 2 and bytes 112 on unless zero: so a
+ * clone is only made once the cluster is finalized (docs/upgrades.md).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -83,6 +91,11 @@ bftblk__vt_encode(const struct voltab *vt, unsigned bi, uint8_t *blk)
 		le_put64(p + 24, e->created);
 		memcpy(p + 32, e->key_id, sizeof e->key_id);
 		memcpy(p + 48, e->name, strlen(e->name));
+		if (e->clone) {
+			p[2] = 1;
+			le_put32(p + 112, e->parent_id);
+			le_put64(p + 116, e->parent_gen);
+		}
 	}
 }
 
@@ -100,10 +113,21 @@ decode_entry(const uint8_t *p, struct vt_entry *e, uint32_t next_id,
 	e->created = le_get64(p + 24);
 	memcpy(e->key_id, p + 32, sizeof e->key_id);
 	memcpy(e->name, p + 48, BFTBLK_VOLUME_NAME_MAX);
+	e->clone = p[2] == 1;
+	e->parent_id = le_get32(p + 112);
+	e->parent_gen = le_get64(p + 116);
 	if (e->state < VT_LIVE || e->state > VT_SNAP_DELETING || p[1] > 1 ||
-	    p[2] != 0 || p[3] != 0 || !all_zero(p + 112, VT_ENTRY - 112)) {
-		snprintf(why, whylen, "an entry with state %u, flags %u",
-		    p[0], p[1]);
+	    p[2] > 1 || p[3] != 0 || !all_zero(p + 124, VT_ENTRY - 124) ||
+	    (!e->clone && !all_zero(p + 112, 12))) {
+		snprintf(why, whylen, "an entry with state %u, flags %u/%u",
+		    p[0], p[1], p[2]);
+		return -1;
+	}
+	/* A parent is older than its clone: ids only grow. */
+	if (e->clone && ((e->parent_id != 0 && (e->parent_id < VT_FIRST_ID ||
+	    e->parent_id >= next_id)) || e->parent_id == e->id)) {
+		snprintf(why, whylen, "an entry whose parent is volume %u",
+		    e->parent_id);
 		return -1;
 	}
 	if (!bftblk__vt_name_ok(e->name) || !all_zero(p + 48 + strlen(e->name),
@@ -201,6 +225,91 @@ bftblk__vt_find_snap(struct voltab *vt, uint32_t id, const char *name,
 			}
 		}
 	return NULL;
+}
+
+struct vt_entry *
+bftblk__vt_find_gen(struct voltab *vt, uint32_t id, uint64_t gen)
+{
+	for (unsigned b = 0; b < vt->nblocks; b++)
+		for (unsigned i = 0; i < vt->count[b]; i++) {
+			struct vt_entry *e = &vt->e[b][i];
+
+			if (bftblk__vt_is_snap(e) && e->id == id &&
+			    e->generation == gen)
+				return e;
+		}
+	return NULL;
+}
+
+int
+bftblk__vt_parents(struct voltab *vt, const struct vt_entry *e,
+    struct vt_parent *out, unsigned *n, char *why, size_t whylen)
+{
+	const struct vt_entry *cur = e;
+
+	*n = 0;
+	while (cur->clone) {
+		const struct vt_entry *p;
+
+		if (*n == VT_DEPTH) {
+			snprintf(why, whylen, "'%s' is a clone more than %u "
+			    "deep", e->name, VT_DEPTH);
+			return -1;
+		}
+		if ((p = bftblk__vt_find_gen(vt, cur->parent_id,
+		    cur->parent_gen)) == NULL) {
+			snprintf(why, whylen, "'%s''s parent, the snapshot of "
+			    "volume %u at generation %llu, is not in the "
+			    "table", cur->name, cur->parent_id,
+			    (unsigned long long)cur->parent_gen);
+			return -1;
+		}
+		out[*n].id = cur->parent_id;
+		out[(*n)++].gen = cur->parent_gen;
+		cur = p;
+	}
+	return 0;
+}
+
+const char *
+bftblk__vt_name_of(const struct voltab *vt, uint32_t id)
+{
+	for (unsigned b = 0; b < vt->nblocks; b++)
+		for (unsigned i = 0; i < vt->count[b]; i++)
+			if (!bftblk__vt_is_snap(&vt->e[b][i]) &&
+			    vt->e[b][i].id == id)
+				return vt->e[b][i].name;
+	return "";
+}
+
+unsigned
+bftblk__vt_dependants(const struct voltab *vt, uint32_t id, uint64_t gen,
+    char *buf, size_t len)
+{
+	unsigned count = 0;
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (unsigned b = 0; b < vt->nblocks; b++)
+		for (unsigned i = 0; i < vt->count[b]; i++) {
+			const struct vt_entry *e = &vt->e[b][i];
+			bool snap = bftblk__vt_is_snap(e);
+			int w;
+
+			if (!e->clone || e->parent_id != id ||
+			    e->parent_gen != gen)
+				continue;
+			count++;
+			if (off + 1 >= len)
+				continue;
+			/* A snapshot of a clone is named as V@S. */
+			w = snprintf(buf + off, len - off, "%s%s%s%s",
+			    off ? ", " : "", snap ? bftblk__vt_name_of(vt,
+			    e->id) : "", snap ? "@" : "", e->name);
+			off = w > 0 && off + (size_t)w < len ? off +
+			    (size_t)w : len - 1;
+		}
+	return count;
 }
 
 int

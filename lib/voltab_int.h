@@ -52,6 +52,14 @@ struct vt_entry {
 	uint64_t created;		/* Unix seconds */
 	uint8_t key_id[16];		/* the volume key's, when encrypted */
 	char name[BFTBLK_VOLUME_NAME_MAX + 1];
+	/*
+	 * A clone (docs/snapshots.md): its never-written blocks read as
+	 * snapshot parent_gen of volume parent_id does.  A snapshot of a
+	 * clone keeps the parent the clone had when it was taken.
+	 */
+	bool clone;
+	uint32_t parent_id;
+	uint64_t parent_gen;
 };
 
 static inline bool
@@ -59,6 +67,17 @@ bftblk__vt_is_snap(const struct vt_entry *e)
 {
 	return e->state == VT_SNAP || e->state == VT_SNAP_DELETING;
 }
+
+/*
+ * The snapshots a clone's reads fall back to, nearest first: its parent,
+ * that snapshot's own parent when it is of a clone, and so on, at most
+ * VT_DEPTH deep.
+ */
+#define VT_DEPTH	16u
+struct vt_parent {
+	uint32_t id;
+	uint64_t gen;
+};
 
 struct voltab {
 	uint32_t next_id;
@@ -87,6 +106,24 @@ struct vt_entry *bftblk__vt_find(struct voltab *vt, const char *name,
 /* Volume id's snapshot named name (any state), or NULL; *bi its block. */
 struct vt_entry *bftblk__vt_find_snap(struct voltab *vt, uint32_t id,
     const char *name, unsigned *bi);
+/*
+ * e's chain of parents into out (VT_DEPTH), *n of them.  0, or -1 with
+ * why filled: a parent snapshot missing or a chain too deep, which only
+ * a damaged table has (deletes keep parents while clones depend).
+ */
+int bftblk__vt_parents(struct voltab *vt, const struct vt_entry *e,
+    struct vt_parent *out, unsigned *n, char *why, size_t whylen);
+/* Volume id's snapshot at boundary gen (live or deleting), or NULL. */
+struct vt_entry *bftblk__vt_find_gen(struct voltab *vt, uint32_t id,
+    uint64_t gen);
+/* The name of the volume (not snapshot) with id, or "" (volume 0). */
+const char *bftblk__vt_name_of(const struct voltab *vt, uint32_t id);
+/*
+ * How many entries (clones, and snapshots of clones) have snapshot gen
+ * of volume id as their parent; their names ("C", "C@S") in buf.
+ */
+unsigned bftblk__vt_dependants(const struct voltab *vt, uint32_t id,
+    uint64_t gen, char *buf, size_t len);
 /* A block with room for one more entry, or -1 when the table is full. */
 int bftblk__vt_room(const struct voltab *vt);
 /* Adds e in block bi (bftblk__vt_room's); removes entry i of block bi. */

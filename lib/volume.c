@@ -358,19 +358,41 @@ out:
 	return r;
 }
 
-/* Trims blocks [from, to) of volume id: a shrink's cut. */
+/*
+ * Trims blocks [from, to) of volume e: a shrink's cut.  A clone's
+ * handle reads through its parents, so that a block it never wrote,
+ * which would read as its parent's, gets the zero value too: growing
+ * the clone again then shows zeros there, as on any other volume.
+ */
 static int
-trim_tail(struct bftblk *h, const struct vt_entry *e, uint64_t from,
-    uint64_t to)
+trim_tail(struct bftblk *h, struct voltab *vt, const struct vt_entry *e,
+    uint64_t from, uint64_t to)
 {
 	struct bftblk *vh;
-	char opts[96];
+	char opts[96], why[256];
 	int r;
 
 	snprintf(opts, sizeof opts, "volume-id=%" PRIu32 " size=%" PRIu64
 	    " shared=on cache=0", e->id, to * BFT_BLOCK_SIZE);
-	if ((r = bftblk_open(h->config_path, h->keys_path, opts, &vh)) != 0)
-		return bftblk__handle_fail(h, -r, "%s", bftblk_errmsg(NULL));
+	if ((vh = bftblk_create()) == NULL)
+		return bftblk__handle_fail(h, ENOMEM, "out of memory");
+	if ((r = bftblk_set_option(vh, "config", h->config_path)) != 0 ||
+	    (h->keys_path != NULL &&
+	    (r = bftblk_set_option(vh, "keys", h->keys_path)) != 0) ||
+	    (r = bftblk__set_options(vh, opts)) != 0) {
+		r = bftblk__handle_fail(h, -r, "%s", bftblk_errmsg(vh));
+		goto out;
+	}
+	if (bftblk__vt_parents(vt, e, vh->parents, &vh->nparents, why,
+	    sizeof why) != 0) {
+		r = bftblk__handle_fail(h, EUCLEAN, "the volume table is "
+		    "damaged: %s", why);
+		goto out;
+	}
+	if ((r = bftblk_connect(vh)) != 0) {
+		r = bftblk__handle_fail(h, -r, "%s", bftblk_errmsg(vh));
+		goto out;
+	}
 	for (uint64_t b = from; b < to && r == 0; b += 1024) {
 		uint64_t nb = to - b < 1024 ? to - b : 1024;
 
@@ -379,6 +401,7 @@ trim_tail(struct bftblk *h, const struct vt_entry *e, uint64_t from,
 	if (r != 0)
 		r = bftblk__handle_fail(h, -r, "trimming the cut-off blocks: "
 		    "%s", bftblk_errmsg(vh));
+out:
 	bftblk_close(vh);
 	return r;
 }
@@ -418,7 +441,7 @@ bftblk_volume_resize(struct bftblk *h, const char *name, uint64_t size,
 			    "shrinking", name, li.claim.holder);
 			goto out;
 		}
-		if ((r = trim_tail(h, e, size / BFT_BLOCK_SIZE,
+		if ((r = trim_tail(h, vt, e, size / BFT_BLOCK_SIZE,
 		    e->size / BFT_BLOCK_SIZE)) != 0)
 			goto out;
 	}

@@ -74,6 +74,8 @@ bftblk__volume_apply(struct bftblk *h, const struct vol_ref *ref)
 	h->resolved = true;
 	h->view = ref->snap;
 	h->view_gen = ref->gen;
+	h->nparents = ref->nparents;
+	memcpy(h->parents, ref->parents, sizeof h->parents);
 	if (!v->encrypted) {
 		if (h->encrypt)
 			return bftblk__handle_fail(h, EINVAL, "volume '%s' is "
@@ -114,6 +116,7 @@ find_in(struct bftblk *h, struct voltab *vt, const char *name,
 	const char *at = strchr(name, '@');
 	struct vt_entry *e = NULL, *s;
 	uint32_t id = 0;
+	char why[256];
 
 	memset(ref, 0, sizeof *ref);
 	if (at == NULL) {
@@ -121,7 +124,7 @@ find_in(struct bftblk *h, struct voltab *vt, const char *name,
 			return bftblk__handle_fail(h, ENOENT, "no volume is "
 			    "named '%s' (bftblk volume list names them)", name);
 		bftblk__vt_public(e, &ref->v);
-		return 0;
+		goto parents;
 	}
 	if ((size_t)(at - name) >= sizeof vol)
 		return bftblk__handle_fail(h, EINVAL, "'%s' is not V@SNAPSHOT",
@@ -143,6 +146,12 @@ find_in(struct bftblk *h, struct voltab *vt, const char *name,
 	snprintf(ref->v.name, sizeof ref->v.name, "%s", vol);
 	ref->snap = true;
 	ref->gen = s->generation;
+	e = s;
+parents:
+	if (bftblk__vt_parents(vt, e, ref->parents, &ref->nparents, why,
+	    sizeof why) != 0)
+		return bftblk__handle_fail(h, EUCLEAN, "the volume table is "
+		    "damaged: %s", why);
 	return 0;
 }
 

@@ -24,22 +24,11 @@
 
 #include "blocklock_int.h"
 #include "coalesce_int.h"
+#include "bytes_int.h"
 #include "error_int.h"
 #include "plan_int.h"
 #include "read_int.h"
 #include "write_int.h"
-
-/* Whether every byte of a block is zero. */
-static bool
-all_zero(const uint8_t *p)
-{
-	static const uint8_t zeros[4096];
-
-	for (size_t off = 0; off < BFT_BLOCK_SIZE; off += sizeof zeros)
-		if (memcmp(p + off, zeros, sizeof zeros) != 0)
-			return false;
-	return true;
-}
 
 /*
  * Prepares and runs the writes, then caches what committed (partial
@@ -65,7 +54,7 @@ write_ops(struct bft_engine *cl, struct bft_blockcache *bc,
 		 */
 		if (ops[i]->partial || !ops[i]->zero_value)
 			ops[i]->zero_value = ops[i]->value == NULL &&
-			    all_zero(ops[i]->data);
+			    bftblk__block_zero(ops[i]->data);
 		/* With encryption: sealed and coded in run_ops. */
 		if (bftblk__op_prepare_write(ops[i]) != 0) {
 			bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: "
@@ -150,7 +139,8 @@ drop_zero_blocks(struct bft_engine *cl, struct bft_blockcache *bc,
 	if (bftblk__read_blocks(cl, bc, reads, nr, false) != 0)
 		goto out_free;
 	for (unsigned j = 0; j < nr; j++)
-		skip[idx[j]] = reads[j]->zero || all_zero(reads[j]->data);
+		/* Not ->zero alone: a clone's may hold its parent's. */
+		skip[idx[j]] = bftblk__block_zero(reads[j]->data);
 	for (unsigned i = 0; i < c->nops; i++) {
 		if (skip[i]) {
 			bftblk__op_free(c->ops[i]);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,9 @@ assert_same(const struct vt_entry *a, const struct vt_entry *b)
 	assert_int_equal(a->created, b->created);
 	assert_memory_equal(a->key_id, b->key_id, sizeof a->key_id);
 	assert_string_equal(a->name, b->name);
+	assert_int_equal(a->clone, b->clone);
+	assert_int_equal(a->parent_id, b->parent_id);
+	assert_int_equal(a->parent_gen, b->parent_gen);
 }
 
 static void
@@ -125,7 +129,11 @@ test_refuses_damage(void **state)
 		{ E + 9, 0x01 },		/* size not whole blocks */
 		{ E + 48, '/' },		/* name */
 		{ E + 48 + 10, 'x' },		/* bytes after the name's end */
-		{ E + 120, 1 },			/* entry padding */
+		{ E + 2, 2 },			/* clone flag */
+		{ E + 3, 1 },			/* flags padding */
+		{ E + 113, 1 },			/* a parent, not a clone */
+		{ E + 120, 1 },			/* a parent's boundary, too */
+		{ E + 125, 1 },			/* entry padding */
 		{ E + VT_ENTRY + 5, 1 },	/* past the entries */
 	};
 	char why[160];
@@ -232,6 +240,134 @@ test_snapshots(void **state)
 	assert_int_equal(bftblk__vt_decode(&back, 0, blk, why, sizeof why), -1);
 }
 
+/*
+ * Clones: the parent round-trips; a table without clones has byte 2 and
+ * bytes 112 on zero, as the first format's readers require; a parent id
+ * a writer could not have given (not yet handed out, the clone's own)
+ * is refused.
+ */
+static void
+test_clone_entries(void **state)
+{
+	struct vt_entry v = entry("base", VT_FIRST_ID, 8 * BFT_BLOCK_SIZE);
+	struct vt_entry s = v, c = entry("c", VT_FIRST_ID + 1, v.size);
+	struct vt_entry cs, z = entry("z", VT_FIRST_ID + 2, v.size);
+	const uint8_t *p = blk + VT_HDR;
+	char why[160];
+
+	(void)state;
+	bftblk__vt_init(&vt);
+	vt.next_id = VT_FIRST_ID + 3;
+	s.state = VT_SNAP;
+	s.generation = 9;
+	strcpy(s.name, "gold");
+	c.clone = true;
+	c.parent_id = v.id;
+	c.parent_gen = 9;
+	cs = c;
+	cs.state = VT_SNAP;
+	cs.generation = 4;
+	strcpy(cs.name, "cs");
+	/* A clone of volume 0's snapshot: parent id 0. */
+	z.clone = true;
+	z.parent_gen = 2;
+	bftblk__vt_add(&vt, 0, &v);
+	bftblk__vt_encode(&vt, 0, blk);
+	assert_int_equal(p[2], 0);
+	for (size_t i = 112; i < VT_ENTRY; i++)
+		assert_int_equal(p[i], 0);
+	bftblk__vt_add(&vt, 0, &s);
+	bftblk__vt_add(&vt, 0, &c);
+	bftblk__vt_add(&vt, 0, &cs);
+	bftblk__vt_add(&vt, 0, &z);
+	bftblk__vt_encode(&vt, 0, blk);
+	assert_int_equal(bftblk__vt_decode(&back, 0, blk, why, sizeof why), 0);
+	assert_same(&back.e[0][2], &c);
+	assert_same(&back.e[0][3], &cs);
+	assert_same(&back.e[0][4], &z);
+	/* A parent not yet handed out. */
+	vt.e[0][2].parent_id = VT_FIRST_ID + 3;
+	bftblk__vt_encode(&vt, 0, blk);
+	assert_int_equal(bftblk__vt_decode(&back, 0, blk, why, sizeof why), -1);
+	/* Its own parent. */
+	vt.e[0][2].parent_id = VT_FIRST_ID + 1;
+	bftblk__vt_encode(&vt, 0, blk);
+	assert_int_equal(bftblk__vt_decode(&back, 0, blk, why, sizeof why), -1);
+	/* Below the table's ids and not volume 0. */
+	vt.e[0][2].parent_id = 7;
+	bftblk__vt_encode(&vt, 0, blk);
+	assert_int_equal(bftblk__vt_decode(&back, 0, blk, why, sizeof why), -1);
+}
+
+/*
+ * The chain a clone reads through, and who depends on a snapshot: a
+ * clone of a clone's snapshot reads its parent, then that snapshot's
+ * parent; a missing parent and a chain past VT_DEPTH are refused, and a
+ * snapshot's dependants are named (a snapshot of a clone as V@S).
+ */
+static void
+test_clone_chains(void **state)
+{
+	struct vt_entry w = entry("w", VT_FIRST_ID, BFT_BLOCK_SIZE);
+	struct vt_entry ws = w, c = entry("c", VT_FIRST_ID + 1, w.size), cs;
+	struct vt_entry d = entry("d", VT_FIRST_ID + 2, w.size);
+	struct vt_parent chain[VT_DEPTH];
+	char why[160], names[128];
+	unsigned n;
+
+	(void)state;
+	bftblk__vt_init(&vt);
+	vt.next_id = VT_FIRST_ID + 3;
+	ws.state = VT_SNAP;
+	ws.generation = 4;
+	c.clone = true;
+	c.parent_id = w.id;
+	c.parent_gen = 4;
+	cs = c;
+	cs.state = VT_SNAP;
+	cs.generation = 11;
+	strcpy(cs.name, "cs");
+	d.clone = true;
+	d.parent_id = c.id;
+	d.parent_gen = 11;
+	bftblk__vt_add(&vt, 0, &w);
+	bftblk__vt_add(&vt, 0, &ws);
+	bftblk__vt_add(&vt, 0, &c);
+	bftblk__vt_add(&vt, 0, &cs);
+	bftblk__vt_add(&vt, 0, &d);
+	assert_int_equal(bftblk__vt_parents(&vt, &d, chain, &n, why,
+	    sizeof why), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(chain[0].id, c.id);
+	assert_int_equal(chain[0].gen, 11);
+	assert_int_equal(chain[1].id, w.id);
+	assert_int_equal(chain[1].gen, 4);
+	assert_int_equal(bftblk__vt_parents(&vt, &w, chain, &n, why,
+	    sizeof why), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(bftblk__vt_dependants(&vt, w.id, 4, names,
+	    sizeof names), 2);
+	assert_string_equal(names, "c, c@cs");
+	assert_int_equal(bftblk__vt_dependants(&vt, c.id, 11, names,
+	    sizeof names), 1);
+	assert_string_equal(names, "d");
+	assert_int_equal(bftblk__vt_dependants(&vt, w.id, 5, names,
+	    sizeof names), 0);
+	/* The snapshot w@4 gone: c's chain is broken, and said so. */
+	bftblk__vt_remove(&vt, 0, &vt.e[0][1]);
+	assert_int_equal(bftblk__vt_parents(&vt, &d, chain, &n, why,
+	    sizeof why), -1);
+	/* A snapshot that is its own parent: a cycle stops at VT_DEPTH. */
+	bftblk__vt_init(&vt);
+	vt.next_id = VT_FIRST_ID + 3;
+	cs.parent_id = cs.id;
+	cs.parent_gen = cs.generation;
+	bftblk__vt_add(&vt, 0, &cs);
+	assert_int_equal(bftblk__vt_parents(&vt, &cs, chain, &n, why,
+	    sizeof why), -1);
+	assert_non_null(strstr(why, "deep"));
+}
+
 int
 main(void)
 {
@@ -242,6 +378,8 @@ main(void)
 		cmocka_unit_test(test_refuses_damage),
 		cmocka_unit_test(test_room),
 		cmocka_unit_test(test_snapshots),
+		cmocka_unit_test(test_clone_entries),
+		cmocka_unit_test(test_clone_chains),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
