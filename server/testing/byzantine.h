@@ -127,6 +127,15 @@ enum bft_byz_mode {
 	 * (docs/snapshots.md), and a snapshot must read as it was.
 	 */
 	BFT_BYZ_VIEW_HEAD = 1u << 12,
+	/*
+	 * Says no block was ever written: COLLECT and FILTER (live or of a
+	 * view) answered as for a block it never held, the initial value
+	 * and nothing else.  Attacks a clone's reads, which go to the
+	 * parent snapshot for a block that was never written: one liar's
+	 * "never written" must not send a reader there while a write to
+	 * the clone's block completed (docs/snapshots.md, Clones).
+	 */
+	BFT_BYZ_HIDE = 1u << 13,
 };
 
 /* What to do with a reply after bft_byz_reply(). */

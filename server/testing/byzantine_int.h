@@ -10,7 +10,7 @@
 
 #include "byzantine.h"
 
-#define BYZ_NMODES	13
+#define BYZ_NMODES	14
 /* lie-heal's buffer: the longest LCLIST_ACK, and any SUMMARY_ACK. */
 #define BYZ_INFO_LEN	(BFT_LCLIST_MAX * BFT_LCENTRY_LEN)
 _Static_assert(BYZ_INFO_LEN >= BFT_SUMMARY_MAX * BFT_SUMMARY_DIGEST_LEN,

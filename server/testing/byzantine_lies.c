@@ -291,6 +291,26 @@ cc_ts(const struct bft_msg *rep)
 	return NULL;
 }
 
+/*
+ * hide-writes: the same request for the same block number of a volume
+ * nobody writes (the one below the volume table's id), answered by our
+ * own handler, is what a server that never held the block says.
+ */
+static void
+hide(struct bft_byz *b, const struct bft_msg *req, struct bft_msg *rep)
+{
+	static struct bft_msg twin;
+
+	twin = *req;
+	twin.type = bft_view_base(req->type);
+	twin.gen = 0;
+	twin.block = bft_addr(BFT_VOL_TABLE - 1, bft_addr_block(req->block));
+	(void)bft_handle(b->h, "hide-writes", &twin, rep);
+	rep->type = req->type | BFT_ACK;
+	rep->block = req->block;
+	byz_hit(b, BFT_BYZ_HIDE);
+}
+
 void
 byz_rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
     struct bft_msg *rep)
@@ -307,6 +327,11 @@ byz_rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
 		(void)bft_handle(b->h, "view-head", &twin, rep);
 		rep->type = req->type | BFT_ACK;
 		byz_hit(b, BFT_BYZ_VIEW_HEAD);
+		return;
+	}
+	if ((modes & BFT_BYZ_HIDE) && (bft_view_base(req->type) ==
+	    BFT_COLLECT || bft_view_base(req->type) == BFT_FILTER)) {
+		hide(b, req, rep);
 		return;
 	}
 	if ((modes & BFT_BYZ_LIE_HEAL) &&
