@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cluster_int.h"
-#include "error_int.h"
+#include "engine_int.h"
 #include "featureset.h"
 #include "handle_int.h"
 #include "session.h"
@@ -54,15 +54,13 @@ bftblk__cluster_finalized(struct bftblk *h, unsigned feature)
 	unsigned fin = 0;
 	int err = 0, r = 1, e;
 
-	if (bft_feature_level(feature) < 0) {
-		bftblk__fail(EINVAL, "unknown feature %u", feature);
-		return -EINVAL;
-	}
+	if (bft_feature_level(feature) < 0)
+		return bftblk__handle_fail(h, EINVAL, "unknown feature %u",
+		    feature);
 	req = calloc(1, sizeof *req);
 	rep = calloc(1, sizeof *rep);
 	if (req == NULL || rep == NULL) {
-		r = -ENOMEM;
-		bftblk__fail(ENOMEM, NULL);
+		r = bftblk__handle_fail(h, ENOMEM, "out of memory");
 		goto out;
 	}
 	for (unsigned i = 0; i < h->cfg.n && r == 1; i++) {
@@ -78,11 +76,9 @@ bftblk__cluster_finalized(struct bftblk *h, unsigned feature)
 		if (!bft_feature_usable(feature, fin))
 			r = 0;
 	}
-	if (r == 1 && err != 0) {
-		r = err;
-		bftblk__fail(-err, "cannot tell whether the cluster is "
-		    "finalized: %s", first);
-	}
+	if (r == 1 && err != 0)
+		r = bftblk__handle_fail(h, -err, "cannot tell whether the "
+		    "cluster is finalized: %s", first);
 out:
 	free(req);
 	free(rep);

@@ -10,6 +10,9 @@
 #    the release on the line 0.2.0 stops at.
 # 4. A restarted server is still finalized, and I/O works throughout.
 # 5. A read-only key may not finalize.
+# Throughout, libbftblk's bftblk__cluster_finalized (through the test
+# client) answers 0 before, an error while a server is down and none
+# said no, and 1 after; an unknown feature is an error.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 cluster_start 1
@@ -35,6 +38,20 @@ finalize_run()
 	"$ADMIN" cluster finalize --dir "$CLUSTER_DIR" "$@" \
 	    >"$TESTDIR/log/$name.out" 2>&1 || RC=$?
 	sed "s/^/  $name: /" "$TESTDIR/log/$name.out" >&2
+}
+
+# lib_finalized WANT: bftblk__cluster_finalized for clone entries says
+# WANT ("finalized 0", "finalized 1" or "error").
+TESTCLIENT=$BUILD/tests/bftblk-testclient
+lib_finalized()
+{
+	local out
+	out=$("$TESTCLIENT" finalized --config "$CLUSTER_DIR/bftblk.conf" \
+	    --keys "$CLUSTER_DIR/client.key" 2>>"$TESTDIR/log/testclient.log") ||
+	    true
+	log "bftblk__cluster_finalized: $out"
+	[[ "$out" == "$1"* ]] || fail "bftblk__cluster_finalized said" \
+	    "'$out', not '$1'"
 }
 
 write_some()
@@ -63,6 +80,8 @@ for s in r["servers"]:
     assert s["finalized"] == 0, s
 PY
 
+lib_finalized "finalized 0"
+
 log "step 2: refused with server 3 down"
 server_kill 3
 finalize_run down
@@ -75,6 +94,7 @@ for i in 0 1 2; do
 	grep -q "^format = 7$" "$TESTDIR/data/server-$i/identity" ||
 	    fail "server $i was finalized by a refused finalize"
 done
+lib_finalized "finalized 0"
 server_start 3
 
 log "step 3: finalize, twice"
@@ -98,8 +118,16 @@ for ((i = 0; i < CLUSTER_N; i++)); do
 	    fail "server $i did not log its finalize"
 done
 
+lib_finalized "finalized 1"
+"$TESTCLIENT" finalized --config "$CLUSTER_DIR/bftblk.conf" \
+    --keys "$CLUSTER_DIR/client.key" --count 99 >"$TESTDIR/log/feat99.out" \
+    2>&1 && fail "an unknown feature was answered"
+grep -q "unknown feature 99" "$TESTDIR/log/feat99.out" ||
+    fail "an unknown feature: $(cat "$TESTDIR/log/feat99.out")"
+
 log "step 4: a restarted server is still finalized; I/O goes on"
 server_kill 2
+lib_finalized "error"
 server_start 2
 status_run restarted --json
 python3 - "$TESTDIR/log/restarted.out" <<'PY' || fail "server 2 forgot"
