@@ -397,8 +397,8 @@ status_print_text(const struct status_report *r, FILE *fp)
 		status_human_bytes(in->bytes_total, total, sizeof total);
 		status_human_bytes(in->bytes_live, live, sizeof live);
 		human_secs(in->uptime_s, up, sizeof up);
-		fprintf(fp, "reachable, release %s, version %" PRIu64 ", up %s, "
-		    "%" PRIu64 " blocks, %s on disk (%s live), %" PRIu64
+		fprintf(fp, "reachable, release %s, version %" PRIu64 ", up "
+		    "%s, %" PRIu64 " blocks, %s on disk (%s live), %" PRIu64
 		    " damaged, %" PRIu64 " repaired, ", bft_release_str(
 		    in->release, rel, sizeof rel), in->version, up,
 		    in->blocks_held,

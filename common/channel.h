@@ -26,7 +26,8 @@
  * so the channel is mutually authenticated even in plain mode; the
  * ephemeral keys make each connection's keys fresh (a replayed hello
  * derives keys nobody can use) and keep past traffic secret if a
- * static key leaks later.
+ * static key leaks later.  The client sends its finish and its first
+ * frames together, so the handshake costs one round trip.
  *
  * The levels (featureset.h) ride in bits release 0.2.0 left unused and
  * ignores: the top six bits of the client's cipher byte, which its
@@ -34,8 +35,7 @@
  * never reads.  0.2.0 sends zeros there, which is level 0.  Both hellos
  * are hashed into the keys and the server's tag covers its own, so a
  * level that was altered in transit fails the handshake: the level each
- * end sees is the one the other sent.  The client sends its finish and its first
- * frames together, so the handshake costs one round trip.
+ * end sees is the one the other sent.
  *
  * After the handshake a frame is the usual 4-byte big-endian length
  * followed by the msgpack body sealed with an AEAD: AES-256-GCM when
@@ -126,7 +126,7 @@ struct bft_chan {
 	uint64_t tx_seq, rx_seq;
 	struct evp_cipher_ctx_st *tx, *rx;	/* keyed once, per frame: IV */
 	uint8_t peer_finish[BFT_CHAN_FINISH_LEN];	/* server: expected */
-	unsigned peer_level;		/* what the other end's hello said */
+	unsigned peer_level;		/* the other end's hello's level */
 };
 
 /* A client's side of the handshake between its hello and the reply. */
@@ -141,7 +141,7 @@ struct bft_chan_client {
 /* What a server learns from a client hello. */
 struct bft_chan_hello {
 	unsigned version, mode, ciphers, server_index;
-	unsigned level;			/* featureset.h; 0 from release 0.2.0 */
+	unsigned level;			/* featureset.h; 0.2.0 sends 0 */
 	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
 	uint8_t client_pk[BFT_CHAN_PK_LEN];
 	uint8_t client_eph[BFT_CHAN_PK_LEN];

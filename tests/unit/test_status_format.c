@@ -271,7 +271,8 @@ test_text(void **state)
 	status_assess(&r);
 	print(status_print_text);
 	assert_non_null(strstr(text, "server 0 10.0.0.1:7700: reachable, "
-	    "release 0.2.0, version 2, up 10m00s, 0 blocks, 3.0 MiB on disk (1.5 MiB live), "
+	    "release 0.2.0, version 2, up 10m00s, 0 blocks, 3.0 MiB on disk "
+	    "(1.5 MiB live), "
 	    "0 damaged, 0 repaired, rebuilding 0/64 blocks, 0.0 MB/s, ETA "
 	    "unknown\n"));
 	in->rebuild_state = BFT_REBUILD_DONE;
