@@ -49,6 +49,7 @@ struct bftblk *admin_open_cluster(const char *dir, const char *keys,
 extern bool admin_verbose;
 int admin_ping(int argc, char **argv);
 int admin_scrub(int argc, char **argv);
+int admin_cluster(int argc, char **argv);
 int admin_server(int argc, char **argv);
 int admin_status(int argc, char **argv);
 

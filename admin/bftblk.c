@@ -116,6 +116,11 @@ admin_usage(FILE *fp)
 	    "usage: bftblk scrub --dir DIR [--keys FILE]\n"
 	    "  Asks every server to check its own fragments now (a writer's "
 	    "key file).\n"
+	    "usage: bftblk cluster finalize --dir DIR [--keys FILE]\n"
+	    "  Once every server runs this release: ends the way back to "
+	    "the previous one\n"
+	    "  and lets clients use what it cannot read (a writer's key "
+	    "file).\n"
 	    "usage: bftblk status --dir DIR [--keys FILE] [--json] "
 	    "[--timeout SECS]\n"
 	    "                     [--client-stats FILE]...\n"
@@ -174,6 +179,8 @@ main(int argc, char **argv)
 		return admin_ping(argc - 1, argv + 1);
 	if (strcmp(argv[1], "scrub") == 0)
 		return admin_scrub(argc - 1, argv + 1);
+	if (strcmp(argv[1], "cluster") == 0)
+		return admin_cluster(argc - 1, argv + 1);
 	if (strcmp(argv[1], "server") == 0)
 		return admin_server(argc - 1, argv + 1);
 	if (strcmp(argv[1], "status") == 0)

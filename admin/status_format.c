@@ -377,13 +377,14 @@ print_client(const struct status_client *c, unsigned n, FILE *fp)
 int
 status_print_text(const struct status_report *r, FILE *fp)
 {
-	char total[32], live[32], up[32];
+	char total[32], live[32], up[32], rel[16];
 
 	fprintf(fp, "health: %s", status_health_str(r->health));
 	if (r->reason[0] != '\0')
 		fprintf(fp, " (%s)", r->reason);
 	fprintf(fp, "\ncluster: t=%u n=%u, %u of %u servers answer, I/O "
 	    "needs %u\n", r->t, r->n, r->reachable, r->n, r->n - r->t);
+	status_print_releases(r, fp);
 	for (unsigned i = 0; i < r->n; i++) {
 		const struct status_server *s = &r->servers[i];
 		const struct bft_status_info *in = &s->info;
@@ -396,9 +397,11 @@ status_print_text(const struct status_report *r, FILE *fp)
 		status_human_bytes(in->bytes_total, total, sizeof total);
 		status_human_bytes(in->bytes_live, live, sizeof live);
 		human_secs(in->uptime_s, up, sizeof up);
-		fprintf(fp, "reachable, version %" PRIu64 ", up %s, %" PRIu64
-		    " blocks, %s on disk (%s live), %" PRIu64 " damaged, %"
-		    PRIu64 " repaired, ", in->version, up, in->blocks_held,
+		fprintf(fp, "reachable, release %s, version %" PRIu64 ", up "
+		    "%s, %" PRIu64 " blocks, %s on disk (%s live), %" PRIu64
+		    " damaged, %" PRIu64 " repaired, ", bft_release_str(
+		    in->release, rel, sizeof rel), in->version, up,
+		    in->blocks_held,
 		    total, live, in->damaged_records, in->repaired_records);
 		print_progress(in, fp);
 		fputc('\n', fp);
@@ -487,6 +490,7 @@ static void
 json_server(const struct status_server *s, FILE *fp)
 {
 	const uint8_t *base = (const uint8_t *)&s->info;
+	char rel[16];
 	uint64_t v;
 
 	fprintf(fp, "{\"index\":%u,", s->index);
@@ -507,6 +511,10 @@ json_server(const struct status_server *s, FILE *fp)
 		json_key(fp, bft_status_fields[k].name);
 		fprintf(fp, "%" PRIu64, v);
 	}
+	fputc(',', fp);
+	json_key(fp, "release_name");
+	status_json_string(fp, bft_release_str(s->info.release, rel,
+	    sizeof rel));
 	fputc(',', fp);
 	json_key(fp, "rebuild_state_name");
 	status_json_string(fp, status_rebuild_str(s->info.rebuild_state));
@@ -569,6 +577,7 @@ status_print_json(const struct status_report *r, FILE *fp)
 		json_server(&r->servers[i], fp);
 	}
 	fputc(']', fp);
+	status_json_releases(r, fp);
 	status_json_leases(r, fp);
 	fputs(",\"clients\":[", fp);
 	for (unsigned c = 0; c < r->nclients; c++) {

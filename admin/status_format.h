@@ -119,6 +119,23 @@ struct status_report {
 	char reason[1024];
 };
 
+/*
+ * status_release.c: the releases the servers that answered run.  mixed
+ * when they differ; release the newest; finalized the lowest level any
+ * was finalized at (0: one was not), nfinalized how many were.
+ */
+struct status_releases {
+	bool mixed;
+	uint64_t release;
+	unsigned finalized, nfinalized, nanswered;
+};
+void status_releases(const struct status_report *r,
+    struct status_releases *out);
+/* "releases: 0.3.0 on servers 0 1 2, 0.2.0 on servers 3 (mixed...)". */
+void status_print_releases(const struct status_report *r, FILE *fp);
+/* ,"releases":{...} for the JSON document. */
+void status_json_releases(const struct status_report *r, FILE *fp);
+
 /* Judges r's health by the rules above; sets health, reachable, reason. */
 void status_assess(struct status_report *r);
 

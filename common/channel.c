@@ -8,6 +8,13 @@
 #include <openssl/evp.h>
 
 #include "channel.h"
+#include "featureset.h"
+
+/*
+ * The version byte a finalized server sends a level 0 client: anything
+ * but 4 makes release 0.2.0 say that the server runs another version.
+ */
+#define VERSION_NOT_YOURS	0xff
 
 #define KDF_CONTEXT	"bftchan1"	/* crypto_kdf wants 8 bytes */
 #define SUBKEY_C2S	1
@@ -24,6 +31,9 @@ static const char *const status_names[] = {
 	[BFT_CHAN_NO_CIPHER] = "no cipher in common",
 	[BFT_CHAN_TOO_MANY] = "too many connections for this client",
 	[BFT_CHAN_BAD_HELLO] = "malformed client hello",
+	[BFT_CHAN_TOO_OLD] = ("the cluster was finalized for a newer bftblk "
+	    "release than this client's (bftblk cluster finalize): upgrade "
+	    "this client"),
 };
 
 const char *
@@ -163,7 +173,8 @@ bft_chan_client_hello(struct bft_chan_client *hs,
 	memcpy(p, "BFTC", 4);
 	p[4] = BFT_CHAN_VERSION;
 	p[5] = (uint8_t)mode;
-	p[6] = (uint8_t)bft_chan_ciphers();
+	p[6] = (uint8_t)(bft_chan_ciphers() |
+	    BFT_LEVEL << BFT_CHAN_LEVEL_SHIFT);
 	p[7] = (uint8_t)server_index;
 	p += 8;
 	memcpy(p, cluster_id, BFT_CLUSTER_ID_LEN);
@@ -182,7 +193,8 @@ bft_chan_parse_hello(const uint8_t *chello, struct bft_chan_hello *h)
 		return -EBADMSG;
 	h->version = chello[4];
 	h->mode = chello[5];
-	h->ciphers = chello[6];
+	h->ciphers = chello[6] & BFT_CHAN_CIPHER_MASK;
+	h->level = chello[6] >> BFT_CHAN_LEVEL_SHIFT;
 	h->server_index = chello[7];
 	memcpy(h->cluster_id, p, BFT_CLUSTER_ID_LEN);
 	p += BFT_CLUSTER_ID_LEN;
@@ -203,6 +215,14 @@ bft_chan_server_refuse(enum bft_chan_status st, uint8_t *out)
 	out[5] = (uint8_t)st;
 }
 
+void
+bft_chan_server_refuse_level(unsigned client_level, uint8_t *out)
+{
+	bft_chan_server_refuse(BFT_CHAN_TOO_OLD, out);
+	if (client_level == BFT_LEVEL_0_2_0)
+		out[4] = VERSION_NOT_YOURS;
+}
+
 int
 bft_chan_server_accept(const struct bft_chan_keypair *id,
     const uint8_t *chello, const struct bft_chan_hello *h, unsigned ciphers,
@@ -221,6 +241,7 @@ bft_chan_server_accept(const struct bft_chan_keypair *id,
 	bft_chan_keypair_new(&eph);
 	bft_chan_server_refuse(BFT_CHAN_OK, out);
 	out[6] = (uint8_t)cipher;
+	out[7] = (uint8_t)BFT_LEVEL;
 	memcpy(out + 8, eph.pk, 32);
 	/* Same order as the client: ss, es, se, ee (client side first). */
 	if (crypto_scalarmult(k.dh[0], id->sk, h->client_pk) != 0 ||
@@ -235,6 +256,7 @@ bft_chan_server_accept(const struct bft_chan_keypair *id,
 	    out + BFT_CHAN_SHELLO_LEN - 16);
 	rc = chan_setup(ch, (enum bft_chan_mode)h->mode, cipher, k.s2c,
 	    k.c2s);
+	ch->peer_level = h->level;
 	if (rc == 0)
 		confirm_tag(k.finish, out, BFT_CHAN_SHELLO_LEN,
 		    ch->peer_finish);
@@ -294,11 +316,18 @@ bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
 	    "bftblk.conf, or someone in between)";
 	if (sodium_memcmp(tag, shello + BFT_CHAN_SHELLO_LEN - 16, 16) != 0)
 		goto out;
+	/* Only now is the level known to be the server's. */
+	rc = -EPROTONOSUPPORT;
+	*why = "server runs a bftblk release more than one step from this "
+	    "one: upgrade one release at a time";
+	if (!bft_level_compatible(BFT_LEVEL, shello[7], 0))
+		goto out;
 	*why = "cannot set up the channel's ciphers";
 	if ((rc = chan_setup(ch, hs->mode, (enum bft_chan_cipher)cipher,
 	    k.c2s, k.s2c)) != 0)
 		goto out;
 	confirm_tag(k.finish, shello, BFT_CHAN_SHELLO_LEN, finish_out);
+	ch->peer_level = shello[7];
 	*why = NULL;
 	rc = 0;
 out:

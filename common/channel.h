@@ -8,11 +8,12 @@
  * handshake messages in the clear:
  *
  *   client hello (BFT_CHAN_CHELLO_LEN bytes):
- *     "BFTC" | version | mode | ciphers | server index | cluster id (16)
- *            | client static pk (32) | client ephemeral pk (32)
+ *     "BFTC" | version | mode | level << 2 | ciphers | server index
+ *            | cluster id (16) | client static pk (32)
+ *            | client ephemeral pk (32)
  *   server hello (BFT_CHAN_SHELLO_LEN bytes):
- *     "BFTS" | version | status | cipher | 0 | server ephemeral pk (32)
- *            | confirmation tag (16)
+ *     "BFTS" | version | status | cipher | level | server ephemeral pk
+ *            (32) | confirmation tag (16)
  *
  *   client finish (BFT_CHAN_FINISH_LEN bytes): its confirmation tag
  *
@@ -27,6 +28,14 @@
  * derives keys nobody can use) and keep past traffic secret if a
  * static key leaks later.  The client sends its finish and its first
  * frames together, so the handshake costs one round trip.
+ *
+ * The levels (featureset.h) ride in bits release 0.2.0 left unused and
+ * ignores: the top six bits of the client's cipher byte, which its
+ * server masks off, and the server hello's fifth byte, which its client
+ * never reads.  0.2.0 sends zeros there, which is level 0.  Both hellos
+ * are hashed into the keys and the server's tag covers its own, so a
+ * level that was altered in transit fails the handshake: the level each
+ * end sees is the one the other sent.
  *
  * After the handshake a frame is the usual 4-byte big-endian length
  * followed by the msgpack body sealed with an AEAD: AES-256-GCM when
@@ -96,7 +105,12 @@ enum bft_chan_status {
 	BFT_CHAN_NO_CIPHER = 4,		/* no cipher in common */
 	BFT_CHAN_TOO_MANY = 5,		/* connection limit for this client */
 	BFT_CHAN_BAD_HELLO = 6,		/* malformed client hello */
+	/* The client's level is below the one the cluster was finalized at. */
+	BFT_CHAN_TOO_OLD = 7,
 };
+/* Where the cipher byte keeps the level (featureset.h), and the mask. */
+#define BFT_CHAN_LEVEL_SHIFT	2
+#define BFT_CHAN_CIPHER_MASK	0x03u
 
 const char *bft_chan_status_str(int status);
 
@@ -112,6 +126,7 @@ struct bft_chan {
 	uint64_t tx_seq, rx_seq;
 	struct evp_cipher_ctx_st *tx, *rx;	/* keyed once, per frame: IV */
 	uint8_t peer_finish[BFT_CHAN_FINISH_LEN];	/* server: expected */
+	unsigned peer_level;		/* the other end's hello's level */
 };
 
 /* A client's side of the handshake between its hello and the reply. */
@@ -126,6 +141,7 @@ struct bft_chan_client {
 /* What a server learns from a client hello. */
 struct bft_chan_hello {
 	unsigned version, mode, ciphers, server_index;
+	unsigned level;			/* featureset.h; 0.2.0 sends 0 */
 	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];
 	uint8_t client_pk[BFT_CHAN_PK_LEN];
 	uint8_t client_eph[BFT_CHAN_PK_LEN];
@@ -188,6 +204,14 @@ int bft_chan_server_accept(const struct bft_chan_keypair *id,
 
 /* Server: a refusal, so the client can say why it was turned away. */
 void bft_chan_server_refuse(enum bft_chan_status st, uint8_t *out);
+
+/*
+ * Server: turns away a client whose level is below finalized.  A level
+ * 0 client (release 0.2.0) knows no BFT_CHAN_TOO_OLD, so it is told
+ * the one thing it can say in words: that the server runs another
+ * version and every node must be upgraded.
+ */
+void bft_chan_server_refuse_level(unsigned client_level, uint8_t *out);
 
 /*
  * Seals the frame that starts at out->data + off (length prefix and

@@ -416,6 +416,11 @@ bft_role_permits(enum bft_role role, uint8_t type)
 	case BFT_DROP:
 	/* Forgetting a snapshot frees its versions: the same. */
 	case BFT_SNAP:
+	/*
+	 * Finalizing ends the way back to the previous release, and lets
+	 * writers use what it cannot read: a writer's decision.
+	 */
+	case BFT_FINALIZE:
 		return role == BFT_ROLE_RW;
 	default:
 		return false;

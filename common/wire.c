@@ -15,20 +15,21 @@
 
 /* Array lengths by type & 0x7f; replies with status != 0 have 4. */
 const uint8_t bft_wire_req_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3, 4, 6, 5, 5, 5, 6,
+	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3, 4, 6, 5, 5, 5, 6, 4,
 };
 const uint8_t bft_wire_rep_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5, 4, 4, 7, 8, 4, 6,
+	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5, 4, 4, 7, 8, 4, 6, 4,
 };
 
 static const char *const type_names[BFT_MSG_NTYPES] = {
 	"HELLO", "CLOCK", "STORE", "COMPLETE", "COLLECT", "FILTER", "REPAIR",
 	"FLUSH", "SUMMARY", "LCLIST", "STATUS", "SCRUB", "VOLUMES", "DROP",
-	"SNAP", "VCOLLECT", "VFILTER", "VREPAIR", "VLIST",
+	"SNAP", "VCOLLECT", "VFILTER", "VREPAIR", "VLIST", "FINALIZE",
 	"HELLO_ACK", "CLOCK_ACK", "STORE_ACK", "COMPLETE_ACK", "COLLECT_ACK",
 	"FILTER_ACK", "REPAIR_ACK", "FLUSH_ACK", "SUMMARY_ACK", "LCLIST_ACK",
 	"STATUS_ACK", "SCRUB_ACK", "VOLUMES_ACK", "DROP_ACK", "SNAP_ACK",
 	"VCOLLECT_ACK", "VFILTER_ACK", "VREPAIR_ACK", "VLIST_ACK",
+	"FINALIZE_ACK",
 };
 
 #define STATUS_FIELD(f) { #f, offsetof(struct bft_status_info, f) }
@@ -48,6 +49,9 @@ const struct bft_status_field bft_status_fields[BFT_STATUS_NFIELDS] = {
 	STATUS_FIELD(rebuild_rate),
 	STATUS_FIELD(scrub_done),
 	STATUS_FIELD(scrub_total),
+	STATUS_FIELD(release),
+	STATUS_FIELD(level),
+	STATUS_FIELD(finalized),
 };
 #undef STATUS_FIELD
 _Static_assert(sizeof(struct bft_status_info) ==
@@ -171,11 +175,17 @@ static int
 put_info(msgpack_packer *pk, const struct bft_status_info *info)
 {
 	const uint8_t *base = (const uint8_t *)info;
+	bool nested = bft_status_nested(info);
 	uint64_t v;
 
-	if (msgpack_pack_array(pk, BFT_STATUS_NFIELDS))
+	if (msgpack_pack_array(pk, BFT_STATUS_NFIELDS_0 + nested))
 		return -1;
 	for (unsigned i = 0; i < BFT_STATUS_NFIELDS; i++) {
+		if (i == BFT_STATUS_NFIELDS_0 && !nested)
+			break;
+		if (i == BFT_STATUS_NFIELDS_0 && msgpack_pack_array(pk,
+		    BFT_STATUS_NFIELDS - BFT_STATUS_NFIELDS_0))
+			return -1;
 		memcpy(&v, base + bft_status_fields[i].offset, sizeof v);
 		if (msgpack_pack_uint64(pk, v))
 			return -1;
@@ -249,6 +259,8 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n,
 		    msgpack_pack_uint32(pk, m->span);
 	case BFT_LCLIST:
 		return msgpack_pack_uint32(pk, m->count);
+	case BFT_FINALIZE:
+		return msgpack_pack_uint32(pk, m->level);
 	case BFT_VLIST:
 		return msgpack_pack_uint32(pk, m->count) ||
 		    msgpack_pack_uint64(pk, m->gen) ||
@@ -293,6 +305,8 @@ encode_check(const struct bft_msg *m, unsigned n)
 	    bft_addr_block(m->block) != 0)
 		return -EINVAL;
 	if (ty == BFT_SNAP && m->snap_op > BFT_SNAP_REMOVE)
+		return -EINVAL;
+	if (ty == BFT_FINALIZE && (m->level < 1 || m->level > BFT_LEVEL_MAX))
 		return -EINVAL;
 	if (ty == (BFT_SUMMARY | BFT_ACK) && m->status == 0 &&
 	    (m->ndigests > BFT_SUMMARY_MAX ||

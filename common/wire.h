@@ -105,9 +105,14 @@
  *                 per block, be64(block), in increasing order, at most
  *                 BFT_LCLIST_MAX; next is where to ask from to go on,
  *                 past the range when the walk is done)
- *   STATUS_ACK   [..., status, [u0, ..., u(K-1)]]  (exactly
- *                 BFT_STATUS_NFIELDS uints: the fields of struct
- *                 bft_status_info in bft_status_fields[] order)
+ *   STATUS_ACK   [..., status, [u0, ..., u14]] or [..., status, [u0,
+ *                 ..., u14, [u15, u16, u17]]]  (the fields of struct
+ *                 bft_status_info in bft_status_fields[] order; the
+ *                 first BFT_STATUS_NFIELDS_0 alone to a client whose
+ *                 hello said no level, as release 0.2.0 takes no other
+ *                 shape; the rest nested, as a flat array of all would
+ *                 pass the pre-scan's bound on array sizes)
+ *   FINALIZE_ACK: nothing more
  *
  * The decoder checks every field: types, array lengths, bin lengths
  * (vec exactly n*16, cc exactly n*32 (COLLECT_ACK: 0 or n*32), nonce
@@ -127,6 +132,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "featureset.h"
 #include "proto.h"
 
 #define BFT_ACK 0x80u
@@ -151,9 +157,10 @@ enum bft_msg_type {
 	BFT_VFILTER = 17,
 	BFT_VREPAIR = 18,
 	BFT_VLIST = 19,
+	BFT_FINALIZE = 20,
 };
 /* The highest request type; replies are these | BFT_ACK. */
-#define BFT_MSG_TYPE_MAX	BFT_VLIST
+#define BFT_MSG_TYPE_MAX	BFT_FINALIZE
 
 /* What a SNAP asks. */
 enum bft_snap_op {
@@ -227,8 +234,24 @@ struct bft_status_info {
 	uint64_t rebuild_bytes;		/* rebuilt so far */
 	uint64_t rebuild_rate;		/* bytes/s, recently */
 	uint64_t scrub_done, scrub_total;
+	/*
+	 * From level 1 on (featureset.h): bft_release_code() of the
+	 * server's release, its level and the level its data directory was
+	 * finalized at.  A STATUS_ACK without them is release 0.2.0's, or
+	 * was sent to it: they then read as 0.
+	 */
+	uint64_t release, level, finalized;
 };
-#define BFT_STATUS_NFIELDS	15
+#define BFT_STATUS_NFIELDS	18
+/* The fields release 0.2.0 sends and takes: version to scrub_total. */
+#define BFT_STATUS_NFIELDS_0	15
+
+/* Whether a STATUS_ACK of info carries the nested fields: level says. */
+static inline bool
+bft_status_nested(const struct bft_status_info *info)
+{
+	return info->level > 0;
+}
 
 /* One field of struct bft_status_info: its name (for JSON) and place. */
 struct bft_status_field {
@@ -268,6 +291,8 @@ struct bft_msg {
 	uint64_t next;			/* VLIST_ACK */
 	uint8_t snap_op;		/* SNAP: enum bft_snap_op */
 	bool has_cc;			/* COLLECT_ACK: cc (and maybe frag) present */
+
+	uint32_t level;			/* FINALIZE */
 
 	/* HELLO */
 	uint8_t cluster_id[BFT_CLUSTER_ID_LEN];

@@ -32,7 +32,7 @@ enum werr {
 	E_WANT, E_FRAG_NOCC, E_NUM, E_NUM0, E_SPAN, E_SPAN0, E_RANGES,
 	E_LCCOUNT, E_DIGESTS, E_DIGESTS_LEN, E_ENTRIES, E_ENTRIES_LEN, E_VOLS,
 	E_VOLS_LEN, E_DROPBLK, E_GEN, E_SNAPOP, E_VLCOUNT, E_NEXT, E_VL,
-	E_VL_LEN,
+	E_VL_LEN, E_LEVEL, E_INFO_LEVEL,
 	E_INFO, E_INFO_FIELD, E_COUNT
 };
 
@@ -89,7 +89,10 @@ enum werr {
 	[E_VL] = T ": entries is not a bin",				\
 	[E_VL_LEN] = T ": entries not 8-byte records, at most "		\
 	    "BFT_LCLIST_MAX",						\
-	[E_INFO] = T ": info is not an array of BFT_STATUS_NFIELDS",	\
+	[E_LEVEL] = T ": level not in 1..BFT_LEVEL_MAX",		\
+	[E_INFO_LEVEL] = T ": nested info fields with level 0",		\
+	[E_INFO] = T ": info is not an array of BFT_STATUS_NFIELDS_0 "	\
+	    "uints, maybe with the nested ones",			\
 	[E_INFO_FIELD] = T ": info field is not a uint",		\
 }
 
@@ -99,14 +102,15 @@ static const char *const whys[BFT_MSG_NTYPES][E_COUNT] = {
 	WHYS("COLLECT"), WHYS("FILTER"), WHYS("REPAIR"), WHYS("FLUSH"),
 	WHYS("SUMMARY"), WHYS("LCLIST"), WHYS("STATUS"), WHYS("SCRUB"),
 	WHYS("VOLUMES"), WHYS("DROP"), WHYS("SNAP"), WHYS("VCOLLECT"),
-	WHYS("VFILTER"), WHYS("VREPAIR"), WHYS("VLIST"), WHYS("HELLO_ACK"),
+	WHYS("VFILTER"), WHYS("VREPAIR"), WHYS("VLIST"), WHYS("FINALIZE"),
+	WHYS("HELLO_ACK"),
 	WHYS("CLOCK_ACK"),
 	WHYS("STORE_ACK"), WHYS("COMPLETE_ACK"), WHYS("COLLECT_ACK"),
 	WHYS("FILTER_ACK"), WHYS("REPAIR_ACK"), WHYS("FLUSH_ACK"),
 	WHYS("SUMMARY_ACK"), WHYS("LCLIST_ACK"), WHYS("STATUS_ACK"),
 	WHYS("SCRUB_ACK"), WHYS("VOLUMES_ACK"), WHYS("DROP_ACK"),
 	WHYS("SNAP_ACK"), WHYS("VCOLLECT_ACK"), WHYS("VFILTER_ACK"),
-	WHYS("VREPAIR_ACK"), WHYS("VLIST_ACK"),
+	WHYS("VREPAIR_ACK"), WHYS("VLIST_ACK"), WHYS("FINALIZE_ACK"),
 };
 
 static int
@@ -233,22 +237,37 @@ get_summary(const msgpack_object *a, struct bft_msg *m)
 	return E_OK;
 }
 
-/* STATUS_ACK's fields, in bft_status_fields[] order. */
+/* STATUS_ACK's fields, in bft_status_fields[] order (wire.h). */
 static enum werr
 get_info(const msgpack_object *o, struct bft_status_info *info)
 {
 	uint8_t *base = (uint8_t *)info;
+	const msgpack_object *f = NULL, *x = NULL;
 	uint64_t v;
 
 	if (o->type != MSGPACK_OBJECT_ARRAY ||
-	    o->via.array.size != BFT_STATUS_NFIELDS)
+	    (o->via.array.size != BFT_STATUS_NFIELDS_0 &&
+	    o->via.array.size != BFT_STATUS_NFIELDS_0 + 1))
 		return E_INFO;
+	if (o->via.array.size > BFT_STATUS_NFIELDS_0) {
+		x = &o->via.array.ptr[BFT_STATUS_NFIELDS_0];
+		if (x->type != MSGPACK_OBJECT_ARRAY || x->via.array.size !=
+		    BFT_STATUS_NFIELDS - BFT_STATUS_NFIELDS_0)
+			return E_INFO;
+	}
 	for (unsigned i = 0; i < BFT_STATUS_NFIELDS; i++) {
-		if (get_u64(&o->via.array.ptr[i], &v))
+		if (i < BFT_STATUS_NFIELDS_0)
+			f = &o->via.array.ptr[i];
+		else if (x != NULL)
+			f = &x->via.array.ptr[i - BFT_STATUS_NFIELDS_0];
+		else
+			break;
+		if (get_u64(f, &v))
 			return E_INFO_FIELD;
 		memcpy(base + bft_status_fields[i].offset, &v, sizeof v);
 	}
-	return E_OK;
+	/* Level 0 is what a reply without the nested fields means. */
+	return x != NULL && info->level == 0 ? E_INFO_LEVEL : E_OK;
 }
 
 /* Decodes the fields after the header of a status 0 message of a[]. */
@@ -370,6 +389,11 @@ get_base_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 			return E_VLCOUNT;
 		if (get_u64(&a[4], &m->gen) || get_u64(&a[5], &m->gen_to))
 			return E_GEN;
+		return E_OK;
+	case BFT_FINALIZE:
+		if (get_u32(&a[3], &m->level) || m->level < 1 ||
+		    m->level > BFT_LEVEL_MAX)
+			return E_LEVEL;
 		return E_OK;
 	case BFT_VLIST | BFT_ACK:
 		if (get_u64(&a[4], &m->next))

@@ -25,7 +25,7 @@ static inline bool
 bft_wire_no_block(unsigned base)
 {
 	return base == BFT_HELLO || base == BFT_FLUSH || base == BFT_STATUS ||
-	    base == BFT_SCRUB;
+	    base == BFT_SCRUB || base == BFT_FINALIZE;
 }
 
 /*

@@ -18,7 +18,8 @@ _Static_assert(BFT_MAX_N >= 9, "HELLO has 9 elements");
  * STATUS_ACK's fields are one flat array; more of them than this bound
  * needs the bound raised here (with its effect on the worst case above).
  */
-_Static_assert(BFT_STATUS_NFIELDS <= WIRE_MAX_ARRAY,
+_Static_assert(BFT_STATUS_NFIELDS_0 + 1 <= WIRE_MAX_ARRAY &&
+    BFT_STATUS_NFIELDS - BFT_STATUS_NFIELDS_0 <= WIRE_MAX_ARRAY,
     "STATUS_ACK's field array fits the pre-scan's bound");
 
 /* Reads a big-endian integer of w bytes at *pos, if that many are left. */

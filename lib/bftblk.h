@@ -31,7 +31,7 @@ extern "C" {
  * the library it loaded is the same or newer (bftblk_version()).
  */
 #define BFTBLK_VERSION_MAJOR	0
-#define BFTBLK_VERSION_MINOR	2
+#define BFTBLK_VERSION_MINOR	3
 #define BFTBLK_VERSION_PATCH	0
 #define BFTBLK_VERSION_STR_(a, b, c)	#a "." #b "." #c
 #define BFTBLK_VERSION_STR(a, b, c)	BFTBLK_VERSION_STR_(a, b, c)

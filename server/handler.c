@@ -293,6 +293,27 @@ handle_complete(struct bft_handler *h, const char *peer,
 		    req->nonce, req->vec);
 }
 
+/*
+ * FINALIZE: the admin tool checked that every server runs this level;
+ * what is kept here is only that this one was told so.
+ */
+static void
+handle_finalize(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep)
+{
+	int err;
+
+	if (req->level > BFT_LEVEL) {
+		bft_warn("%s: FINALIZE at level %u, above this server's %u: "
+		    "refused", peer, req->level, BFT_LEVEL);
+		rep->status = BFT_EPROTO;
+		return;
+	}
+	if ((err = bft_store_finalize(h->st, req->level)) < 0)
+		rep->status = bft_handler_store_status(h, peer, "FINALIZE", 0,
+		    err);
+}
+
 int
 bft_handle(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
@@ -334,6 +355,9 @@ bft_handle(struct bft_handler *h, const char *peer,
 	case BFT_SCRUB:
 		/* The scrub (scrub.c) sees it at its next tick. */
 		h->scrub_requested = true;
+		break;
+	case BFT_FINALIZE:
+		handle_finalize(h, peer, req, rep);
 		break;
 	case BFT_CLOCK:			/* lines 111-112 */
 		rep->ts = bft_store_lc_ts(h->st, req->block);

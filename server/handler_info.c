@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bftblk.h"
 #include "handler.h"
 #include "summary.h"
 
@@ -180,7 +181,7 @@ handle_status(struct bft_handler *h, struct bft_msg *rep)
 
 	bft_store_stats(h->st, &ss);
 	bft_store_replay_info(h->st, &rp);
-	in->version = BFT_STORE_FORMAT;
+	in->version = bft_store_format(h->st);
 	in->server_index = h->key->index;
 	in->uptime_s = (now_ms() - h->started_ms) / 1000;
 	in->blocks_held = ss.blocks_held;
@@ -196,6 +197,10 @@ handle_status(struct bft_handler *h, struct bft_msg *rep)
 	in->rebuild_rate = hp->rebuild_rate;
 	in->scrub_done = hp->scrub_done;
 	in->scrub_total = hp->scrub_total;
+	in->release = bft_release_code(BFTBLK_VERSION_MAJOR,
+	    BFTBLK_VERSION_MINOR, BFTBLK_VERSION_PATCH);
+	in->level = BFT_LEVEL;
+	in->finalized = bft_store_finalized(h->st);
 }
 
 void

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "featureset.h"
 #include "log.h"
 #include "net_int.h"
 
@@ -35,6 +36,40 @@ refuse(struct conn *c, const char *what, enum bft_chan_status st,
 	return 0;
 }
 
+/*
+ * A client below the level the cluster was finalized at is told so in
+ * the words its release knows (channel.h); one too new for this server
+ * is refused as a hello it cannot read.  0 to go on, 1 when c was
+ * refused, -1 when it failed (as refuse()'s -1).
+ */
+static int
+check_level(struct conn *c, const struct bft_chan_hello *h)
+{
+	unsigned fin = bft_store_finalized(c->net->h->st);
+	uint8_t sh[BFT_CHAN_SHELLO_LEN];
+	char what[160];
+
+	if (bft_level_compatible(BFT_LEVEL, h->level, fin))
+		return 0;
+	if (h->level >= fin) {
+		snprintf(what, sizeof what, "client speaks level %u, more than "
+		    "one above this server's %u", h->level, BFT_LEVEL);
+		return refuse(c, what, BFT_CHAN_BAD_HELLO, "") < 0 ? -1 : 1;
+	}
+	bft_preauth_note(c->net, c->addr, BFT_PA_FAILED, "conn %s: refused: "
+	    "client speaks level %u%s, below level %u this cluster was "
+	    "finalized at (bftblk cluster finalize): upgrade the client",
+	    c->peer, h->level, h->level == BFT_LEVEL_0_2_0 ?
+	    " (release 0.2.0)" : "", fin);
+	bft_chan_server_refuse_level(h->level, sh);
+	if (bft_buf_append(&c->out, sh, sizeof sh) < 0) {
+		bft_net_conn_fail(c, "out of memory");
+		return -1;
+	}
+	c->close_after_write = true;
+	return 1;
+}
+
 static int
 on_client_hello(struct conn *c, const uint8_t *ch)
 {
@@ -45,6 +80,7 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 	uint8_t sh[BFT_CHAN_SHELLO_LEN];
 	char detail[96], fp[17];
 	bool oom;
+	int r;
 
 	if (bft_chan_parse_hello(ch, &h) < 0)
 		return refuse(c, NULL, BFT_CHAN_BAD_HELLO, " (not a bftblk client, or "
@@ -54,6 +90,8 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 		return refuse(c, NULL, BFT_CHAN_WRONG_CLUSTER, "");
 	if (h.mode != cfg->channel)
 		return refuse(c, NULL, BFT_CHAN_WRONG_MODE, "");
+	if ((r = check_level(c, &h)) != 0)
+		return r < 0 ? -1 : 0;
 	bft_chan_fingerprint(h.client_pk, fp);
 	/* Nothing is gained by a server reading from itself. */
 	if (memcmp(h.client_pk, cfg->server_pk[net->key->index], 32) == 0)

@@ -392,6 +392,12 @@ dispatch(struct conn *c)
 	t0 = uv_hrtime();
 	rc = bft_handle(net->h, c->peer, &net->req, &net->rep);
 	bft_prom_observe(&net->handle_ns[net->req.type], uv_hrtime() - t0);
+	/* Release 0.2.0 takes only the STATUS_ACK it knows. */
+	if (net->req.type == BFT_STATUS && c->chan.peer_level == 0) {
+		net->rep.info.release = 0;
+		net->rep.info.level = 0;
+		net->rep.info.finalized = 0;
+	}
 	if (net->req.type == BFT_STORE && net->rep.status == BFT_OK)
 		bft_quota_note_store(&net->quotas, c->client,
 		    net->req.block, &net->req.ts, uv_now(net->loop));

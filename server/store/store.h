@@ -47,6 +47,15 @@
  * STATUS reports it as the version a server speaks.
  */
 #define BFT_STORE_FORMAT	7
+/*
+ * 8: format 7 in a cluster that `bftblk cluster finalize` finalized
+ * (featureset.h): the identity file names the level, on a line release
+ * 0.2.0 refuses with a sentence that says why, before the format it
+ * refuses too.  No record differs, but once finalized the cluster may
+ * hold what 0.2.0 cannot read, so going back is refused here rather
+ * than found out later.
+ */
+#define BFT_STORE_FORMAT_FINALIZED	8
 
 /* What a data directory belongs to; open refuses a mismatch. */
 struct bft_store_identity {
@@ -454,5 +463,20 @@ void bft_store_ckpt_info(const struct bft_store *st,
  * or one whose disk was lost, which cannot tell the two apart alone.
  */
 bool bft_store_created(const struct bft_store *st);
+
+/*
+ * The level the cluster was finalized at on this directory (featureset.h),
+ * 0 if never, and the data directory's format that follows from it.
+ */
+unsigned bft_store_finalized(const struct bft_store *st);
+unsigned bft_store_format(const struct bft_store *st);
+/*
+ * Records durably that the cluster was finalized at level: the identity
+ * file rewritten (fsynced, renamed, directory fsynced) before it
+ * returns.  0, also when it already was at level or above; -EINVAL for
+ * level 0 or above BFT_LEVEL_MAX, or a negative errno from the write
+ * (the directory is then as it was).
+ */
+int bft_store_finalize(struct bft_store *st, unsigned level);
 
 #endif

@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bftblk.h"
 #include "config.h"
+#include "featureset.h"
 #include "kvfile.h"
 #include "log.h"
 #include "store.h"
@@ -22,21 +24,36 @@
 
 #define IDENTITY_FILE	"identity"
 #define IDENTITY_TMP	"identity.tmp"
+/*
+ * The finalized line's key, then the release (featureset.h).  Release
+ * 0.2.0 stops at the first key it does not know and prints it: the key
+ * is the sentence that tells its operator why.
+ */
+#define FINALIZED_KEY	"finalized for bftblk release"
+#define FINALIZED_WHY	"older bftblk servers must not open this directory"
 
 /* Temporary file, fsync, rename, fsync of the directory. */
 static int
-identity_write(int dirfd, const struct bft_store_identity *id)
+identity_write(int dirfd, const struct bft_store_identity *id,
+    unsigned finalized)
 {
-	char text[512], hex[2 * BFT_CLUSTER_ID_LEN + 1];
+	char text[768], fin[160] = "", hex[2 * BFT_CLUSTER_ID_LEN + 1];
+	char rel[16];
 	int fd, len, err = 0;
 
 	bft_format_hex(id->cluster_id, BFT_CLUSTER_ID_LEN, hex);
+	if (finalized > 0)
+		snprintf(fin, sizeof fin, FINALIZED_KEY " %s: " FINALIZED_WHY
+		    " = %u\n", bft_release_str(bft_release_code(
+		    BFTBLK_VERSION_MAJOR, BFTBLK_VERSION_MINOR,
+		    BFTBLK_VERSION_PATCH), rel, sizeof rel), finalized);
 	len = snprintf(text, sizeof text,
 	    "# What this bftblk data directory belongs to; never edit.\n"
-	    "format = %d\ncluster_id = %s\nserver_index = %" PRIu32 "\n"
+	    "%sformat = %d\ncluster_id = %s\nserver_index = %" PRIu32 "\n"
 	    "n = %" PRIu32 "\nt = %" PRIu32 "\nblock_size = %" PRIu32 "\n"
-	    "nblocks = %" PRIu64 "\n", BFT_STORE_FORMAT, hex, id->server_index,
-	    id->n, id->t, id->block_size, id->nblocks);
+	    "nblocks = %" PRIu64 "\n", fin, finalized > 0 ?
+	    BFT_STORE_FORMAT_FINALIZED : BFT_STORE_FORMAT, hex,
+	    id->server_index, id->n, id->t, id->block_size, id->nblocks);
 	fd = st_open_private(dirfd, IDENTITY_TMP, O_WRONLY | O_TRUNC);
 	if (fd < 0)
 		return -errno;
@@ -70,7 +87,9 @@ out_unlink:
 struct id_parse {
 	struct bft_store_identity *id;
 	unsigned seen;
-	unsigned upgrade;		/* 3 to 5: to be rewritten, else 0 */
+	unsigned upgrade;		/* 3 to 6: to be rewritten, else 0 */
+	unsigned format;
+	unsigned finalized;		/* the finalized line's level */
 };
 
 static const char *const id_keys[] = {
@@ -98,6 +117,24 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 	unsigned k;
 	uint64_t v = 0;
 
+	if (strncmp(key, FINALIZED_KEY " ", strlen(FINALIZED_KEY) + 1) == 0) {
+		if (ip->finalized > 0) {
+			snprintf(err, errlen, "the finalized line is given "
+			    "twice");
+			return -EINVAL;
+		}
+		if (parse_u64(value, BFT_LEVEL_MAX, &v) < 0 || v == 0)
+			goto out_bad;
+		if (v > BFT_LEVEL) {
+			snprintf(err, errlen, "the cluster was finalized at "
+			    "level %" PRIu64 ", newer than this bftblk's (%u): "
+			    "run the release it was finalized for", v,
+			    BFT_LEVEL);
+			return -EINVAL;
+		}
+		ip->finalized = (unsigned)v;
+		return 0;
+	}
 	for (k = 0; k < sizeof id_keys / sizeof id_keys[0]; k++)
 		if (strcmp(key, id_keys[k]) == 0)
 			break;
@@ -141,11 +178,13 @@ id_pair(void *ctx, const char *key, const char *value, char *err,
 			ip->upgrade = (unsigned)v;
 			break;
 		}
-		if (v != BFT_STORE_FORMAT) {
+		if (v != BFT_STORE_FORMAT && v != BFT_STORE_FORMAT_FINALIZED) {
 			snprintf(err, errlen, "format %" PRIu64 " is not "
-			    "supported (only %d)", v, BFT_STORE_FORMAT);
+			    "supported (only %d and %d)", v, BFT_STORE_FORMAT,
+			    BFT_STORE_FORMAT_FINALIZED);
 			return -EINVAL;
 		}
+		ip->format = (unsigned)v;
 		break;
 	case 2: ip->id->server_index = (uint32_t)v; break;
 	case 3: ip->id->n = (uint32_t)v; break;
@@ -162,7 +201,7 @@ out_bad:
 /* 0, -ENOENT if there is none, or -errno with a reason in err. */
 static int
 identity_read(const char *dir, int dirfd, struct bft_store_identity *id,
-    unsigned *upgrade, char *err, size_t errlen)
+    unsigned *upgrade, unsigned *finalized, char *err, size_t errlen)
 {
 	struct id_parse ip = { .id = id };
 	char path[4096];
@@ -190,7 +229,14 @@ identity_read(const char *dir, int dirfd, struct bft_store_identity *id,
 			return -EINVAL;
 		}
 	}
+	/* Either both or neither: a half-edited file is not guessed at. */
+	if ((ip.format == BFT_STORE_FORMAT_FINALIZED) != (ip.finalized > 0)) {
+		snprintf(err, errlen, "%s: format %u %s a finalized line",
+		    path, ip.format, ip.finalized > 0 ? "with" : "without");
+		return -EINVAL;
+	}
 	*upgrade = ip.upgrade;
+	*finalized = ip.finalized;
 	return 0;
 }
 
@@ -203,7 +249,8 @@ st_identity_check(struct bft_store *st, char *err, size_t errlen)
 	unsigned upgrade = 0;
 	int e;
 
-	e = identity_read(st->dir, st->dirfd, &d, &upgrade, err, errlen);
+	e = identity_read(st->dir, st->dirfd, &d, &upgrade, &st->finalized,
+	    err, errlen);
 	if (e == -ENOENT && st->nseg > 0) {
 		snprintf(err, errlen, "data dir %s has log segments but no "
 		    "identity file; refusing to guess whose they are",
@@ -211,7 +258,7 @@ st_identity_check(struct bft_store *st, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (e == -ENOENT) {
-		if ((e = identity_write(st->dirfd, a)) < 0)
+		if ((e = identity_write(st->dirfd, a, 0)) < 0)
 			snprintf(err, errlen, "%s/%s: %s", st->dir,
 			    IDENTITY_FILE, strerror(-e));
 		st->created = e == 0;
@@ -241,7 +288,7 @@ st_identity_check(struct bft_store *st, char *err, size_t errlen)
 	else if (d.nblocks != a->nblocks)
 		snprintf(err, errlen, "data dir %s holds %" PRIu64 " blocks, "
 		    "config says %" PRIu64, st->dir, d.nblocks, a->nblocks);
-	else if (upgrade && (e = identity_write(st->dirfd, a)) < 0)
+	else if (upgrade && (e = identity_write(st->dirfd, a, 0)) < 0)
 		snprintf(err, errlen, "%s/%s: upgrading to format %d: %s",
 		    st->dir, IDENTITY_FILE, BFT_STORE_FORMAT, strerror(-e));
 	else {
@@ -253,4 +300,34 @@ st_identity_check(struct bft_store *st, char *err, size_t errlen)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+unsigned
+bft_store_finalized(const struct bft_store *st)
+{
+	return st->finalized;
+}
+
+unsigned
+bft_store_format(const struct bft_store *st)
+{
+	return st->finalized > 0 ? BFT_STORE_FORMAT_FINALIZED :
+	    BFT_STORE_FORMAT;
+}
+
+int
+bft_store_finalize(struct bft_store *st, unsigned level)
+{
+	int e;
+
+	if (level == 0 || level > BFT_LEVEL_MAX)
+		return -EINVAL;
+	if (st->finalized >= level)
+		return 0;
+	if ((e = identity_write(st->dirfd, &st->id, level)) < 0)
+		return e;
+	st->finalized = level;
+	bft_log("%s: finalized at level %u: older bftblk servers will refuse "
+	    "this data directory", st->dir, level);
+	return 0;
 }

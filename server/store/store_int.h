@@ -247,6 +247,7 @@ struct bft_store {
 	uint64_t meta_damaged;		/* metadata reads that failed a check */
 	struct bft_store_replay rp;
 	bool created;			/* this open made the identity file */
+	unsigned finalized;		/* level, from the identity file */
 	bool opened;			/* open finished: close syncs */
 	struct bg_job *bg_job;		/* background sync, or NULL */
 	pthread_t bg_thread;

@@ -47,7 +47,7 @@ out=$TESTDIR/log/healthy.out
 [ "$(head -n 1 "$out")" = "health: OK" ] || fail "the first line is not" \
     "'health: OK'"
 for ((i = 0; i < CLUSTER_N; i++)); do
-	grep -q "^server $i 127.0.0.1:$((CLUSTER_BASE_PORT + i)): reachable, version 7, up [0-9]*s, 8 blocks, .* on disk" \
+	grep -q "^server $i 127.0.0.1:$((CLUSTER_BASE_PORT + i)): reachable, release 0\.3\.0, version 7, up [0-9]*s, 8 blocks, .* on disk" \
 	    "$out" || fail "no healthy line for server $i"
 done
 status_run healthy-json --json

@@ -16,6 +16,7 @@
 #include "channel.h"
 #include "config.h"
 #include "crypto.h"
+#include "featureset.h"
 #include "wire.h"
 
 static struct bft_chan_keypair server_id, client_id, other_id;
@@ -475,6 +476,88 @@ test_roles(void **state)
 	assert_false(bft_role_permits(BFT_ROLE_RW, 42));
 }
 
+/*
+ * Levels (featureset.h): each end learns the other's from the hellos,
+ * a release 0.2.0 hello (no level bits) reads as level 0 and gets a
+ * server hello it accepts, an altered level fails the handshake, and a
+ * finalized server's refusal says why in words either release knows.
+ */
+static void
+test_levels(void **state)
+{
+	struct bft_chan_hello h;
+	struct pair p;
+	const char *why;
+	uint8_t sh[BFT_CHAN_SHELLO_LEN];
+
+	(void)state;
+	assert_int_equal(handshake(&p, &client_id, server_id.pk,
+	    BFT_CHAN_AEAD), 0);
+	assert_int_equal(p.ch[6] >> BFT_CHAN_LEVEL_SHIFT, BFT_LEVEL);
+	assert_int_equal(p.sh[7], BFT_LEVEL);
+	assert_int_equal(p.cli.peer_level, BFT_LEVEL);
+	assert_int_equal(p.srv.peer_level, BFT_LEVEL);
+	free_pair(&p);
+
+	/* Release 0.2.0's hello: the cipher byte holds ciphers alone. */
+	memset(&p, 0, sizeof p);
+	bft_chan_client_hello(&p.hs, &client_id, server_id.pk, cluster, 2,
+	    BFT_CHAN_AEAD, p.ch);
+	p.ch[6] &= BFT_CHAN_CIPHER_MASK;
+	memcpy(p.hs.chello, p.ch, sizeof p.ch);
+	assert_int_equal(bft_chan_parse_hello(p.ch, &h), 0);
+	assert_int_equal(h.level, BFT_LEVEL_0_2_0);
+	assert_int_equal(h.ciphers, bft_chan_ciphers());
+	assert_int_equal(bft_chan_server_accept(&server_id, p.ch, &h,
+	    bft_chan_ciphers(), &p.srv, p.sh), 0);
+	assert_int_equal(p.srv.peer_level, 0);
+	/* The bytes release 0.2.0 checks are its own; it reads no more. */
+	assert_memory_equal(p.sh, "BFTS\x04\x00", 6);
+	assert_int_equal(bft_chan_client_finish(&p.hs, p.sh, &p.cli, p.fin,
+	    &why), 0);
+	free_pair(&p);
+
+	/* A level changed in transit: the server's tag no longer fits. */
+	memset(&p, 0, sizeof p);
+	bft_chan_client_hello(&p.hs, &client_id, server_id.pk, cluster, 2,
+	    BFT_CHAN_AEAD, p.ch);
+	assert_int_equal(bft_chan_parse_hello(p.ch, &h), 0);
+	assert_int_equal(bft_chan_server_accept(&server_id, p.ch, &h,
+	    bft_chan_ciphers(), &p.srv, p.sh), 0);
+	p.sh[7] = 0;
+	assert_int_equal(bft_chan_client_finish(&p.hs, p.sh, &p.cli, p.fin,
+	    &why), -EACCES);
+	bft_chan_clear(&p.srv);
+	/* And one in the client hello: other keys, so other tags. */
+	memset(&p, 0, sizeof p);
+	bft_chan_client_hello(&p.hs, &client_id, server_id.pk, cluster, 2,
+	    BFT_CHAN_AEAD, p.ch);
+	p.ch[6] &= BFT_CHAN_CIPHER_MASK;
+	assert_int_equal(bft_chan_parse_hello(p.ch, &h), 0);
+	assert_int_equal(bft_chan_server_accept(&server_id, p.ch, &h,
+	    bft_chan_ciphers(), &p.srv, p.sh), 0);
+	assert_int_equal(bft_chan_client_finish(&p.hs, p.sh, &p.cli, p.fin,
+	    &why), -EACCES);
+	bft_chan_clear(&p.srv);
+
+	/* Finalized: 0.2.0 hears "another version", later ones the why. */
+	memset(&p, 0, sizeof p);
+	bft_chan_client_hello(&p.hs, &client_id, server_id.pk, cluster, 2,
+	    BFT_CHAN_AEAD, p.ch);
+	bft_chan_server_refuse_level(BFT_LEVEL_0_2_0, sh);
+	assert_memory_equal(sh, "BFTS", 4);
+	assert_true(sh[4] != BFT_CHAN_VERSION);
+	assert_int_equal(bft_chan_client_finish(&p.hs, sh, &p.cli, p.fin,
+	    &why), -EPROTONOSUPPORT);
+	assert_non_null(strstr(why, "another bftblk version"));
+	bft_chan_client_hello(&p.hs, &client_id, server_id.pk, cluster, 2,
+	    BFT_CHAN_AEAD, p.ch);
+	bft_chan_server_refuse_level(1, sh);
+	assert_int_equal(bft_chan_client_finish(&p.hs, sh, &p.cli, p.fin,
+	    &why), BFT_CHAN_TOO_OLD);
+	assert_non_null(strstr(why, "finalized"));
+}
+
 int
 main(void)
 {
@@ -487,6 +570,7 @@ main(void)
 		cmocka_unit_test(test_seal_tail),
 		cmocka_unit_test(test_ciphers_both),
 		cmocka_unit_test(test_roles),
+		cmocka_unit_test(test_levels),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -215,6 +215,9 @@ test_text(void **state)
 	r.leases[1].id = 7;
 	r.leases[1].l = r.leases[0].l;
 	r.leases[1].l.renewed_ms = 990000;
+	/* Server 2 upgraded, the others not yet. */
+	r.servers[2].info.release = bft_release_code(0, 3, 0);
+	r.servers[2].info.level = 1;
 	status_assess(&r);
 	print(status_print_text);
 	assert_string_equal(text,
@@ -222,13 +225,18 @@ test_text(void **state)
 	    "server 1 rebuilding (10/110 blocks); server 1 has 3 damaged "
 	    "records not repaired)\n"
 	    "cluster: t=1 n=4, 3 of 4 servers answer, I/O needs 3\n"
-	    "server 0 10.0.0.1:7700: reachable, version 2, up 1h02m, 1234 "
+	    "releases: 0.2.0 on servers 0 1, 0.3.0 on servers 2 (mixed: an "
+	    "upgrade is under way); not finalized\n"
+	    "server 0 10.0.0.1:7700: reachable, release 0.2.0, version 2, up "
+	    "1h02m, 1234 "
 	    "blocks, 3.0 MiB on disk (1.5 MiB live), 0 damaged, 0 repaired, "
 	    "idle\n"
-	    "server 1 10.0.0.2:7700: reachable, version 2, up 45s, 1234 "
+	    "server 1 10.0.0.2:7700: reachable, release 0.2.0, version 2, up "
+	    "45s, 1234 "
 	    "blocks, 1023 B on disk (0 B live), 4 damaged, 1 repaired, "
 	    "rebuilding 10/110 blocks, 1.0 MB/s, ETA 3s\n"
-	    "server 2 10.0.0.3:7700: reachable, version 2, up 3d05h, 1234 "
+	    "server 2 10.0.0.3:7700: reachable, release 0.3.0, version 2, up "
+	    "3d05h, 1234 "
 	    "blocks, 5.0 TiB on disk (3.5 GiB live), 0 damaged, 0 repaired, "
 	    "idle, scrub 7/100\n"
 	    "server 3 10.0.0.4:7700: unreachable (channel: unknown client "
@@ -263,7 +271,8 @@ test_text(void **state)
 	status_assess(&r);
 	print(status_print_text);
 	assert_non_null(strstr(text, "server 0 10.0.0.1:7700: reachable, "
-	    "version 2, up 10m00s, 0 blocks, 3.0 MiB on disk (1.5 MiB live), "
+	    "release 0.2.0, version 2, up 10m00s, 0 blocks, 3.0 MiB on disk "
+	    "(1.5 MiB live), "
 	    "0 damaged, 0 repaired, rebuilding 0/64 blocks, 0.0 MB/s, ETA "
 	    "unknown\n"));
 	in->rebuild_state = BFT_REBUILD_DONE;
@@ -286,6 +295,9 @@ test_json(void **state)
 	r.servers[0].vols[0] = (struct status_vol){ 0, 1024, 1572864 };
 	r.servers[0].vols[1] = (struct status_vol){ 5, 2048, 100 };
 	r.n = 2;	/* a short document: n = 2 is for formatting only */
+	r.servers[0].info.release = bft_release_code(0, 3, 0);
+	r.servers[0].info.level = 1;
+	r.servers[0].info.finalized = 1;
 	status_assess(&r);
 	print(status_print_json);
 	assert_string_equal(text,
@@ -299,12 +311,16 @@ test_json(void **state)
 	    "\"repaired_records\":0,\"rebuild_state\":3,\"rebuild_done\":0,"
 	    "\"rebuild_total\":0,\"rebuild_bytes\":0,\"rebuild_rate\":0,"
 	    "\"scrub_done\":0,\"scrub_total\":18446744073709551615,"
+	    "\"release\":768,\"level\":1,\"finalized\":1,"
+	    "\"release_name\":\"0.3.0\","
 	    "\"rebuild_state_name\":\"waiting for peers\","
 	    "\"volumes\":[{\"id\":0,\"end\":1024,\"bytes_live\":1572864},"
 	    "{\"id\":5,\"end\":2048,\"bytes_live\":100}],"
 	    "\"volumes_truncated\":false},"
 	    "{\"index\":1,\"address\":\"10.0.0.2:7700\",\"reachable\":false,"
-	    "\"error\":\"say \\\"no\\\"\\\\\\n\"}],\"leases\":[],"
+	    "\"error\":\"say \\\"no\\\"\\\\\\n\"}],\"releases\":{"
+	    "\"mixed\":false,\"newest\":\"0.3.0\",\"finalized\":true,"
+	    "\"finalized_servers\":1},\"leases\":[],"
 	    "\"clients\":[]}\n");
 }
 

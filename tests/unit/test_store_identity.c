@@ -5,6 +5,7 @@
  * (records without a metadata CRC) is upgraded in place and read, and
  * so are formats 4 to 6 (whose records format 7 reads as they are).
  */
+#include "featureset.h"
 #include "store_fixture.h"
 
 /*
@@ -129,8 +130,11 @@ test_identity(void **state)
 	/* Format 2's MACs do not name the block: all would fail now. */
 	set_format(p, '2');
 	refused("did not name the block");
+	set_format(p, '9');
+	refused("format 9 is not supported");
+	/* 8 is finalized, which its own line says: not one without. */
 	set_format(p, '8');
-	refused("format 8 is not supported");
+	refused("format 8 without a finalized line");
 	/*
 	 * Format 3 is upgraded in place, and its records (version 1, no
 	 * meta CRC) are still read: whole, the metadata with them.
@@ -177,11 +181,78 @@ test_identity(void **state)
 	bft_store_close(st);
 }
 
+/* Sets the finalized line's level in the file at path to <to>. */
+static void
+set_level(const char *path, char to)
+{
+	char text[1024], *f;
+	ssize_t len;
+	int fd;
+
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	len = pread(fd, text, sizeof text - 1, 0);
+	assert_true(len > 0);
+	text[len] = '\0';
+	f = strstr(text, "directory = ");
+	assert_non_null(f);
+	f[12] = to;
+	assert_int_equal(pwrite(fd, text, (size_t)len, 0), len);
+	close(fd);
+}
+
+/*
+ * Finalizing: durable across a reopen, idempotent, format 8 with the
+ * finalized line first, where release 0.2.0's parser stops and prints
+ * the key: the sentence that says why it refuses.
+ */
+static void
+test_finalize(void **state)
+{
+	struct bft_store *st;
+	const char *text, *fin, *fmt, *nl;
+	char p[160];
+
+	(void)state;
+	snprintf(p, sizeof p, "%s/identity", dir);
+	st = sopen(0);
+	assert_int_equal(bft_store_finalized(st), 0);
+	assert_int_equal(bft_store_format(st), BFT_STORE_FORMAT);
+	assert_int_equal(bft_store_finalize(st, 0), -EINVAL);
+	assert_int_equal(bft_store_finalize(st, BFT_LEVEL_MAX + 1), -EINVAL);
+	assert_non_null(strstr(read_text(p), "format = 7\n"));
+	assert_int_equal(bft_store_finalize(st, 1), 0);
+	assert_int_equal(bft_store_finalized(st), 1);
+	assert_int_equal(bft_store_finalize(st, 1), 0);
+	bft_store_close(st);
+	text = read_text(p);
+	fin = strstr(text, "\nfinalized for bftblk release ");
+	fmt = strstr(text, "\nformat = 8\n");
+	assert_non_null(fin);
+	assert_non_null(fmt);
+	assert_true(fin < fmt);
+	nl = strchr(text, '\n');
+	assert_true(nl == fin);
+	assert_non_null(strstr(text, "older bftblk servers must not open "
+	    "this directory = 1\n"));
+	st = sopen(0);
+	assert_int_equal(bft_store_finalized(st), 1);
+	assert_int_equal(bft_store_format(st), BFT_STORE_FORMAT_FINALIZED);
+	bft_store_close(st);
+	/* A level above this build's: the release that wrote it is needed. */
+	set_level(p, '2');
+	refused("newer than this bftblk's");
+	set_level(p, '0');
+	refused("bad value");
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_identity, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_finalize, setup,
 		    teardown),
 	};
 

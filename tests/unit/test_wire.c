@@ -40,7 +40,7 @@ test_round_trip(void **state)
 static void
 test_encode(void **state)
 {
-	static const uint8_t bad_types[] = { 0, 20, 0x7f, 0x80, 0x94, 0xff };
+	static const uint8_t bad_types[] = { 0, 21, 0x7f, 0x80, 0x95, 0xff };
 	static struct bft_msg m1, m2, d;
 	struct bft_buf b = { 0 };
 	uint32_t l1, l2;
@@ -108,7 +108,9 @@ test_encode(void **state)
 	assert_string_equal(bft_msg_type_str(BFT_SCRUB | BFT_ACK),
 	    "SCRUB_ACK");
 	assert_string_equal(bft_msg_type_str(0), "UNKNOWN");
-	assert_string_equal(bft_msg_type_str(0x94), "UNKNOWN");
+	assert_string_equal(bft_msg_type_str(0x95), "UNKNOWN");
+	assert_string_equal(bft_msg_type_str(BFT_FINALIZE | BFT_ACK),
+	    "FINALIZE_ACK");
 	assert_string_equal(bft_msg_type_str(BFT_VOLUMES | BFT_ACK),
 	    "VOLUMES_ACK");
 	assert_string_equal(bft_msg_type_str(BFT_DROP), "DROP");
@@ -250,8 +252,20 @@ test_encode_heal(void **state)
 	expect(b.data + 4, bl, 4, NULL);
 	assert_memory_equal(&dec.info, &m.info, sizeof(m.info));
 	assert_string_equal(bft_status_fields[0].name, "version");
-	assert_string_equal(bft_status_fields[BFT_STATUS_NFIELDS - 1].name,
+	assert_string_equal(bft_status_fields[BFT_STATUS_NFIELDS_0 - 1].name,
 	    "scrub_total");
+	assert_string_equal(bft_status_fields[BFT_STATUS_NFIELDS - 1].name,
+	    "finalized");
+	/* To release 0.2.0: its fields alone, the rest read back as 0. */
+	m.info.release = m.info.level = m.info.finalized = 0;
+	bl = encode_one(&m, 4, &b);
+	expect(b.data + 4, bl, 4, NULL);
+	assert_memory_equal(&dec.info, &m.info, sizeof(m.info));
+	m.info.level = 1;
+	m.info.release = bft_release_code(0, 3, 0);
+	bl = encode_one(&m, 4, &b);
+	expect(b.data + 4, bl, 4, NULL);
+	assert_memory_equal(&dec.info, &m.info, sizeof(m.info));
 	for (i = 0; i < BFT_STATUS_NFIELDS; i++)
 		assert_int_equal(bft_status_fields[i].offset,
 		    i * sizeof(uint64_t));

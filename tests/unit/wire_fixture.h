@@ -22,9 +22,9 @@
 
 #define NTYPES	BFT_MSG_NTYPES
 static const uint8_t all_types[NTYPES] = {
-	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
 	0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c,
-	0x8d, 0x8e, 0x8f, 0x90, 0x91, 0x92, 0x93,
+	0x8d, 0x8e, 0x8f, 0x90, 0x91, 0x92, 0x93, 0x94,
 };
 
 /*
@@ -81,7 +81,8 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 	m->type = type;
 	m->id = rnd();
 	m->block = (type == BFT_HELLO || type == BFT_FLUSH ||
-	    type == BFT_STATUS || type == BFT_SCRUB) ? 0 : rnd();
+	    type == BFT_STATUS || type == BFT_SCRUB ||
+	    type == BFT_FINALIZE) ? 0 : rnd();
 	/* DROP and SNAP name a volume by its first block. */
 	if (type == BFT_DROP || type == BFT_SNAP)
 		m->block &= ~BFT_ADDR_MAX_BLOCK;
@@ -200,6 +201,14 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 		break;
 	case BFT_STATUS | BFT_ACK:
 		rnd_bytes(&m->info, sizeof(m->info));
+		/* Release 0.2.0's shape, or the nested fields with a level. */
+		if (rnd() & 1)
+			m->info.release = m->info.level = m->info.finalized = 0;
+		else if (m->info.level == 0)
+			m->info.level = 1;
+		break;
+	case BFT_FINALIZE:
+		m->level = 1 + (uint32_t)(rnd() % BFT_LEVEL_MAX);
 		break;
 	}
 }
@@ -227,6 +236,7 @@ assert_msg_equal(const struct bft_msg *a, const struct bft_msg *b)
 	assert_true(a->gen == b->gen);
 	assert_true(a->gen_to == b->gen_to && a->next == b->next);
 	assert_int_equal(a->snap_op, b->snap_op);
+	assert_int_equal(a->level, b->level);
 	assert_int_equal(a->has_cc, b->has_cc);
 	assert_int_equal(a->frag_len, b->frag_len);
 	if (a->frag_len)

@@ -24,6 +24,7 @@
  *   peek          --config C --keys K --block B [--servers L]
  *   pipeline      --config C --keys K --block B --count N [--hold S]
  *                 [--servers L]
+ *   finalized     --config C --keys K [--count F]
  *
  * L is a comma-separated list of server indices (default: all).  With
  * --hang, partial-write waits to be killed where it would have exited.
@@ -35,7 +36,8 @@
  * The code: main.c (options, loading, dispatch), chan.c (connections,
  * the channel handshake, sealed requests and replies), write.c
  * (pattern, partial-write, stutter), forge.c (forge-filter,
- * forge-repair), probe.c (probe, tamper, peek, pipeline).
+ * forge-repair), probe.c (probe, tamper, peek, pipeline), finalized.c
+ * (finalized).
  */
 #include <err.h>
 #include <getopt.h>
@@ -198,10 +200,13 @@ main(int argc, char **argv)
 		return tc_cmd_collect_save();
 	if (strcmp(cmd, "filter-back") == 0)
 		return tc_cmd_filter_back();
+	if (strcmp(cmd, "finalized") == 0)
+		return tc_cmd_finalized();
 usage:
 	fprintf(stderr, "usage: %s pattern|partial-write|stutter|forge-filter"
 	    "|forge-repair|probe|tamper|peek|pipeline|flood"
-	    "|collect-save|filter-back [options] (see the source)\n",
+	    "|collect-save|filter-back|finalized [options] (see the "
+	    "source)\n",
 	    argv[0]);
 	return 1;
 }

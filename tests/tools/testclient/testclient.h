@@ -71,5 +71,7 @@ int tc_cmd_pipeline(void);
 int tc_cmd_flood(void);
 int tc_cmd_collect_save(void);
 int tc_cmd_filter_back(void);
+/* finalized.c */
+int tc_cmd_finalized(void);
 
 #endif
