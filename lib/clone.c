@@ -15,7 +15,9 @@
 #include <time.h>
 
 #include "bytes_int.h"
+#include "cluster_int.h"
 #include "error_int.h"
+#include "featureset.h"
 #include "handle_int.h"
 #include "plan_int.h"
 #include "read_int.h"
@@ -104,6 +106,19 @@ bftblk_volume_clone(struct bftblk *h, const char *volume, const char *snap,
 		return bftblk__handle_fail(h, EINVAL, "'%s' is not a volume "
 		    "name: 1 to %u of A-Z a-z 0-9 . _ -, not starting with . "
 		    "or -", name, BFTBLK_VOLUME_NAME_MAX);
+	/*
+	 * A clone's entry has bytes the first table format's readers
+	 * refuse, and with it the whole table: written only once every
+	 * server is finalized, when no such reader is let in any more.
+	 */
+	if ((r = bftblk__cluster_finalized(h, BFT_FEAT_CLONE_ENTRIES)) < 0)
+		return r;
+	if (r == 0)
+		return bftblk__handle_fail(h, EPERM, "clones need the cluster "
+		    "finalized (every server on release %s or later, then "
+		    "bftblk cluster finalize): a release 0.2.0 client would "
+		    "refuse the volume table that holds one",
+		    BFTBLK_VERSION_STRING);
 	if ((r = bftblk__vt_begin(h, &lock, &vt)) != 0)
 		return r;
 	if ((s = find_parent(h, vt, volume, snap)) == NULL) {

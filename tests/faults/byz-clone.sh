@@ -19,7 +19,8 @@ MODES=(hide-writes view-head trim-lie stale mute hide-writes,view-head)
 NBDKIT_PIN=
 NBDKIT_SHARED=
 cluster_start 1
-"$ADMIN" cluster finalize --dir "$CLUSTER_DIR" >/dev/null 2>&1 || true
+"$ADMIN" cluster finalize --dir "$CLUSTER_DIR" >/dev/null ||
+    fail "cluster finalize"
 "$ADMIN" volume create --dir "$CLUSTER_DIR" --name v --size 8M \
     >/dev/null || fail "creating v"
 byz_nbdkit_start a

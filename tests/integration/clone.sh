@@ -1,6 +1,8 @@
 #!/bin/bash
 # Clones, flatten and rollback (t=1).
 #
+# 0. A clone is refused until the cluster is finalized (its table entry
+#    is one release 0.2.0 clients would refuse), and saying so.
 # 1. Volume v (16 MiB) imported with image A (every fourth block zeros),
 #    snapshot v@s1, clone c of it: c reads A exactly, and making it
 #    wrote nothing to the servers' blocks of c.
@@ -48,10 +50,17 @@ open(out, "wb").write(img)
 EOF
 }
 
-if [ -n "${BFTBLK_CLONE_FINALIZE:-}" ]; then
-	"$ADMIN" cluster finalize --dir "$CLUSTER_DIR" >/dev/null ||
-	    fail "cluster finalize"
-fi
+log "step 0: no clone before the cluster is finalized"
+"$ADMIN" volume create --dir "$CLUSTER_DIR" --name early --size 1M \
+    >/dev/null || fail "creating early"
+"$ADMIN" snap create --dir "$CLUSTER_DIR" --volume early --name s \
+    >/dev/null || fail "snap create early@s"
+"$ADMIN" volume clone --dir "$CLUSTER_DIR" --from early@s --name e1 \
+    >"$TESTDIR/log/early.log" 2>&1 && fail "a clone before finalize"
+grep -q "need the cluster finalized" "$TESTDIR/log/early.log" ||
+    { cat "$TESTDIR/log/early.log" >&2; fail "the refusal does not say why"; }
+"$ADMIN" cluster finalize --dir "$CLUSTER_DIR" >/dev/null ||
+    fail "cluster finalize"
 
 log "step 1: v imported with A, s1 taken, c cloned from it"
 "$ADMIN" volume create --dir "$CLUSTER_DIR" --name v --size 16M \
