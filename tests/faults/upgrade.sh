@@ -10,7 +10,8 @@
 #
 # 1. A cluster made and run by the old release: keygen, four servers,
 #    two nbdkits with the old plugin; a sequential fio pass writes and
-#    verifies 16 MiB.
+#    verifies 16 MiB.  An nbdkit with the new plugin writes and verifies
+#    on the old servers too.
 # 2. Under load, two writers' histories recorded on hot blocks, and fio
 #    writing and verifying as it goes: the servers are upgraded one by
 #    one, each waited for until bftblk status says OK; status says
@@ -96,14 +97,15 @@ wait_ok()
 	sed "s/^/  $name: /" "$TESTDIR/log/$name.out" | head -n 3 >&2
 }
 
-# run_fio NAME FIO-ARGS...: fio through nbdkit a; any error fails.
+# run_fio NAME FIO-ARGS...: fio through nbdkit $FIO_ON (default a); any
+# error fails.
 run_fio()
 {
 	local name=$1 f rc=0
 	shift
 	f=$TESTDIR/log/fio-$name.log
 	log "fio $name: $*"
-	fio --name="$name" --ioengine=nbd --uri="$(nbd_uri a)" \
+	fio --name="$name" --ioengine=nbd --uri="$(nbd_uri "${FIO_ON:-a}")" \
 	    --iodepth=8 "$@" >"$f" 2>&1 || rc=$?
 	fio_ok "$name" "$rc"
 }
@@ -154,6 +156,12 @@ ADMIN=$OLD_ADMIN SERVER_BIN=$OLD_SERVER cluster_start 1
 PLUGIN=$OLD_PLUGIN nbdkit_start a
 PLUGIN=$OLD_PLUGIN nbdkit_start b
 run_fio seq-old "${seq_old[@]}"
+# The other way round works too: the new plugin on the old servers.
+PLUGIN=$NEW_PLUGIN nbdkit_start c
+FIO_ON=c run_fio new-on-old --offset=96M --size=8M --rw=randrw \
+    --rwmixread=30 --bsrange=4k-64k --verify=crc32c --do_verify=1 \
+    --verify_fatal=1 --randrepeat=0
+nbdkit_stop c
 wait_ok before
 grep -qx "releases: $OLD_VER on servers 0 1 2 3; not finalized" \
     "$TESTDIR/log/before.out" || fail "status does not see $OLD_VER"

@@ -6,7 +6,9 @@
  * past the disk's end are ERANGE; STATUS counts held blocks, sees a torn
  * record found at open, and reports the healing side's progress; a
  * volume written only at its two ends costs a walk a bounded number of
- * steps.  Every reply also goes through the wire encoder and decoder.
+ * steps.  FINALIZE records the level, durably and idempotently, and
+ * STATUS reports it with the release.  Every reply also goes through
+ * the wire encoder and decoder.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "../../lib/bftblk.h"
 #include "crypto.h"
 #include "summary.h"
 #include "wire.h"
@@ -541,6 +544,43 @@ test_sparse(void **state)
 	    1024) <= STEP_BOUND);
 }
 
+static int
+finalize(struct srv *s, uint32_t level)
+{
+	memset(&req, 0, sizeof req);
+	req.type = BFT_FINALIZE;
+	req.level = level;
+	return ask(s);
+}
+
+static void
+test_finalize(void **state)
+{
+	(void)state;
+	assert_int_equal(status(&A), BFT_OK);
+	assert_true(dec.info.release == bft_release_code(BFTBLK_VERSION_MAJOR,
+	    BFTBLK_VERSION_MINOR, BFTBLK_VERSION_PATCH));
+	assert_int_equal(dec.info.level, BFT_LEVEL);
+	assert_int_equal(dec.info.finalized, 0);
+	assert_int_equal(dec.info.version, BFT_STORE_FORMAT);
+	/* Not a level this server speaks: nothing is recorded. */
+	assert_int_equal(finalize(&A, BFT_LEVEL + 1), BFT_EPROTO);
+	assert_int_equal(bft_store_finalized(A.st), 0);
+	assert_int_equal(finalize(&A, BFT_LEVEL), BFT_OK);
+	assert_int_equal(finalize(&A, BFT_LEVEL), BFT_OK);
+	assert_int_equal(status(&A), BFT_OK);
+	assert_int_equal(dec.info.finalized, BFT_LEVEL);
+	assert_int_equal(dec.info.version, BFT_STORE_FORMAT_FINALIZED);
+	/* Kept across a restart. */
+	bft_store_close(A.st);
+	srv_open(&A);
+	assert_int_equal(status(&A), BFT_OK);
+	assert_int_equal(dec.info.finalized, BFT_LEVEL);
+	/* B was never told. */
+	assert_int_equal(status(&B), BFT_OK);
+	assert_int_equal(dec.info.finalized, 0);
+}
+
 int
 main(void)
 {
@@ -550,6 +590,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_lclist, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_status, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_finalize, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_sparse, setup, teardown),
 	};
 
