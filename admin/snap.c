@@ -19,6 +19,8 @@
 #include "bftblk.h"
 #include "log.h"
 #include "progress.h"
+#include "snap_space.h"
+#include "status_format.h"
 
 struct args {
 	const char *dir, *keys, *volume, *name;
@@ -58,39 +60,58 @@ cmd_create(const struct args *a, struct bftblk *h)
 static int
 cmd_list(const struct args *a, struct bftblk *h)
 {
+	struct admin_snap_space *sp;
 	struct bftblk_snap *s;
-	char created[64];
+	char created[64], excl[32];
 	size_t n;
 
 	if (bftblk_snap_list(h, a->volume, &s, &n) != 0) {
 		bft_log("%s", bftblk_errmsg(h));
 		return 1;
 	}
+	if ((sp = calloc(n ? n : 1, sizeof *sp)) == NULL) {
+		bft_log("out of memory");
+		free(s);
+		return 1;
+	}
+	/* The figures inform; a cluster that cannot give them still lists. */
+	if (admin_snap_space(a->dir, a->keys, a->timeout_s, s, n, sp) != 0)
+		bft_log("the space snapshots hold could not be asked");
 	if (a->json) {
 		printf("[");
 		for (size_t i = 0; i < n; i++)
 			printf("%s{\"volume\":\"%s\",\"name\":\"%s\","
 			    "\"volume_id\":%" PRIu32 ",\"size\":%" PRIu64
 			    ",\"boundary\":%" PRIu64 ",\"created\":%" PRIu64
-			    ",\"encrypted\":%s,\"deleting\":%s}", i ? "," : "",
-			    s[i].volume, s[i].name, s[i].volume_id, s[i].size,
-			    s[i].boundary, s[i].created, s[i].encrypted ?
-			    "true" : "false", s[i].deleting ? "true" :
-			    "false");
+			    ",\"encrypted\":%s,\"deleting\":%s,"
+			    "\"exclusive_bytes\":%" PRIu64 ",\"space_servers\":"
+			    "%u}", i ? "," : "", s[i].volume, s[i].name,
+			    s[i].volume_id, s[i].size, s[i].boundary,
+			    s[i].created, s[i].encrypted ? "true" : "false",
+			    s[i].deleting ? "true" : "false", sp[i].exclusive,
+			    sp[i].answered);
 		printf("]\n");
 	} else {
-		printf("%-20s %-20s %14s %10s  %-23s %s\n", "VOLUME",
-		    "SNAPSHOT",
-		    "SIZE", "BOUNDARY", "CREATED", "STATE");
+		printf("%-20s %-20s %14s %10s %11s  %-23s %s\n", "VOLUME",
+		    "SNAPSHOT", "SIZE", "BOUNDARY", "EXCLUSIVE", "CREATED",
+		    "STATE");
 		for (size_t i = 0; i < n; i++) {
 			when(s[i].created, created, sizeof created);
+			if (sp[i].answered > 0)
+				status_human_bytes(sp[i].exclusive, excl,
+				    sizeof excl);
+			else
+				snprintf(excl, sizeof excl, "?");
 			printf("%-20s %-20s %14" PRIu64 " %10" PRIu64
-			    "  %-23s %s\n", s[i].volume[0] ? s[i].volume :
+			    " %11s  %-23s %s\n", s[i].volume[0] ? s[i].volume :
 			    "(volume 0)", s[i].name, s[i].size, s[i].boundary,
-			    created, s[i].deleting ? "deleting" : "live");
+			    excl, created, s[i].deleting ? "deleting" : "live");
 		}
-		printf("%zu snapshot%s\n", n, n == 1 ? "" : "s");
+		printf("%zu snapshot%s; EXCLUSIVE: what each holds alone on "
+		    "the servers, freed by its delete\n", n, n == 1 ? "" :
+		    "s");
 	}
+	free(sp);
 	free(s);
 	return 0;
 }

@@ -394,6 +394,8 @@ bft_role_permits(enum bft_role role, uint8_t type)
 	case BFT_VREPAIR:
 	/* What changed between snapshots: an incremental backup's reader. */
 	case BFT_VLIST:
+	/* The space a snapshot holds: what `snap list` shows. */
+	case BFT_SNAPSPACE:
 	case BFT_FLUSH:
 	case BFT_STATUS:
 	case BFT_VOLUMES:

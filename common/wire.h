@@ -68,6 +68,10 @@
  *             above from, where this server keeps to: what changed
  *             between two snapshots.  count 1..BFT_VOL_MAX_BLOCKS.
  *             EAGAIN when from is not a boundary kept here)
+ *   SNAPSPACE [type, id, block, gen]  (the space snapshot boundary gen
+ *             of block's volume holds here, walked from block on, a
+ *             bounded piece per request: from level 1 on, sent only to
+ *             servers whose hello said a level)
  *
  * SUMMARY, LCLIST and STATUS let one server compare its state with its
  * peers' and report progress; any authenticated identity may send them.
@@ -113,6 +117,13 @@
  *                 shape; the rest nested, as a flat array of all would
  *                 pass the pre-scan's bound on array sizes)
  *   FINALIZE_ACK: nothing more
+ *   SNAPSPACE_ACK [..., status, next (uint), exclusive (uint), total
+ *                 (uint)]  (exclusive: the bytes of records this server
+ *                 keeps only for the boundary, among the volume's
+ *                 retained blocks from the request's block up to next;
+ *                 total: every record it retains for the volume's
+ *                 boundaries; next as VLIST_ACK's, UINT64_MAX once the
+ *                 walk is done)
  *
  * The decoder checks every field: types, array lengths, bin lengths
  * (vec exactly n*16, cc exactly n*32 (COLLECT_ACK: 0 or n*32), nonce
@@ -158,9 +169,10 @@ enum bft_msg_type {
 	BFT_VREPAIR = 18,
 	BFT_VLIST = 19,
 	BFT_FINALIZE = 20,
+	BFT_SNAPSPACE = 21,
 };
 /* The highest request type; replies are these | BFT_ACK. */
-#define BFT_MSG_TYPE_MAX	BFT_FINALIZE
+#define BFT_MSG_TYPE_MAX	BFT_SNAPSPACE
 
 /* What a SNAP asks. */
 enum bft_snap_op {
@@ -288,7 +300,8 @@ struct bft_msg {
 	bool want_frag;			/* COLLECT: answer with lc's fragment */
 	uint64_t gen;			/* SNAP, VCOLLECT, VFILTER, VREPAIR; VLIST's from */
 	uint64_t gen_to;		/* VLIST */
-	uint64_t next;			/* VLIST_ACK */
+	uint64_t next;			/* VLIST_ACK, SNAPSPACE_ACK */
+	uint64_t space_excl, space_total;	/* SNAPSPACE_ACK */
 	uint8_t snap_op;		/* SNAP: enum bft_snap_op */
 	bool has_cc;			/* COLLECT_ACK: cc (and maybe frag) present */
 

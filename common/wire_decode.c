@@ -103,7 +103,7 @@ static const char *const whys[BFT_MSG_NTYPES][E_COUNT] = {
 	WHYS("SUMMARY"), WHYS("LCLIST"), WHYS("STATUS"), WHYS("SCRUB"),
 	WHYS("VOLUMES"), WHYS("DROP"), WHYS("SNAP"), WHYS("VCOLLECT"),
 	WHYS("VFILTER"), WHYS("VREPAIR"), WHYS("VLIST"), WHYS("FINALIZE"),
-	WHYS("HELLO_ACK"),
+	WHYS("SNAPSPACE"), WHYS("HELLO_ACK"),
 	WHYS("CLOCK_ACK"),
 	WHYS("STORE_ACK"), WHYS("COMPLETE_ACK"), WHYS("COLLECT_ACK"),
 	WHYS("FILTER_ACK"), WHYS("REPAIR_ACK"), WHYS("FLUSH_ACK"),
@@ -111,6 +111,7 @@ static const char *const whys[BFT_MSG_NTYPES][E_COUNT] = {
 	WHYS("SCRUB_ACK"), WHYS("VOLUMES_ACK"), WHYS("DROP_ACK"),
 	WHYS("SNAP_ACK"), WHYS("VCOLLECT_ACK"), WHYS("VFILTER_ACK"),
 	WHYS("VREPAIR_ACK"), WHYS("VLIST_ACK"), WHYS("FINALIZE_ACK"),
+	WHYS("SNAPSPACE_ACK"),
 };
 
 static int
@@ -389,6 +390,15 @@ get_base_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 			return E_VLCOUNT;
 		if (get_u64(&a[4], &m->gen) || get_u64(&a[5], &m->gen_to))
 			return E_GEN;
+		return E_OK;
+	case BFT_SNAPSPACE:
+		return get_u64(&a[3], &m->gen) ? E_GEN : E_OK;
+	case BFT_SNAPSPACE | BFT_ACK:
+		if (get_u64(&a[4], &m->next))
+			return E_NEXT;
+		if (get_u64(&a[5], &m->space_excl) ||
+		    get_u64(&a[6], &m->space_total))
+			return E_NUM;
 		return E_OK;
 	case BFT_FINALIZE:
 		if (get_u32(&a[3], &m->level) || m->level < 1 ||

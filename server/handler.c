@@ -391,6 +391,9 @@ bft_handle(struct bft_handler *h, const char *peer,
 	case BFT_VLIST:
 		bft_handle_vlist(h, req, rep);
 		break;
+	case BFT_SNAPSPACE:
+		bft_handle_snapspace(h, req, rep);
+		break;
 	}
 	return 0;
 }

@@ -118,6 +118,12 @@ void bft_handle_snap(struct bft_handler *h, const char *peer,
 /* VLIST: the blocks that changed between two boundaries, as known here. */
 void bft_handle_vlist(struct bft_handler *h, const struct bft_msg *req,
     struct bft_msg *rep);
+/*
+ * SNAPSPACE (wire.h): the bytes this server keeps only for a snapshot's
+ * boundary, a bounded piece of the volume's retained blocks at a time.
+ */
+void bft_handle_snapspace(struct bft_handler *h, const struct bft_msg *req,
+    struct bft_msg *rep);
 
 /*
  * For the handler's files: a store error as a reply status, logged

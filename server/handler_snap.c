@@ -140,3 +140,31 @@ bft_handle_vlist(struct bft_handler *h, const struct bft_msg *req,
 	rep->entries = h->infobuf;
 	rep->nentries = n;
 }
+
+/*
+ * Retained blocks one SNAPSPACE walks at most: each costs the records
+ * it holds times the volume's boundaries, so a request stays a small
+ * fraction of a millisecond's work whatever the volume's size.
+ */
+#define SNAPSPACE_STEPS	4096u
+
+void
+bft_handle_snapspace(struct bft_handler *h, const struct bft_msg *req,
+    struct bft_msg *rep)
+{
+	uint32_t vol = bft_addr_vol(req->block);
+	uint64_t gens[BFT_STORE_MAX_SNAPS];
+	size_t n, i;
+
+	n = bft_store_snaps(h->st, vol, gens, BFT_STORE_MAX_SNAPS);
+	for (i = 0; i < n && gens[i] != req->gen; i++)
+		;
+	/* Not a boundary kept here: nothing to say of its space. */
+	if (i == n) {
+		rep->status = BFT_EAGAIN;
+		return;
+	}
+	rep->next = bft_store_snap_space_from(h->st, vol, req->gen,
+	    req->block, SNAPSPACE_STEPS, &rep->space_excl);
+	rep->space_total = bft_store_snap_retained(h->st, vol);
+}

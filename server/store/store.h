@@ -347,6 +347,16 @@ uint64_t bft_store_view_next(struct bft_store *st, uint32_t vol,
  */
 void bft_store_snap_space(const struct bft_store *st, uint32_t vol,
     uint64_t gen, uint64_t *exclusive, uint64_t *total);
+/*
+ * The same a piece at a time, for a server that must not stall on a
+ * large volume: the retained blocks at addresses >= from, at most budget
+ * of them, their exclusive bytes added to *exclusive.  Returns where to
+ * go on from, UINT64_MAX once the walk is done.  O(budget + log) here.
+ */
+uint64_t bft_store_snap_space_from(const struct bft_store *st, uint32_t vol,
+    uint64_t gen, uint64_t from, uint64_t budget, uint64_t *exclusive);
+/* The bytes of every record retained for vol's boundaries; O(log). */
+uint64_t bft_store_snap_retained(const struct bft_store *st, uint32_t vol);
 
 /* fdatasync of everything written so far.  0 or a negative errno. */
 int bft_store_sync(struct bft_store *st);

@@ -290,14 +290,14 @@ bft_store_view_next(struct bft_store *st, uint32_t vol, uint64_t gen,
 	}
 }
 
-/* What bft_store_snap_space adds up. */
+/* What bft_store_snap_space adds up, from an address, up to a budget. */
 struct space {
 	const struct bft_store *st;
 	const struct snap_vol *sv;
 	uint64_t gen, exclusive;
+	uint64_t from, budget, next;	/* next: UINT64_MAX once all seen */
 };
 
-/* lc_g's index in node for boundary g, or -1. */
 static long
 lc_of(const struct ret_node *node, uint64_t g)
 {
@@ -342,14 +342,47 @@ space_node(struct space *sp, const struct ret_node *node)
 	}
 }
 
+/* In order from sp->from, stopping once the budget is spent. */
 static void
 space_walk(struct space *sp, const struct ret_node *t)
 {
-	if (t == NULL)
+	if (t == NULL || sp->budget == 0)
 		return;
-	space_walk(sp, t->l);
-	space_node(sp, t);
+	if (t->addr > sp->from)
+		space_walk(sp, t->l);
+	if (sp->budget == 0)
+		return;
+	if (t->addr >= sp->from) {
+		space_node(sp, t);
+		sp->next = t->addr + 1;
+		if (--sp->budget == 0)
+			return;
+	}
 	space_walk(sp, t->r);
+}
+
+uint64_t
+bft_store_snap_space_from(const struct bft_store *st, uint32_t vol,
+    uint64_t gen, uint64_t from, uint64_t budget, uint64_t *exclusive)
+{
+	const struct snap_vol *sv = st_snap_vol(st, vol);
+	struct space sp = { .st = st, .sv = sv, .gen = gen, .from = from,
+	    .budget = budget };
+
+	if (sv == NULL || budget == 0)
+		return sv == NULL ? UINT64_MAX : from;
+	space_walk(&sp, sv->root);
+	*exclusive += sp.exclusive;
+	/* Budget left over: the walk reached the end. */
+	return sp.budget > 0 ? UINT64_MAX : sp.next;
+}
+
+uint64_t
+bft_store_snap_retained(const struct bft_store *st, uint32_t vol)
+{
+	const struct snap_vol *sv = st_snap_vol(st, vol);
+
+	return sv == NULL ? 0 : sv->bytes;
 }
 
 void
@@ -357,12 +390,11 @@ bft_store_snap_space(const struct bft_store *st, uint32_t vol, uint64_t gen,
     uint64_t *exclusive, uint64_t *total)
 {
 	const struct snap_vol *sv = st_snap_vol(st, vol);
-	struct space sp = { .st = st, .sv = sv, .gen = gen };
 
 	*exclusive = *total = 0;
 	if (sv == NULL)
 		return;
-	space_walk(&sp, sv->root);
-	*exclusive = sp.exclusive;
+	(void)bft_store_snap_space_from(st, vol, gen, 0, UINT64_MAX,
+	    exclusive);
 	*total = sv->bytes;
 }

@@ -197,6 +197,19 @@ h.flush()
 " || fail "trimming v"
 export_to v@s2 "$TESTDIR/s2.img"
 same "$TESTDIR/s2.img" "$TESTDIR/a.img" "a trim of v changed v@s2"
+# s2 alone keeps A's 192 non-zero blocks now (2 fragments of 32 KiB on
+# each server, at least): snap list says so, all 4 servers answering.
+"$ADMIN" snap list --dir "$CLUSTER_DIR" --volume v --json \
+    >"$TESTDIR/snaps.json" || fail "snap list"
+python3 - "$TESTDIR/snaps.json" <<'EOF' || fail "snap list's space"
+import json, sys
+s = {x["name"]: x for x in json.load(open(sys.argv[1]))}
+x = s["s2"]
+print("v@s2 holds %d bytes alone, %d servers said" %
+      (x["exclusive_bytes"], x["space_servers"]), file=sys.stderr)
+assert x["space_servers"] == 4, x
+assert x["exclusive_bytes"] >= 192 * 4 * 32768, x
+EOF
 # A connection that holds v's lease while rollback is tried.
 PATH=/usr/bin:$PATH nbdsh -u "$V_URI" -c "
 import subprocess

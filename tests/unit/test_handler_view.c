@@ -168,6 +168,56 @@ test_snap_requests(void **state)
 	assert_ts(&rep.cands[0].ts, &v2.ts);
 }
 
+static int
+snapspace(uint64_t from, uint64_t g)
+{
+	set_req(BFT_SNAPSPACE, from);
+	req.gen = g;
+	return handle();
+}
+
+/*
+ * SNAPSPACE: what a boundary alone keeps here, walked a piece at a
+ * time; a boundary this server does not keep is EAGAIN, not zero.
+ * Boundary 1 keeps v1 of three blocks (overwritten after it), and
+ * boundary 2 keeps nothing of its own yet.
+ */
+static void
+test_snap_space(void **state)
+{
+	uint64_t excl = 0, next = ADDR(0);
+	unsigned calls = 0;
+
+	(void)state;
+	assert_int_equal(snapspace(ADDR(0), 1), BFT_EAGAIN);
+	for (unsigned b = 0; b < 3; b++) {
+		struct bft_cand v1 = mkcand(ADDR(b), NUM(1, 1), 5);
+
+		written(ADDR(b), &v1, 10);
+	}
+	assert_int_equal(snap(1, BFT_SNAP_ADD, true), BFT_OK);
+	assert_int_equal(snap(2, BFT_SNAP_ADD, true), BFT_OK);
+	for (unsigned b = 0; b < 3; b++) {
+		struct bft_cand v3 = mkcand(ADDR(b), NUM(3, 1), 5);
+
+		written(ADDR(b), &v3, 20);
+	}
+	do {
+		assert_int_equal(snapspace(next, 1), BFT_OK);
+		excl += rep.space_excl;
+		next = rep.next;
+	} while (next != UINT64_MAX && ++calls < 10);
+	assert_true(next == UINT64_MAX);
+	assert_true(excl == 0);		/* v1 is boundary 2's view too */
+	assert_true(rep.space_total > 0);
+	assert_int_equal(snap(2, BFT_SNAP_REMOVE, true), BFT_OK);
+	assert_int_equal(snapspace(ADDR(0), 1), BFT_OK);
+	assert_true(rep.next == UINT64_MAX);
+	assert_true(rep.space_excl == rep.space_total);
+	assert_true(rep.space_excl > 0);
+	assert_int_equal(snapspace(ADDR(0), 2), BFT_EAGAIN);
+}
+
 int
 main(void)
 {
@@ -179,6 +229,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_view, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_snap_requests, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_snap_space, setup,
 		    teardown),
 	};
 

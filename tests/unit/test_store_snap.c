@@ -227,6 +227,19 @@ test_snap_remove(void **state)
 	    bft_rec_hist_len(4, FRAGLEN)));
 	assert_int_equal(excl3, excl);
 	assert_int_equal(total, 2 * excl);
+	/* The same added up a few blocks at a time, as SNAPSPACE does. */
+	{
+		uint64_t from = 0, part = 0;
+		unsigned calls = 0;
+
+		do {
+			from = bft_store_snap_space_from(st, V, 1, from, 3,
+			    &part);
+			calls++;
+		} while (from != UINT64_MAX && calls < 2 * NB);
+		assert_int_equal(part, excl);
+		assert_int_equal(calls, (NB + 2) / 3 + (NB % 3 == 0));
+	}
 	live0 = live_bytes(st);
 	assert_int_equal(bft_store_snap_remove(st, V, 2), 0);
 	assert_int_equal(live_bytes(st), live0);

@@ -40,7 +40,8 @@ test_round_trip(void **state)
 static void
 test_encode(void **state)
 {
-	static const uint8_t bad_types[] = { 0, 21, 0x7f, 0x80, 0x95, 0xff };
+	static const uint8_t bad_types[] = { 0, BFT_MSG_TYPE_MAX + 1, 0x7f,
+	    0x80, BFT_ACK | (BFT_MSG_TYPE_MAX + 1), 0xff };
 	static struct bft_msg m1, m2, d;
 	struct bft_buf b = { 0 };
 	uint32_t l1, l2;
@@ -108,7 +109,10 @@ test_encode(void **state)
 	assert_string_equal(bft_msg_type_str(BFT_SCRUB | BFT_ACK),
 	    "SCRUB_ACK");
 	assert_string_equal(bft_msg_type_str(0), "UNKNOWN");
-	assert_string_equal(bft_msg_type_str(0x95), "UNKNOWN");
+	assert_string_equal(bft_msg_type_str(BFT_ACK | (BFT_MSG_TYPE_MAX + 1)),
+	    "UNKNOWN");
+	assert_string_equal(bft_msg_type_str(BFT_SNAPSPACE | BFT_ACK),
+	    "SNAPSPACE_ACK");
 	assert_string_equal(bft_msg_type_str(BFT_FINALIZE | BFT_ACK),
 	    "FINALIZE_ACK");
 	assert_string_equal(bft_msg_type_str(BFT_VOLUMES | BFT_ACK),

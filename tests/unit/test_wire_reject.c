@@ -196,7 +196,8 @@ test_reject_every_field(void **state)
 static void
 test_reject_values(void **state)
 {
-	static const uint64_t bad_types[] = { 0, 21, 0x7f, 0x80, 0x95, 0xff,
+	static const uint64_t bad_types[] = { 0, BFT_MSG_TYPE_MAX + 1, 0x7f,
+	    0x80, BFT_ACK | (BFT_MSG_TYPE_MAX + 1), 0xff,
 	    0x100, 0x183, 0x100000003 };
 	msgpack_object big[BFT_MAX_N + 1];
 	struct tree t;

@@ -23,8 +23,9 @@
 #define NTYPES	BFT_MSG_NTYPES
 static const uint8_t all_types[NTYPES] = {
 	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+	21,
 	0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c,
-	0x8d, 0x8e, 0x8f, 0x90, 0x91, 0x92, 0x93, 0x94,
+	0x8d, 0x8e, 0x8f, 0x90, 0x91, 0x92, 0x93, 0x94, 0x95,
 };
 
 /*
@@ -210,6 +211,14 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 	case BFT_FINALIZE:
 		m->level = 1 + (uint32_t)(rnd() % BFT_LEVEL_MAX);
 		break;
+	case BFT_SNAPSPACE:
+		m->gen = rnd();
+		break;
+	case BFT_SNAPSPACE | BFT_ACK:
+		m->next = rnd();
+		m->space_excl = rnd();
+		m->space_total = rnd();
+		break;
 	}
 }
 
@@ -235,6 +244,8 @@ assert_msg_equal(const struct bft_msg *a, const struct bft_msg *b)
 	assert_int_equal(a->want_frag, b->want_frag);
 	assert_true(a->gen == b->gen);
 	assert_true(a->gen_to == b->gen_to && a->next == b->next);
+	assert_true(a->space_excl == b->space_excl &&
+	    a->space_total == b->space_total);
 	assert_int_equal(a->snap_op, b->snap_op);
 	assert_int_equal(a->level, b->level);
 	assert_int_equal(a->has_cc, b->has_cc);
