@@ -180,8 +180,10 @@ if [ "$MH_FROM" = deb ]; then
 	    [app1]="nbdkit-plugin-bftblk bftblk-tools libbftblk-dev libbftblk1 bftblk-common")
 	# A host: the machine's /usr, /etc and /var as writable overlays,
 	# their changes in $HROOT/HOST; /run an empty tmpfs (so no systemd
-	# runs there, and maintainer scripts find none).  /lib, /bin and
-	# /sbin are links into /usr on Debian 12.
+	# runs there, and maintainer scripts find none); /usr/local empty,
+	# so that a `make install` on the machine cannot stand in for the
+	# packages on PATH.  /lib, /bin and /sbin are links into /usr on
+	# Debian 12.
 	for h in "${HOSTS[@]}"; do
 		d=$HROOT/$h
 		mkdir -p "$d/incoming"
@@ -205,6 +207,7 @@ if [ "$MH_FROM" = deb ]; then
 			mount -t overlay overlay -o lowerdir=/\$m,upperdir=$d/\$m,workdir=$d/\$m.work /\$m
 		    done
 		    mount -t tmpfs -o mode=755 tmpfs /run
+		    mount -t tmpfs -o mode=755 tmpfs /usr/local
 		    if id bftblk >/dev/null 2>&1; then
 			echo 'user bftblk: there before the packages'
 		    fi
@@ -383,6 +386,11 @@ if [ "$MH_FROM" = deb ]; then
 	    /lib/systemd/system/bftblk-nbd.service)" ] ||
 	    fail "nbdkit-plugin-bftblk installed no units"
 	log "units installed, none enabled"
+	# The programs the hosts run are the packages'.
+	[ "$(on node0 sh -c 'command -v bftblk-server')" = \
+	    /usr/sbin/bftblk-server ] || fail "node0 runs no packaged server"
+	[ "$(on app1 sh -c 'command -v bftblk')" = /usr/bin/bftblk ] ||
+	    fail "app1 runs no packaged bftblk"
 else
 	unit=$(find "$ROOT" -name 'bftblk-server@.service' | head -n 1)
 	[ -n "$unit" ] ||
