@@ -15,7 +15,8 @@
 #    the packages).
 #
 # It needs the mirror (skipped when mmdebstrap cannot reach it) and takes
-# about a minute more than make deb.  BFTBLK_DEBS=DIR takes DIR's
+# about a minute more than make deb; each step has a time limit, 6
+# minutes in all after make deb.  BFTBLK_DEBS=DIR takes DIR's
 # packages instead of running make deb.
 # The single-quoted scripts below are for the shells they are given to.
 # shellcheck disable=SC2016
@@ -67,7 +68,7 @@ done
 # The hook runs while mmdebstrap has /proc, /sys and /dev mounted in the
 # root, and unmounts them after.
 start=$SECONDS
-if ! timeout -k 10 300 mmdebstrap --variant=apt --include=libnbd-bin \
+if ! timeout -k 10 200 mmdebstrap --variant=apt --include=libnbd-bin \
     --customize-hook="copy-in ${files[*]} /tmp" \
     --customize-hook='chroot "$1" sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends /tmp/*.deb && rm /tmp/*.deb"' \
     bookworm "$ROOTFS" >"$TESTDIR/log/mmdebstrap.log" 2>&1; then
@@ -156,7 +157,7 @@ echo "nbdkit bftblk: 4 MiB copied in and back unchanged"
 EOF
 # The namespace's first process is the shell: when it ends, or unshare is
 # killed (--kill-child), the kernel ends everything left in it.
-if ! timeout -k 10 180 unshare --pid --net --kill-child \
+if ! timeout -k 10 90 unshare --pid --net --kill-child \
     --mount-proc="$ROOTFS/proc" sh -ec '
 	ip link set lo up
 	mount --rbind /dev "$1/dev"
@@ -173,7 +174,7 @@ log "cluster from the packages: status OK, nbdkit bftblk I/O verified"
 # --- 3. The purge --------------------------------------------------------
 chroot "$ROOTFS" dpkg -L "${PKGS[@]}" >"$TESTDIR/log/files.txt" ||
     fail "dpkg -L"
-timeout -k 10 120 unshare --pid --kill-child --mount-proc="$ROOTFS/proc" \
+timeout -k 10 60 unshare --pid --kill-child --mount-proc="$ROOTFS/proc" \
     sh -ec 'root=$1; shift
 	mount --rbind /dev "$root/dev"
 	exec chroot "$root" env DEBIAN_FRONTEND=noninteractive \
