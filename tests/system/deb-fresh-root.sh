@@ -16,7 +16,7 @@
 #
 # It needs the mirror (skipped when mmdebstrap cannot reach it) and takes
 # about a minute more than make deb; each step has a time limit, 6
-# minutes in all after make deb.  BFTBLK_DEBS=DIR takes DIR's
+# minutes at most in all after make deb.  BFTBLK_DEBS=DIR takes DIR's
 # packages instead of running make deb.
 # The single-quoted scripts below are for the shells they are given to.
 # shellcheck disable=SC2016
