@@ -12,6 +12,7 @@
 #   make check-faults    Byzantine servers and clients, crashes, lincheck
 #   make check-system    filesystems, kernel /dev/nbd0, VM disks and a
 #                        deployment on network namespaces (root)
+#   make deb             Debian packages into build-deb/ (lintian-clean)
 #   make install         programs, library, plugin, manual pages and
 #                        systemd units under PREFIX (default /usr/local),
 #                        staged under DESTDIR; make uninstall removes them
@@ -411,6 +412,13 @@ uninstall:
 	-rmdir $(DESTDIR)/etc/bftblk $(DESTDIR)/var/lib/bftblk 2>/dev/null
 	@if [ -z '$(DESTDIR)' ]; then ldconfig 2>/dev/null || true; fi
 
+# Debian packages (debian/) for this machine's release, built by
+# scripts/build-deb in a copy of the tree under DEB_DIR, where the
+# .deb files end; lintian must find no error or warning.
+DEB_DIR ?= build-deb
+deb:
+	scripts/build-deb $(DEB_DIR) $(VERSION)
+
 # The demo script installs what is missing and builds by itself.
 run:
 	scripts/bftblk-demo start
@@ -525,13 +533,13 @@ fuzz-long: fuzz-build
 		FUZZ_CAL=$(FUZZ_CAL) tests/fuzz/run-fuzz $(FUZZ_NAMES)
 
 clean:
-	rm -rf build build-asan build-fuzz build-noverify
+	rm -rf build build-asan build-fuzz build-noverify build-deb
 
 # Test objects come from a chain of pattern rules; keep them between runs.
 .SECONDARY:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
-	check-faults check-system install uninstall \
+	check-faults check-system install uninstall deb \
 	run stop bench bench-rebuild bench-store bench-trim bench-snap bench-overhead bench-latency fuzz \
 	fuzz-build fuzz-long clean
 

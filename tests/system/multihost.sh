@@ -32,6 +32,19 @@
 #    served on its host's address (IPv4 or IPv6) and scraped from app1,
 #    pass promtool and the Python client's parser.  Then node0 is
 #    stopped and fio verifies the 64 MiB again, through nodes 1, 2 and 3.
+#
+# With MH_FROM=deb (tests/system/deb-multihost.sh) step 2 installs the
+# Debian packages of `make deb` instead: each host's /usr, /etc and /var
+# are writable overlays of the machine's, with a dpkg database of its
+# own, and `apt-get install ./PACKAGE.deb` installs what the host needs
+# (bftblk-server on node0..3; nbdkit-plugin-bftblk, bftblk-tools and
+# libbftblk-dev on app1, which is also the administration machine; each
+# with bftblk-common and libbftblk1 as they need);
+# their postinst makes the user bftblk.  The machine's own root is never
+# written.  Then the units must be installed and not enabled, the
+# library's example must build with pkg-config and run on app1, and at
+# the end app1 and node0 purge the packages: none of their files may
+# stay (keys, data and the user do, as on any Debian host).
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
 
@@ -46,7 +59,15 @@ done
 [ -d /proc/sys/net/ipv6 ] || skip "the kernel has no IPv6"
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
     skip "no overlay file system (the hosts' /usr, /etc and /var)"
-require_build
+MH_FROM=${MH_FROM:-install}
+if [ "$MH_FROM" = deb ]; then
+	for c in apt-get dpkg-buildpackage dh; do
+		command -v "$c" >/dev/null ||
+		    skip "$c is not installed (scripts/install-deps)"
+	done
+else
+	require_build
+fi
 
 NET4=10.213.47
 NET6=fd5b:f7c1:2f:
@@ -123,27 +144,12 @@ done
 log "network: bridge in $BRNS, hosts ${HOSTS[*]} on $NET4.0/24" \
     "and ${NET6}:/64"
 
-# --- 2. make install, and the hosts' file systems -----------------------
-san=
-if ldd "$SERVER" | grep -q libasan; then
-	san=SAN=1
-fi
-make -C "$SRCDIR" --no-print-directory BUILD="$BUILD" $san PREFIX=/usr \
-    DESTDIR="$ROOT" install >"$TESTDIR/log/make-install.log" 2>&1 ||
-    { _show_log_tail "$TESTDIR/log/make-install.log"; fail "make install"; }
-log "make install DESTDIR=$ROOT PREFIX=/usr"
-
-# What make install gives systemd-sysusers (where pkg-config says).
-SYSUSERS=$(find "$ROOT" -path '*/sysusers.d/bftblk.conf' | head -n 1)
-[ -n "$SYSUSERS" ] || fail "make install installed no sysusers.d/bftblk.conf"
-
-# A host: its network namespace, and a mount namespace held by a sleep
-# in it.  /usr is the installed tree over the machine's (read-only), /etc
-# and /var the machine's with the installed files and the host's own
-# changes in $HROOT/HOST, /run an empty tmpfs.
-for h in "${HOSTS[@]}"; do
-	d=$HROOT/$h
-	mkdir -p "$d/incoming" "$d/etc" "$d/etc.work" "$d/var" "$d/var.work"
+# --- 2. The packages, and the hosts' file systems ----------------------
+# hold HOST: a sleep in HOST's network namespace and a mount namespace
+# of its own, which holds both; sets HOLDER[HOST].
+hold()
+{
+	local h=$1 deadline
 	ip netns exec "$TAG-$h" unshare --mount --propagation private \
 	    sleep 100000 </dev/null &
 	HOLDER[$h]=$!
@@ -155,16 +161,100 @@ for h in "${HOSTS[@]}"; do
 		[ "$SECONDS" -lt "$deadline" ] || fail "$h: no mount namespace"
 		sleep 0.1
 	done
-	nsenter -t "${HOLDER[$h]}" -m -- sh -ec "
-	    mount -t overlay overlay -o lowerdir=$ROOT/usr:/usr /usr
-	    mount -t overlay overlay -o lowerdir=$ROOT/etc:/etc,upperdir=$d/etc,workdir=$d/etc.work /etc
-	    mount -t overlay overlay -o lowerdir=$ROOT/var:/var,upperdir=$d/var,workdir=$d/var.work /var
-	    mount -t tmpfs -o mode=755 tmpfs /run
-	    systemd-sysusers $SYSUSERS" \
-	    >>"$TESTDIR/log/hosts.log" 2>&1 ||
-	    { _show_log_tail "$TESTDIR/log/hosts.log"; fail "$h: mounts"; }
-done
-log "hosts ready: /usr from make install, own /etc /var /run, user bftblk"
+}
+
+if [ "$MH_FROM" = deb ]; then
+	DEBS=${BFTBLK_DEBS:-}
+	if [ -z "$DEBS" ]; then
+		DEBS=$TESTDIR/debs
+		make -C "$SRCDIR" --no-print-directory DEB_DIR="$DEBS" deb \
+		    >"$TESTDIR/log/make-deb.log" 2>&1 ||
+		    { _show_log_tail "$TESTDIR/log/make-deb.log"; fail "make deb"; }
+		log "make deb: $(cd "$DEBS" && echo ./*.deb)"
+	fi
+	# What each host needs, with the packages of ours they depend on
+	# (apt finds those only among the files it is given).
+	server_pkgs="bftblk-server bftblk-common"
+	declare -A HOST_PKGS=([node0]=$server_pkgs [node1]=$server_pkgs
+	    [node2]=$server_pkgs [node3]=$server_pkgs
+	    [app1]="nbdkit-plugin-bftblk bftblk-tools libbftblk-dev libbftblk1 bftblk-common")
+	# A host: the machine's /usr, /etc and /var as writable overlays,
+	# their changes in $HROOT/HOST; /run an empty tmpfs (so no systemd
+	# runs there, and maintainer scripts find none); /usr/local empty,
+	# so that a `make install` on the machine cannot stand in for the
+	# packages on PATH.  /lib, /bin and /sbin are links into /usr on
+	# Debian 12.
+	for h in "${HOSTS[@]}"; do
+		d=$HROOT/$h
+		mkdir -p "$d/incoming"
+		for m in usr etc var; do
+			mkdir -p "$d/$m" "$d/$m.work"
+		done
+		hold "$h"
+		debs=
+		for p in ${HOST_PKGS[$h]}; do
+			f=$(echo "$DEBS/${p}_"*.deb)
+			[ -f "$f" ] || fail "no package $p in $DEBS"
+			debs+=" $f"
+		done
+		# The packages' dependencies are the machine's build
+		# dependencies' libraries and nbdkit: apt must find them
+		# installed, as the host has no network to fetch any.  (Not
+		# --no-download: with it, apt 2.6 takes the local files'
+		# paths for relative ones and fails.)
+		nsenter -t "${HOLDER[$h]}" -m -- sh -ec "
+		    for m in usr etc var; do
+			mount -t overlay overlay -o lowerdir=/\$m,upperdir=$d/\$m,workdir=$d/\$m.work /\$m
+		    done
+		    mount -t tmpfs -o mode=755 tmpfs /run
+		    mount -t tmpfs -o mode=755 tmpfs /usr/local
+		    if id bftblk >/dev/null 2>&1; then
+			echo 'user bftblk: there before the packages'
+		    fi
+		    DEBIAN_FRONTEND=noninteractive apt-get install -y \
+			--no-install-recommends $debs
+		    id bftblk" \
+		    >"$TESTDIR/log/apt-$h.log" 2>&1 ||
+		    { _show_log_tail "$TESTDIR/log/apt-$h.log" 30
+		      fail "$h: apt-get install ${HOST_PKGS[$h]}"; }
+		log "$h: apt-get install ${HOST_PKGS[$h]}"
+	done
+else
+	san=
+	if ldd "$SERVER" | grep -q libasan; then
+		san=SAN=1
+	fi
+	make -C "$SRCDIR" --no-print-directory BUILD="$BUILD" $san \
+	    PREFIX=/usr DESTDIR="$ROOT" install \
+	    >"$TESTDIR/log/make-install.log" 2>&1 ||
+	    { _show_log_tail "$TESTDIR/log/make-install.log"
+	      fail "make install"; }
+	log "make install DESTDIR=$ROOT PREFIX=/usr"
+
+	# What make install gives systemd-sysusers (where pkg-config says).
+	SYSUSERS=$(find "$ROOT" -path '*/sysusers.d/bftblk.conf' | head -n 1)
+	[ -n "$SYSUSERS" ] ||
+	    fail "make install installed no sysusers.d/bftblk.conf"
+
+	# A host: /usr is the installed tree over the machine's
+	# (read-only), /etc and /var the machine's with the installed files
+	# and the host's own changes in $HROOT/HOST, /run an empty tmpfs.
+	for h in "${HOSTS[@]}"; do
+		d=$HROOT/$h
+		mkdir -p "$d/incoming" "$d/etc" "$d/etc.work" "$d/var" \
+		    "$d/var.work"
+		hold "$h"
+		nsenter -t "${HOLDER[$h]}" -m -- sh -ec "
+		    mount -t overlay overlay -o lowerdir=$ROOT/usr:/usr /usr
+		    mount -t overlay overlay -o lowerdir=$ROOT/etc:/etc,upperdir=$d/etc,workdir=$d/etc.work /etc
+		    mount -t overlay overlay -o lowerdir=$ROOT/var:/var,upperdir=$d/var,workdir=$d/var.work /var
+		    mount -t tmpfs -o mode=755 tmpfs /run
+		    systemd-sysusers $SYSUSERS" \
+		    >>"$TESTDIR/log/hosts.log" 2>&1 ||
+		    { _show_log_tail "$TESTDIR/log/hosts.log"; fail "$h: mounts"; }
+	done
+fi
+log "hosts ready: /usr from $MH_FROM, own /etc /var /run, user bftblk"
 
 # on HOST CMD...: runs CMD on HOST (its network and mounts).
 on()
@@ -236,7 +326,12 @@ doc_daemon()
 ADMINDIR=$TESTDIR/admin
 mkdir -p "$ADMINDIR"
 HOSTLIST=$NET4.1:$PORT,$NET4.2:$PORT,[${NET6}:3]:$PORT,[${NET6}:4]:$PORT
-"$ROOT/usr/bin/bftblk" keygen --dir "$ADMINDIR/cluster" --size 128M \
+if [ "$MH_FROM" = deb ]; then
+	ADMIN_TOOL=(on app1 bftblk)	# bftblk-tools' bftblk on app1
+else
+	ADMIN_TOOL=("$ROOT/usr/bin/bftblk")
+fi
+"${ADMIN_TOOL[@]}" keygen --dir "$ADMINDIR/cluster" --size 128M \
     --hosts "$HOSTLIST" >"$TESTDIR/log/keygen.log" 2>&1 ||
     { _show_log_tail "$TESTDIR/log/keygen.log"; fail "keygen --hosts"; }
 for i in 0 1 2 3; do
@@ -273,8 +368,34 @@ CLIENT_METRICS=$NET4.10:9101
 # The command the README gives is the unit's ExecStart (%i = $I, the
 # program by its name), so that a host without systemd runs what
 # systemctl would.
-unit=$(find "$ROOT" -name 'bftblk-server@.service' | head -n 1)
-[ -n "$unit" ] || fail "make install installed no bftblk-server@.service"
+if [ "$MH_FROM" = deb ]; then
+	unit=$TESTDIR/bftblk-server@.service
+	on node0 cat /lib/systemd/system/bftblk-server@.service >"$unit" ||
+	    fail "bftblk-server installed no bftblk-server@.service"
+	# Installed, not enabled: no link to any bftblk unit in /etc, and
+	# none in deb-systemd-helper's record of the links it made (its
+	# *.dsh-also files only list what enabling would make).
+	for h in node0 app1; do
+		links=$(on "$h" find /etc/systemd \
+		    /var/lib/systemd/deb-systemd-helper-enabled \
+		    -name '*bftblk*' ! -name '*.dsh-also' 2>/dev/null |
+		    tr '\n' ' ')
+		[ -z "$links" ] || fail "$h: units enabled by installing: $links"
+	done
+	[ -n "$(on app1 ls /lib/systemd/system/bftblk-nbd.socket \
+	    /lib/systemd/system/bftblk-nbd.service)" ] ||
+	    fail "nbdkit-plugin-bftblk installed no units"
+	log "units installed, none enabled"
+	# The programs the hosts run are the packages'.
+	[ "$(on node0 sh -c 'command -v bftblk-server')" = \
+	    /usr/sbin/bftblk-server ] || fail "node0 runs no packaged server"
+	[ "$(on app1 sh -c 'command -v bftblk')" = /usr/bin/bftblk ] ||
+	    fail "app1 runs no packaged bftblk"
+else
+	unit=$(find "$ROOT" -name 'bftblk-server@.service' | head -n 1)
+	[ -n "$unit" ] ||
+	    fail "make install installed no bftblk-server@.service"
+fi
 exec_start=$(sed -n '/^ExecStart=/,/[^\\]$/p' "$unit" | tr -d '\\\n' |
     sed -e 's/^ExecStart=//' -e 's/%i/$I/g' -e 's|/usr/sbin/||' |
     tr -s ' \t' '  ')
@@ -541,4 +662,68 @@ log "fio: verify the 64 MiB again with node0 stopped"
 fio_job reverify verify_only=1
 fio_start reverify
 fio_wait reverify
+
+# --- 6. From the packages: the library's example, then a purge ----------
+if [ "$MH_FROM" = deb ]; then
+	nbdkit_stop nbd
+	# libbftblk-dev as a program uses it: pkg-config, the header and
+	# the shared library from the packages, none from the source tree
+	# but the example itself.
+	cp "$SRCDIR/docs/example.c" "$HROOT/app1/incoming/"
+	on app1 sh -c "cd $HROOT/app1/incoming &&
+	    cc -o example example.c \$(pkg-config --cflags --libs bftblk)" \
+	    >"$TESTDIR/log/example-build.log" 2>&1 ||
+	    { _show_log_tail "$TESTDIR/log/example-build.log"
+	      fail "the example does not build against libbftblk-dev"; }
+	# ldd may name it by /lib, a link to /usr/lib on Debian 12.
+	lib=$(on app1 ldd "$HROOT/app1/incoming/example" |
+	    awk '$1 == "libbftblk.so.1" { print $3 }')
+	if [ -z "$lib" ] || [ "$(on app1 readlink -f "$lib")" != \
+	    "/usr/lib/$(gcc -print-multiarch)/libbftblk.so.1" ]; then
+		fail "the example does not use libbftblk1's library: '$lib'"
+	fi
+	on app1 timeout 60 "$HROOT/app1/incoming/example" \
+	    /etc/bftblk/bftblk.conf /etc/bftblk/client.key \
+	    >"$TESTDIR/log/example.log" 2>&1 ||
+	    { _show_log_tail "$TESTDIR/log/example.log"
+	      fail "the example failed against the cluster"; }
+	grep -qx 'hello from libbftblk' "$TESTDIR/log/example.log" ||
+	    fail "the example did not read its block back"
+	log "app1: the example, built with pkg-config bftblk, wrote and" \
+	    "read a block"
+
+	# Purged, a package leaves none of its files (directories, /lib
+	# among them, may stay: other packages share them); what the admin put
+	# in /etc/bftblk and /var/lib/bftblk stays (dpkg keeps a directory
+	# that is not empty), and so does the user: Debian leaves system
+	# users in place, since files they own may outlive the package.
+	for h in app1 node0; do
+		read -ra pkgs <<<"${HOST_PKGS[$h]}"
+		on "$h" dpkg -L "${pkgs[@]}" >"$TESTDIR/log/files-$h.txt" ||
+		    fail "$h: dpkg -L ${pkgs[*]}"
+		on "$h" env DEBIAN_FRONTEND=noninteractive apt-get purge -y \
+		    "${pkgs[@]}" >"$TESTDIR/log/purge-$h.log" 2>&1 ||
+		    { _show_log_tail "$TESTDIR/log/purge-$h.log"
+		      fail "$h: apt-get purge ${pkgs[*]}"; }
+		# shellcheck disable=SC2016 # the host's shell expands it.
+		left=$(on "$h" sh -c 'while read -r f; do
+		    if [ ! -d "$f" ] && { [ -e "$f" ] || [ -L "$f" ]; }; then
+			echo "$f"
+		    fi
+		done' <"$TESTDIR/log/files-$h.txt" | tr '\n' ' ')
+		[ -z "$left" ] || fail "$h: purged, still there: $left"
+		for p in "${pkgs[@]}"; do
+			# shellcheck disable=SC2016 # dpkg-query's field.
+			st=$(on "$h" dpkg-query -W -f='${db:Status-Abbrev}' \
+			    "$p" 2>/dev/null || true)
+			[ -z "$st" ] || [ "$st" = "un " ] ||
+			    fail "$h: $p is '$st' after the purge"
+		done
+		on "$h" id bftblk >/dev/null ||
+		    fail "$h: the purge removed the user bftblk"
+		log "$h: purged ${pkgs[*]}: $(wc -l <"$TESTDIR/log/files-$h.txt")" \
+		    "paths listed, no file left; /etc/bftblk holds" \
+		    "$(on "$h" ls /etc/bftblk | tr '\n' ' ')"
+	done
+fi
 log "ok"
