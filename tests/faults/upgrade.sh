@@ -21,8 +21,11 @@
 # 3. The old admin tool still reads the status of the new servers.  The
 #    plugins are restarted on the new release, which reads what the old
 #    one wrote.
+#    A clone (whose table entry the old release cannot read) is refused
+#    before finalize, saying why; the old admin tool lists the volumes.
 # 4. bftblk cluster finalize; status says finalized, and so does
-#    libbftblk's bftblk__cluster_finalized (0 before, on 0.2.0 servers).
+#    libbftblk's bftblk__cluster_finalized (0 before, on 0.2.0 servers);
+#    the clone is made now and reads as its parent.
 # 5. Refusals after finalize, each with a sentence that says why: the
 #    old server on its data directory, the old library (bftblk ping) and
 #    the old plugin (a read through it fails) against the servers.
@@ -219,6 +222,25 @@ PLUGIN=$NEW_PLUGIN nbdkit_start a
 nbdkit_stop b
 PLUGIN=$NEW_PLUGIN nbdkit_start b
 run_fio seq-old-by-new "${seq_old[@]}" --verify_only=1
+# The change through the gate: a clone's table entry, which the old
+# release cannot read, is refused until the cluster is finalized, and
+# the old admin tool still reads the table meanwhile.
+python3 -c "import os, sys; open(sys.argv[1], 'wb').write(os.urandom(4 << 20))" \
+    "$TESTDIR/gold.img"
+"$NEW_ADMIN" volume create --dir "$CLUSTER_DIR" --name gold --size 4M \
+    >/dev/null || fail "volume create gold"
+"$NEW_ADMIN" import --dir "$CLUSTER_DIR" "$TESTDIR/gold.img" gold \
+    2>/dev/null || fail "import into gold"
+"$NEW_ADMIN" snap create --dir "$CLUSTER_DIR" --volume gold --name s \
+    >/dev/null || fail "snap create gold@s"
+"$NEW_ADMIN" volume clone --dir "$CLUSTER_DIR" --from gold@s --name vm1 \
+    >"$TESTDIR/log/clone-early.out" 2>&1 && fail "a clone before finalize"
+grep -q "clones need the cluster finalized" "$TESTDIR/log/clone-early.out" ||
+    { cat "$TESTDIR/log/clone-early.out" >&2; fail "the clone's refusal"; }
+"$OLD_ADMIN" volume list --dir "$CLUSTER_DIR" >"$TESTDIR/log/old-list.out" \
+    2>&1 || { cat "$TESTDIR/log/old-list.out" >&2; fail "old volume list"; }
+grep -q "^gold " "$TESTDIR/log/old-list.out" ||
+    { cat "$TESTDIR/log/old-list.out" >&2; fail "old volume list: no gold"; }
 
 log "step 4: finalize"
 "$NEW_ADMIN" cluster finalize --dir "$CLUSTER_DIR" \
@@ -228,6 +250,12 @@ wait_ok finalized
 grep -qx "releases: $NEW_VER on servers 0 1 2 3; finalized at level 1" \
     "$TESTDIR/log/finalized.out" || fail "status does not say finalized"
 lib_finalized "finalized 1"
+"$NEW_ADMIN" volume clone --dir "$CLUSTER_DIR" --from gold@s --name vm1 \
+    >/dev/null || fail "volume clone after finalize"
+"$NEW_ADMIN" export --dir "$CLUSTER_DIR" vm1 "$TESTDIR/vm1.img" 2>/dev/null ||
+    fail "export vm1"
+cmp -s "$TESTDIR/vm1.img" "$TESTDIR/gold.img" ||
+    fail "the clone does not read as its parent"
 
 log "step 5: $OLD_VER refused, saying why"
 server_kill 0
