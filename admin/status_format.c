@@ -345,6 +345,11 @@ print_progress(const struct bft_status_info *in, FILE *fp)
 	if (in->scrub_total > 0)
 		fprintf(fp, ", scrub %" PRIu64 "/%" PRIu64, in->scrub_done,
 		    in->scrub_total);
+	if (in->snap_gc_total > 0)
+		fprintf(fp, ", freeing deleted snapshots %" PRIu64 "/%" PRIu64
+		    " blocks (%.0f%%)", in->snap_gc_done, in->snap_gc_total,
+		    100.0 * (double)in->snap_gc_done /
+		    (double)in->snap_gc_total);
 }
 
 /* What one client saw: a line, then one per server. */

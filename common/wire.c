@@ -53,6 +53,8 @@ const struct bft_status_field bft_status_fields[BFT_STATUS_NFIELDS] = {
 	STATUS_FIELD(release),
 	STATUS_FIELD(level),
 	STATUS_FIELD(finalized),
+	STATUS_FIELD(snap_gc_done),
+	STATUS_FIELD(snap_gc_total),
 };
 #undef STATUS_FIELD
 _Static_assert(sizeof(struct bft_status_info) ==

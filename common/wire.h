@@ -110,7 +110,7 @@
  *                 BFT_LCLIST_MAX; next is where to ask from to go on,
  *                 past the range when the walk is done)
  *   STATUS_ACK   [..., status, [u0, ..., u14]] or [..., status, [u0,
- *                 ..., u14, [u15, u16, u17]]]  (the fields of struct
+ *                 ..., u14, [u15, ..., u19]]]  (the fields of struct
  *                 bft_status_info in bft_status_fields[] order; the
  *                 first BFT_STATUS_NFIELDS_0 alone to a client whose
  *                 hello said no level, as release 0.2.0 takes no other
@@ -253,8 +253,13 @@ struct bft_status_info {
 	 * was sent to it: they then read as 0.
 	 */
 	uint64_t release, level, finalized;
+	/*
+	 * Also from level 1: deleted snapshots' space being freed, retained
+	 * blocks visited of those there were (bft_store_snap_gc_progress).
+	 */
+	uint64_t snap_gc_done, snap_gc_total;
 };
-#define BFT_STATUS_NFIELDS	18
+#define BFT_STATUS_NFIELDS	20
 /* The fields release 0.2.0 sends and takes: version to scrub_total. */
 #define BFT_STATUS_NFIELDS_0	15
 

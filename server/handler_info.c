@@ -201,6 +201,8 @@ handle_status(struct bft_handler *h, struct bft_msg *rep)
 	    BFTBLK_VERSION_MINOR, BFTBLK_VERSION_PATCH);
 	in->level = BFT_LEVEL;
 	in->finalized = bft_store_finalized(h->st);
+	bft_store_snap_gc_progress(h->st, &in->snap_gc_done,
+	    &in->snap_gc_total);
 }
 
 void

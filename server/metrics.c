@@ -126,6 +126,7 @@ put_store_index(struct bft_prom *p, const struct bft_store *st)
 {
 	struct bft_store_cache_stats cs;
 	struct bft_store_ckpt_info ck;
+	uint64_t gc_done, gc_total;
 
 	bft_store_cache_stats(st, &cs);
 	bft_store_ckpt_info(st, &ck);
@@ -151,6 +152,13 @@ put_store_index(struct bft_prom *p, const struct bft_store *st)
 	    "whole log.", ck.loaded);
 	bft_prom_one(p, P "store_replayed_bytes", "gauge",
 	    "Bytes of log replayed at start.", ck.tail_bytes);
+	bft_store_snap_gc_progress(st, &gc_done, &gc_total);
+	bft_prom_one(p, P "snapshot_free_done_blocks", "gauge",
+	    "Retained blocks visited so far to free deleted snapshots' "
+	    "space.", gc_done);
+	bft_prom_one(p, P "snapshot_free_planned_blocks", "gauge",
+	    "Retained blocks there were to visit when that began (0: "
+	    "nothing left to free).", gc_total);
 }
 
 static void

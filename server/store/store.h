@@ -295,6 +295,13 @@ int bft_store_snap_remove(struct bft_store *st, uint32_t vol, uint64_t gen);
  * beside bft_store_compact_idle.
  */
 bool bft_store_snap_gc_step(struct bft_store *st, uint64_t budget);
+/*
+ * That freeing's progress, over the volumes that have some left: the
+ * retained blocks visited and how many there were when it began (0 of
+ * 0 when nothing is left to free).  O(volumes with snapshots).
+ */
+void bft_store_snap_gc_progress(const struct bft_store *st, uint64_t *done,
+    uint64_t *total);
 /* vol's boundaries in increasing order, at most max; returns how many. */
 size_t bft_store_snaps(const struct bft_store *st, uint32_t vol,
     uint64_t *gens, size_t max);

@@ -523,6 +523,8 @@ struct snap_vol {
 	uint64_t bytes;			/* of its retained records */
 	bool gc;			/* a boundary went: prune every node */
 	uint64_t gc_next;		/* the address the pruning resumes at */
+	/* Nodes pruned since it last began, of the nodes there were then. */
+	uint64_t gc_done, gc_total;
 };
 
 /* store_snap.c. */

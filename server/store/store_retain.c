@@ -351,6 +351,8 @@ st_ret_gc(struct bft_store *st, struct snap_vol *sv, uint64_t *budget)
 			return true;
 		}
 		sv->gc_next = node->addr + 1;
+		if (sv->gc_done < sv->gc_total)
+			sv->gc_done++;
 		prune_node(st, sv, node);
 		(*budget)--;
 	}

@@ -272,6 +272,8 @@ bft_store_snap_remove(struct bft_store *st, uint32_t vol, uint64_t gen)
 	gen_remove(st, sv, gen_pos(sv, gen));
 	sv->gc = true;
 	sv->gc_next = bft_addr(vol, 0);
+	sv->gc_done = 0;
+	sv->gc_total = sv->nodes;
 	if (st_ret_gc(st, sv, &budget))
 		svol_tidy(st, sv);
 	after_append(st);
@@ -571,4 +573,16 @@ st_snap_free(struct bft_store *st)
 	free(st->svols);
 	st->svols = NULL;
 	st->nsvols = st->svolcap = 0;
+}
+
+void
+bft_store_snap_gc_progress(const struct bft_store *st, uint64_t *done,
+    uint64_t *total)
+{
+	*done = *total = 0;
+	for (size_t i = 0; i < st->nsvols; i++)
+		if (st->svols[i].gc) {
+			*done += st->svols[i].gc_done;
+			*total += st->svols[i].gc_total;
+		}
 }

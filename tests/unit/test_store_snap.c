@@ -295,6 +295,43 @@ test_view_next(void **state)
 	bft_store_close(st);
 }
 
+/*
+ * Removing a boundary that kept more blocks than a removal frees at
+ * once leaves the rest to the idle steps, whose progress is reported:
+ * done of total while some is left, 0 of 0 after.
+ */
+static void
+test_snap_gc_progress(void **state)
+{
+	const uint64_t nb = 6000;
+	uint64_t done, total, steps = 0;
+	struct bft_store *st;
+
+	(void)state;
+	st = sopen(64u << 20);
+	for (uint64_t k = 0; k < nb; k++)
+		assert_int_equal(set_lc(st, bft_addr(V, k), G(1, 1), 1), 0);
+	assert_int_equal(bft_store_snap_add(st, V, 1), 0);
+	for (uint64_t k = 0; k < nb; k++)
+		assert_int_equal(set_lc(st, bft_addr(V, k), G(2, 1), 1), 0);
+	bft_store_snap_gc_progress(st, &done, &total);
+	assert_true(done == 0 && total == 0);
+	assert_int_equal(bft_store_snap_remove(st, V, 1), 0);
+	bft_store_snap_gc_progress(st, &done, &total);
+	assert_int_equal(total, nb);
+	assert_true(done > 0 && done < total);
+	while (bft_store_snap_gc_step(st, 500) && ++steps < 100) {
+		uint64_t d2;
+
+		bft_store_snap_gc_progress(st, &d2, &total);
+		assert_true(d2 > done && d2 <= total);
+		done = d2;
+	}
+	bft_store_snap_gc_progress(st, &done, &total);
+	assert_true(done == 0 && total == 0);
+	bft_store_close(st);
+}
+
 /* A DROP takes the boundaries and what they kept; a reopen agrees. */
 static void
 test_snap_drop(void **state)
@@ -402,6 +439,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_view_pending, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_snap_remove, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_snap_gc_progress, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_view_next, setup,
 		    teardown),
