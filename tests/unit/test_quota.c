@@ -196,7 +196,7 @@ test_roles(void **state)
 			case BFT_HELLO: case BFT_COLLECT: case BFT_FILTER:
 			case BFT_REPAIR: case BFT_FLUSH: case BFT_STATUS:
 			case BFT_VOLUMES: case BFT_VCOLLECT: case BFT_VFILTER:
-			case BFT_VREPAIR: case BFT_VLIST:
+			case BFT_VREPAIR: case BFT_VLIST: case BFT_SNAPSPACE:
 				want = any;
 				break;
 			case BFT_SUMMARY: case BFT_LCLIST:
