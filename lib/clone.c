@@ -125,16 +125,8 @@ bftblk_volume_clone(struct bftblk *h, const char *volume, const char *snap,
 		r = bftblk__vt_failed(h);
 		goto out;
 	}
-	if (bftblk__vt_find(vt, name, NULL) != NULL) {
-		r = bftblk__handle_fail(h, EEXIST, "a volume named '%s' exists",
-		    name);
+	if ((bi = r = bftblk__vt_slot(h, vt, name)) < 0)
 		goto out;
-	}
-	if ((bi = bftblk__vt_room(vt)) < 0 || vt->next_id > VT_LAST_ID) {
-		r = bftblk__handle_fail(h, ENOSPC, "the volume table is full "
-		    "(%u volumes, or every id was given)", VT_MAX);
-		goto out;
-	}
 	/* The snapshot's size and encryption, as a restore would have. */
 	e = *s;
 	e.state = VT_LIVE;
@@ -179,14 +171,8 @@ bftblk_volume_parent(struct bftblk *h, const char *name, char *volume,
 		volume[0] = '\0';
 	if (slen > 0)
 		snap[0] = '\0';
-	if ((r = bftblk__vt_check(h, false)) != 0)
+	if ((vt = bftblk__vt_load(h, &r)) == NULL)
 		return r;
-	if ((vt = malloc(sizeof *vt)) == NULL)
-		return bftblk__handle_fail(h, ENOMEM, "out of memory");
-	if (bftblk__vt_read(h->eng, vt) != 0) {
-		r = bftblk__vt_failed(h);
-		goto out;
-	}
 	if ((e = bftblk__vt_find(vt, name, NULL)) == NULL) {
 		r = bftblk__handle_fail(h, ENOENT, "no volume is named '%s'",
 		    name);

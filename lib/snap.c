@@ -191,14 +191,8 @@ bftblk_snap_list(struct bftblk *h, const char *volume,
 
 	*snaps = NULL;
 	*n = 0;
-	if ((r = bftblk__vt_check(h, false)) != 0)
+	if ((vt = bftblk__vt_load(h, &r)) == NULL)
 		return r;
-	if ((vt = malloc(sizeof *vt)) == NULL)
-		return bftblk__handle_fail(h, ENOMEM, "out of memory");
-	if (bftblk__vt_read(h->eng, vt) != 0) {
-		free(vt);
-		return bftblk__vt_failed(h);
-	}
 	if (volume != NULL && (r = volume_of(h, vt, volume, &vol)) != 0)
 		goto out;
 	if ((*snaps = calloc(VT_MAX, sizeof **snaps)) == NULL) {

@@ -170,14 +170,8 @@ bftblk_snap_diff(struct bftblk *h, const char *volume, const char *from,
 
 	*blocks = NULL;
 	*n = 0;
-	if ((r = bftblk__vt_check(h, false)) != 0)
+	if ((vt = bftblk__vt_load(h, &r)) == NULL)
 		return r;
-	if ((vt = malloc(sizeof *vt)) == NULL)
-		return bftblk__handle_fail(h, ENOMEM, "out of memory");
-	if (bftblk__vt_read(h->eng, vt) != 0) {
-		r = bftblk__vt_failed(h);
-		goto out;
-	}
 	size = h->cfg.size;
 	if (volume[0] != '\0') {
 		if ((v = bftblk__vt_find(vt, volume, NULL)) == NULL) {

@@ -294,22 +294,29 @@ bftblk__vt_dependants(const struct voltab *vt, uint32_t id, uint64_t gen,
 		for (unsigned i = 0; i < vt->count[b]; i++) {
 			const struct vt_entry *e = &vt->e[b][i];
 			bool snap = bftblk__vt_is_snap(e);
-			int w;
 
 			if (!e->clone || e->parent_id != id ||
 			    e->parent_gen != gen)
 				continue;
 			count++;
-			if (off + 1 >= len)
-				continue;
 			/* A snapshot of a clone is named as V@S. */
-			w = snprintf(buf + off, len - off, "%s%s%s%s",
-			    off ? ", " : "", snap ? bftblk__vt_name_of(vt,
-			    e->id) : "", snap ? "@" : "", e->name);
-			off = w > 0 && off + (size_t)w < len ? off +
-			    (size_t)w : len - 1;
+			bftblk__vt_list_add(buf, len, &off, snap ?
+			    bftblk__vt_name_of(vt, e->id) : NULL, e->name);
 		}
 	return count;
+}
+
+void
+bftblk__vt_list_add(char *buf, size_t len, size_t *off, const char *vol,
+    const char *name)
+{
+	int w;
+
+	if (*off + 1 >= len)
+		return;
+	w = snprintf(buf + *off, len - *off, "%s%s%s%s", *off ? ", " : "",
+	    vol ? vol : "", vol ? "@" : "", name);
+	*off = w > 0 && *off + (size_t)w < len ? *off + (size_t)w : len - 1;
 }
 
 int

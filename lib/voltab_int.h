@@ -124,6 +124,12 @@ const char *bftblk__vt_name_of(const struct voltab *vt, uint32_t id);
  */
 unsigned bftblk__vt_dependants(const struct voltab *vt, uint32_t id,
     uint64_t gen, char *buf, size_t len);
+/*
+ * Appends "name" (or "vol@name") to the list in buf, ", " between,
+ * truncated to len; *off is where it ends (start at 0 with buf "").
+ */
+void bftblk__vt_list_add(char *buf, size_t len, size_t *off,
+    const char *vol, const char *name);
 /* A block with room for one more entry, or -1 when the table is full. */
 int bftblk__vt_room(const struct voltab *vt);
 /* Adds e in block bi (bftblk__vt_room's); removes entry i of block bi. */
@@ -152,6 +158,19 @@ int bftblk__vt_failed(const struct bftblk *h);
 int bftblk__vt_finish(struct bftblk *h, const struct bft_lease *lock,
     struct voltab *vt, uint32_t id, unsigned *pending);
 int bftblk__vt_check(struct bftblk *h, bool write);
+/*
+ * For a call that only reads the table: the check, then the table read
+ * into memory of its own (free() it).  NULL with the error failed on h;
+ * *r the negative errno.
+ */
+struct voltab *bftblk__vt_load(struct bftblk *h, int *r);
+/*
+ * Where a new volume named name goes in vt: the block with room, once
+ * the name is free, the table not full and an id left.  Or a negative
+ * errno failed on h (EEXIST, ENOSPC).
+ */
+int bftblk__vt_slot(struct bftblk *h, const struct voltab *vt,
+    const char *name);
 
 /* The public view of an entry. */
 void bftblk__vt_public(const struct vt_entry *e, struct bftblk_volume *out);

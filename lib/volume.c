@@ -225,14 +225,8 @@ bftblk_volume_list(struct bftblk *h, struct bftblk_volume **vols, size_t *n)
 
 	*vols = NULL;
 	*n = 0;
-	if ((r = check_handle(h, false)) != 0)
+	if ((vt = bftblk__vt_load(h, &r)) == NULL)
 		return r;
-	if ((vt = malloc(sizeof *vt)) == NULL)
-		return bftblk__handle_fail(h, ENOMEM, "out of memory");
-	if (bftblk__vt_read(h->eng, vt) != 0) {
-		free(vt);
-		return failed(h);
-	}
 	/* The entries there are, not room for a full table (1 MiB). */
 	for (unsigned b = 0; b < vt->nblocks; b++)
 		*n += vt->count[b];
@@ -330,16 +324,8 @@ bftblk_volume_create(struct bftblk *h, const char *name, uint64_t size,
 		return r;
 	if ((r = begin(h, &lock, &vt)) != 0)
 		return r;
-	if (bftblk__vt_find(vt, name, NULL) != NULL) {
-		r = bftblk__handle_fail(h, EEXIST, "a volume named '%s' exists",
-		    name);
+	if ((bi = r = bftblk__vt_slot(h, vt, name)) < 0)
 		goto out;
-	}
-	if ((bi = bftblk__vt_room(vt)) < 0 || vt->next_id > VT_LAST_ID) {
-		r = bftblk__handle_fail(h, ENOSPC, "the volume table is full "
-		    "(%u volumes, or every id was given)", VT_MAX);
-		goto out;
-	}
 	e.id = vt->next_id++;
 	bftblk__vt_add(vt, (unsigned)bi, &e);
 	if (write_block(h, &lock, vt, 0) != 0 ||
@@ -470,17 +456,11 @@ snapshots_of(const struct voltab *vt, uint32_t id, char *buf, size_t len)
 	for (unsigned b = 0; b < vt->nblocks; b++)
 		for (unsigned i = 0; i < vt->count[b]; i++) {
 			const struct vt_entry *e = &vt->e[b][i];
-			int w;
 
 			if (!bftblk__vt_is_snap(e) || e->id != id)
 				continue;
 			count++;
-			if (off + 1 >= len)
-				continue;
-			w = snprintf(buf + off, len - off, "%s%s",
-			    off ? ", " : "", e->name);
-			off = w > 0 && off + (size_t)w < len ? off +
-			    (size_t)w : len - 1;
+			bftblk__vt_list_add(buf, len, &off, NULL, e->name);
 		}
 	return count;
 }
@@ -567,6 +547,39 @@ int
 bftblk__vt_check(struct bftblk *h, bool write)
 {
 	return check_handle(h, write);
+}
+
+struct voltab *
+bftblk__vt_load(struct bftblk *h, int *r)
+{
+	struct voltab *vt;
+
+	if ((*r = check_handle(h, false)) != 0)
+		return NULL;
+	if ((vt = malloc(sizeof *vt)) == NULL) {
+		*r = bftblk__handle_fail(h, ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (bftblk__vt_read(h->eng, vt) != 0) {
+		free(vt);
+		*r = failed(h);
+		return NULL;
+	}
+	return vt;
+}
+
+int
+bftblk__vt_slot(struct bftblk *h, const struct voltab *vt, const char *name)
+{
+	int bi;
+
+	if (bftblk__vt_find((struct voltab *)vt, name, NULL) != NULL)
+		return bftblk__handle_fail(h, EEXIST, "a volume named '%s' "
+		    "exists", name);
+	if ((bi = bftblk__vt_room(vt)) < 0 || vt->next_id > VT_LAST_ID)
+		return bftblk__handle_fail(h, ENOSPC, "the volume table is "
+		    "full (%u volumes, or every id was given)", VT_MAX);
+	return bi;
 }
 
 int
