@@ -167,7 +167,7 @@ get_cand(const msgpack_object *o, struct bft_cand *c, unsigned n)
 }
 
 /*
- * Whether bin object o lies inside body.  msgpack_unpack_next() leaves
+ * Whether bin object o lies inside body.  msgpack_unpack() leaves
  * bin objects pointing into the input, which this makes certain before
  * a message keeps such a pointer instead of a copy.
  */
@@ -458,8 +458,9 @@ int
 bft_wire_decode(const uint8_t *body, size_t len, unsigned n,
 		struct bft_msg *m, const char **why)
 {
-	msgpack_unpacked u;
-	size_t off = 0;
+	msgpack_zone z;
+	msgpack_object o;
+	size_t off = 0, nelem = 0;
 	const char *w;
 	int r = -EBADMSG;
 
@@ -470,16 +471,27 @@ bft_wire_decode(const uint8_t *body, size_t len, unsigned n,
 	} else if (len > BFT_MAX_FRAME)
 		w = "body longer than BFT_MAX_FRAME";
 	else
-		w = bft_wire_scan(body, len);
+		w = bft_wire_scan(body, len, &nelem);
 	if (w != NULL)
 		goto out;
-	msgpack_unpacked_init(&u);
-	if (msgpack_unpack_next(&u, (const char *)body, len, &off) !=
+	/*
+	 * A zone of one chunk sized to the objects the scan counted (bins
+	 * point into body): msgpack_unpack_next() would make a zone of two
+	 * 8 KiB allocations per message, where most messages need a few
+	 * hundred bytes.  One object more, so that the chunk is never empty
+	 * (the zone doubles a chunk's size when it must grow).
+	 */
+	if (!msgpack_zone_init(&z, (nelem + 1) * sizeof(msgpack_object))) {
+		w = "out of memory";
+		r = -ENOMEM;
+		goto out;
+	}
+	if (msgpack_unpack((const char *)body, len, &off, &z, &o) !=
 	    MSGPACK_UNPACK_SUCCESS || off != len)
 		w = "msgpack-c rejected the body";
 	else
-		w = get_msg(&u.data, body, len, n, m);
-	msgpack_unpacked_destroy(&u);
+		w = get_msg(&o, body, len, n, m);
+	msgpack_zone_destroy(&z);
 out:
 	if (w == NULL)
 		return 0;
