@@ -101,6 +101,11 @@ static struct bft_handler h;
 static struct bft_msg req, rep;
 static struct bft_store_stats fresh;
 static struct bft_ts last_lc[NBLOCKS];
+/*
+ * The decoder's zone, kept for the requests and the mutator's frames
+ * instead of one made per body; fuzz_decode holds the two alike.
+ */
+static struct bft_wire_scratch scratch;
 
 static void
 derive(const char *label, unsigned j, uint8_t out[BFT_HASH_LEN])
@@ -477,7 +482,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	left = size - 1;
 	while (bft_wire_frame(p, left, &blen) == 0) {
 		body = fuzz_dup(p + 4, blen);
-		rc = bft_wire_decode(body, blen, N, &req, NULL);
+		rc = bft_wire_decode_with(&scratch, body, blen, N, &req, NULL);
 		/* req.frag points into body: free it only after handling. */
 		if (rc < 0 || !dispatch(data[0], &hello_ok)) {
 			free(body);
@@ -666,9 +671,9 @@ LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
 	r = mut_rand(&x);
 	i = r % nf;
 	j = (r >> 8) % nf;
-	if (bft_wire_decode(data + off[i] + 4, len[i] - 4, N, &m, NULL) < 0 ||
-	    bft_wire_decode(data + off[j] + 4, len[j] - 4, N, &other,
-	    NULL) < 0)
+	if (bft_wire_decode_with(&scratch, data + off[i] + 4, len[i] - 4, N,
+	    &m, NULL) < 0 || bft_wire_decode_with(&scratch, data + off[j] + 4,
+	    len[j] - 4, N, &other, NULL) < 0)
 		goto out_default;
 	mut_msg(&m, &other, &x);
 	if (bft_wire_encode(&m, N, &enc) < 0)
