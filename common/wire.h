@@ -389,6 +389,22 @@ int bft_wire_decode(const uint8_t *body, size_t len, unsigned n,
 		    struct bft_msg *m, const char **why);
 
 /*
+ * msgpack-c's zone for the objects of a body, kept from one decode to
+ * the next by a caller that decodes message after message and wants no
+ * allocation per message (bft_wire_decode() makes one per call).  Start
+ * from all zeros; one thread at a time; bft_wire_scratch_free() lets
+ * the memory go.
+ */
+struct bft_wire_scratch {
+	void *zone;
+};
+
+/* bft_wire_decode() with s's zone; -ENOMEM if it cannot be made. */
+int bft_wire_decode_with(struct bft_wire_scratch *s, const uint8_t *body,
+    size_t len, unsigned n, struct bft_msg *m, const char **why);
+void bft_wire_scratch_free(struct bft_wire_scratch *s);
+
+/*
  * Frame splitter for a byte stream.  Reads the 4-byte prefix at buf;
  * returns one of three: 0 and sets *body_len when a whole frame of
  * 4 + *body_len bytes is present; 1 when more bytes are needed (no

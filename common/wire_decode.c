@@ -172,7 +172,7 @@ get_cand(const msgpack_object *o, struct bft_cand *c, unsigned n)
 }
 
 /*
- * Whether bin object o lies inside body.  msgpack_unpack_next() leaves
+ * Whether bin object o lies inside body.  msgpack_unpack() leaves
  * bin objects pointing into the input, which this makes certain before
  * a message keeps such a pointer instead of a copy.
  */
@@ -488,12 +488,26 @@ get_msg(const msgpack_object *o, const uint8_t *body, size_t len, unsigned n,
 	return e ? whys[ti][e] : NULL;
 }
 
-int
-bft_wire_decode(const uint8_t *body, size_t len, unsigned n,
-		struct bft_msg *m, const char **why)
+/* Unpacks body with z for its objects, and reads the message out. */
+static const char *
+unpack(msgpack_zone *z, const uint8_t *body, size_t len, unsigned n,
+    struct bft_msg *m)
 {
-	msgpack_unpacked u;
+	msgpack_object o;
 	size_t off = 0;
+
+	if (msgpack_unpack((const char *)body, len, &off, z, &o) !=
+	    MSGPACK_UNPACK_SUCCESS || off != len)
+		return "msgpack-c rejected the body";
+	return get_msg(&o, body, len, n, m);
+}
+
+static int
+decode(struct bft_wire_scratch *s, const uint8_t *body, size_t len,
+    unsigned n, struct bft_msg *m, const char **why)
+{
+	msgpack_zone z;
+	size_t nelem = 0;
 	const char *w;
 	int r = -EBADMSG;
 
@@ -504,16 +518,36 @@ bft_wire_decode(const uint8_t *body, size_t len, unsigned n,
 	} else if (len > BFT_MAX_FRAME)
 		w = "body longer than BFT_MAX_FRAME";
 	else
-		w = bft_wire_scan(body, len);
+		w = bft_wire_scan(body, len, &nelem);
 	if (w != NULL)
 		goto out;
-	msgpack_unpacked_init(&u);
-	if (msgpack_unpack_next(&u, (const char *)body, len, &off) !=
-	    MSGPACK_UNPACK_SUCCESS || off != len)
-		w = "msgpack-c rejected the body";
-	else
-		w = get_msg(&u.data, body, len, n, m);
-	msgpack_unpacked_destroy(&u);
+	if (s != NULL) {
+		/* Emptied after each body, keeping the first chunk. */
+		if (s->zone == NULL &&
+		    (s->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE)) ==
+		    NULL) {
+			w = "out of memory";
+			r = -ENOMEM;
+			goto out;
+		}
+		w = unpack(s->zone, body, len, n, m);
+		msgpack_zone_clear(s->zone);
+		goto out;
+	}
+	/*
+	 * A zone of one chunk sized to the objects the scan counted (bins
+	 * point into body): msgpack_unpack_next() would make a zone of two
+	 * 8 KiB allocations per message, where most messages need a few
+	 * hundred bytes.  One object more, so that the chunk is never empty
+	 * (the zone doubles a chunk's size when it must grow).
+	 */
+	if (!msgpack_zone_init(&z, (nelem + 1) * sizeof(msgpack_object))) {
+		w = "out of memory";
+		r = -ENOMEM;
+		goto out;
+	}
+	w = unpack(&z, body, len, n, m);
+	msgpack_zone_destroy(&z);
 out:
 	if (w == NULL)
 		return 0;
@@ -522,4 +556,25 @@ out:
 	if (why != NULL)
 		*why = w;
 	return r;
+}
+
+int
+bft_wire_decode(const uint8_t *body, size_t len, unsigned n,
+		struct bft_msg *m, const char **why)
+{
+	return decode(NULL, body, len, n, m, why);
+}
+
+int
+bft_wire_decode_with(struct bft_wire_scratch *s, const uint8_t *body,
+    size_t len, unsigned n, struct bft_msg *m, const char **why)
+{
+	return decode(s, body, len, n, m, why);
+}
+
+void
+bft_wire_scratch_free(struct bft_wire_scratch *s)
+{
+	msgpack_zone_free(s->zone);
+	s->zone = NULL;
 }

@@ -44,11 +44,11 @@ static const uint8_t fixed_len[10] = { 4, 8, 1, 2, 4, 8, 1, 2, 4, 8 };
  * body itself, which must be exactly one object.
  */
 const char *
-bft_wire_scan(const uint8_t *b, size_t len)
+bft_wire_scan(const uint8_t *b, size_t len, size_t *nelem)
 {
 	uint64_t left[WIRE_MAX_DEPTH + 1], skip, count;
 	unsigned depth = 0, c, w;
-	size_t pos = 0;
+	size_t pos = 0, n = 0;
 
 	left[0] = 1;
 	for (;;) {
@@ -100,9 +100,11 @@ bft_wire_scan(const uint8_t *b, size_t len)
 			continue;
 		if (depth == WIRE_MAX_DEPTH)
 			return "nesting deeper than any message needs";
+		n += count;
 		left[++depth] = count;
 	}
 	if (pos != len)
 		return "trailing bytes after message";
+	*nelem = n;
 	return NULL;
 }

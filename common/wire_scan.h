@@ -15,8 +15,10 @@
 /*
  * NULL when body is exactly one msgpack object, no array or map in it
  * longer than BFT_MAX_N or nested deeper than a message nests; else a
- * static reason.  Never reads outside b[0..len).
+ * static reason.  Never reads outside b[0..len).  On success *nelem is
+ * the number of array elements and map keys and values in the body:
+ * what msgpack-c allocates objects for, so its zone can be sized once.
  */
-const char *bft_wire_scan(const uint8_t *b, size_t len);
+const char *bft_wire_scan(const uint8_t *b, size_t len, size_t *nelem);
 
 #endif

@@ -27,7 +27,9 @@
 
 #include "util.h"
 
-static struct bft_msg m;
+static struct bft_msg m, m2;
+/* The kept zone of bft_wire_decode_with(), which must decode alike. */
+static struct bft_wire_scratch scratch;
 
 /* The type of selector index ti (see above). */
 static uint8_t
@@ -65,8 +67,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	unsigned ti, n;
 	uint8_t type, *body;
-	const char *why = NULL;
+	const char *why = NULL, *why2 = NULL;
 	size_t len, hl;
+	int rc;
 
 	if (size < 2)
 		return 0;
@@ -85,7 +88,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		body[1] = type;		/* positive fixint */
 	}
 	memcpy(body + 1 + hl, data + 2, size - 2);
-	if (bft_wire_decode(body, len, n, &m, &why) == 0) {
+	rc = bft_wire_decode(body, len, n, &m, &why);
+	FUZZ_CHECK(bft_wire_decode_with(&scratch, body, len, n, &m2, &why2) ==
+	    rc && why2 == why && memcmp(&m, &m2, sizeof m) == 0,
+	    "a kept zone decodes otherwise");
+	if (rc == 0) {
 		FUZZ_CHECK(m.type == type, "decoded type 0x%x, body says 0x%x",
 		    m.type, type);
 		fuzz_roundtrip(&m, n, true);

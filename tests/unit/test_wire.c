@@ -311,13 +311,15 @@ test_frame(void **state)
 static void
 test_mutation_fuzz(void **state)
 {
-	static struct bft_msg m, d, d2;
+	static struct bft_msg m, d, d2, d3;
 	struct bft_buf pool[NTYPES] = { { 0 } }, b = { 0 };
+	struct bft_wire_scratch s = { 0 };
 	unsigned it, flips, accepted = 0;
 	uint32_t plen[NTYPES], bl;
-	const char *why;
+	const char *why, *why2;
 	uint8_t *copy;
 	size_t len, k;
+	int rc;
 
 	(void)state;
 	for (k = 0; k < NTYPES; k++) {
@@ -333,7 +335,14 @@ test_mutation_fuzz(void **state)
 		for (flips = 1 + rnd() % 4; flips > 0 && len; flips--)
 			copy[rnd() % len] ^= (uint8_t)(1 + rnd() % 255);
 		why = NULL;
-		if (bft_wire_decode(copy, len, 4, &d, &why) == 0) {
+		rc = bft_wire_decode(copy, len, 4, &d, &why);
+		/* The same through a kept zone, all 20000 of them. */
+		why2 = NULL;
+		assert_int_equal(bft_wire_decode_with(&s, copy, len, 4, &d3,
+		    &why2), rc);
+		assert_ptr_equal(why2, why);
+		assert_memory_equal(&d3, &d, sizeof d);
+		if (rc == 0) {
 			accepted++;
 			assert_true(d.frag_len == 0 || (d.frag >= copy &&
 			    d.frag + d.frag_len <= copy + len));
@@ -358,6 +367,51 @@ test_mutation_fuzz(void **state)
 	for (k = 0; k < NTYPES; k++)
 		bft_buf_free(&pool[k]);
 	bft_buf_free(&b);
+	bft_wire_scratch_free(&s);
+}
+
+/* Appends arrays of 15 nested depth deep, with nils at the bottom. */
+static void
+nest(struct bft_buf *b, unsigned depth)
+{
+	uint8_t c = depth ? 0x9f : 0xc0;
+
+	assert_int_equal(bft_buf_append(b, &c, 1), 0);
+	for (unsigned i = 0; depth && i < 15; i++)
+		nest(b, depth - 1);
+}
+
+/*
+ * A kept zone outgrows its first chunk for a body of 15^4 objects
+ * (1.2 MiB of them), and the message after that decodes as without it.
+ */
+static void
+test_scratch(void **state)
+{
+	static struct bft_msg m, d, d2;
+	struct bft_wire_scratch s = { 0 };
+	struct bft_buf big = { 0 }, b = { 0 };
+	const char *why = NULL, *why2 = NULL;
+	uint32_t bl;
+
+	(void)state;
+	nest(&big, 4);
+	assert_int_equal(bft_wire_decode_with(&s, big.data, big.len, 4, &d,
+	    &why), -EBADMSG);
+	assert_int_equal(bft_wire_decode(big.data, big.len, 4, &d2, &why2),
+	    -EBADMSG);
+	assert_string_equal(why, why2);
+	assert_non_null(s.zone);
+	make_msg(&m, BFT_FILTER, 0, 4, 0);
+	bl = encode_one(&m, 4, &b);
+	assert_int_equal(bft_wire_decode_with(&s, b.data + 4, bl, 4, &d,
+	    NULL), 0);
+	assert_msg_equal(&m, &d);
+	bft_wire_scratch_free(&s);
+	assert_null(s.zone);
+	bft_wire_scratch_free(&s);
+	bft_buf_free(&big);
+	bft_buf_free(&b);
 }
 
 int
@@ -369,6 +423,7 @@ main(void)
 		cmocka_unit_test_setup(test_encode_heal, setup),
 		cmocka_unit_test(test_frame),
 		cmocka_unit_test_setup(test_mutation_fuzz, setup),
+		cmocka_unit_test_setup(test_scratch, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
