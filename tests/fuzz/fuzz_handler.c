@@ -623,6 +623,9 @@ mut_msg(struct bft_msg *m, struct bft_msg *other, uint32_t *x)
 		/* Now and then a snapshot's request over the same fields. */
 		if ((r >> 24) % 4 == 0)
 			m->type = (uint8_t)(BFT_SNAP + (r >> 26) % 5);
+		/* ... or the space one holds, walked from anywhere. */
+		if ((r >> 24) % 16 == 1)
+			m->type = BFT_SNAPSPACE;
 		if (m->type == BFT_SNAP) {
 			m->block = bft_addr(bft_addr_vol(m->block), 0);
 			m->snap_op &= 1;

@@ -143,6 +143,11 @@ fields_equal(const struct bft_msg *m, const struct bft_msg *d, unsigned n)
 	case BFT_VLIST:
 		return d->count == m->count && d->gen == m->gen &&
 		    d->gen_to == m->gen_to;
+	case BFT_SNAPSPACE:
+		return d->gen == m->gen;
+	case BFT_SNAPSPACE | BFT_ACK:
+		return d->next == m->next && d->space_excl == m->space_excl &&
+		    d->space_total == m->space_total;
 	case BFT_VLIST | BFT_ACK:
 		if (d->next != m->next)
 			return false;
