@@ -42,6 +42,7 @@ admin_usage(FILE *fp)
 	    "channel=aead.\n"
 	    "usage: bftblk client add --dir DIR --name NAME [--role rw|ro]\n"
 	    "       bftblk client revoke --dir DIR --name NAME\n"
+	    "       bftblk client rotate --dir DIR --name NAME [--finish]\n"
 	    "       bftblk client list --dir DIR\n"
 	    "  Adds a client (writing DIR/NAME.key) to, or removes it from, "
 	    "DIR/bftblk.conf.\n"

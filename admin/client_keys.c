@@ -1,5 +1,5 @@
 /*
- * `bftblk client add|revoke|list`: the clients a cluster lets in.
+ * `bftblk client add|revoke|rotate|list`: the clients a cluster lets in.
  *
  * A client is a line "client.NAME = rw|ro PUBLIC-KEY" in bftblk.conf and
  * a key file DIR/NAME.key holding its channel secret (and, for a
@@ -7,8 +7,17 @@
  * configuration is rewritten through a temporary file that must load
  * before it replaces the old one, so a failed edit leaves the cluster's
  * file as it was.  Servers pick the change up on SIGHUP.
+ *
+ * Rotating a client's channel key leaves no moment in which its holder
+ * is locked out: `rotate` lets the new key in beside the old one (as
+ * client NAME.next, a line any release reads) and writes DIR/NAME.key.new;
+ * once the holder uses the new file, `rotate --finish` drops the old
+ * key and names the new one NAME again.  Servers match a connection by
+ * its key, so the holder's connections under the new key stay open
+ * across both reloads.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +27,7 @@
 #include "admin.h"
 #include "channel.h"
 #include "config.h"
+#include "crypto.h"
 #include "keys.h"
 #include "log.h"
 
@@ -45,14 +55,17 @@ is_client_line(const char *line, const char *name)
 
 /*
  * Copies conf to tmp without name's line (revoke) or with add_line
- * appended, checks that tmp loads, and renames it over conf.  Returns
- * the number of lines dropped, or -1.
+ * appended, checks that tmp loads, and renames it over conf; with
+ * from, also with the line of client from as name's (the end of a
+ * rotation, add_line NULL).  Returns the number of lines dropped, or -1.
  */
 static int
-rewrite_conf(struct client_args *a, const char *add_line)
+rewrite_conf_rename(struct client_args *a, const char *add_line,
+    const char *from)
 {
 	static struct bft_config check;
 	char line[1024], err[1024];
+	const char *eq;
 	FILE *in, *out;
 	int dropped = 0, rc = -1;
 
@@ -67,6 +80,11 @@ rewrite_conf(struct client_args *a, const char *add_line)
 	while (fgets(line, sizeof line, in) != NULL) {
 		if (add_line == NULL && is_client_line(line, a->name)) {
 			dropped++;
+			continue;
+		}
+		if (from != NULL && is_client_line(line, from) &&
+		    (eq = strchr(line, '=')) != NULL) {
+			fprintf(out, "client.%s %s", a->name, eq);
 			continue;
 		}
 		fputs(line, out);
@@ -95,6 +113,12 @@ out_unlink:
 out_in:
 	fclose(in);
 	return rc;
+}
+
+static int
+rewrite_conf(struct client_args *a, const char *add_line)
+{
+	return rewrite_conf_rename(a, add_line, NULL);
 }
 
 static int
@@ -167,6 +191,100 @@ client_revoke(struct client_args *a)
 	return 0;
 }
 
+/* The config's entry for name, or NULL. */
+static const struct bft_client_ident *
+find_name(const struct bft_config *cfg, const char *name)
+{
+	for (unsigned i = 0; i < cfg->nclients; i++)
+		if (strcmp(cfg->clients[i].name, name) == 0)
+			return &cfg->clients[i];
+	return NULL;
+}
+
+/*
+ * rotate: DIR/NAME.key.new, NAME's key file with a new channel key, let
+ * in as client NAME.next beside NAME's old key.  --finish: the old key
+ * out, NAME.next named NAME, and DIR/NAME.key.new moved over NAME.key.
+ */
+static int
+client_rotate(struct client_args *a, const struct bft_config *cfg,
+    bool finish)
+{
+	static struct bft_client_key ck;
+	char path[4096], newpath[4096], next[BFT_NAME_LEN + 8], err[1024];
+	char pk[65], line[256];
+	const struct bft_client_ident *cur = find_name(cfg, a->name);
+	int r;
+
+	if (snprintf(next, sizeof next, "%s.next", a->name) >=
+	    (int)sizeof next || !bft_config_name_ok(next)) {
+		bft_log("client '%s': its name is too long to rotate (at most "
+		    "%d characters)", a->name, BFT_NAME_LEN - 5);
+		return 2;
+	}
+	if (cur == NULL) {
+		bft_log("no client '%s' in %s", a->name, a->conf);
+		return 1;
+	}
+	snprintf(line, sizeof line, "%s.key", a->name);
+	if (admin_path_in(path, sizeof path, a->dir, line) != 0)
+		return 2;
+	snprintf(line, sizeof line, "%s.key.new", a->name);
+	if (admin_path_in(newpath, sizeof newpath, a->dir, line) != 0)
+		return 2;
+	if (finish) {
+		if (find_name(cfg, next) == NULL) {
+			bft_log("client '%s' has no rotation under way (bftblk "
+			    "client rotate --name %s starts one)", a->name,
+			    a->name);
+			return 1;
+		}
+		if (rewrite_conf_rename(a, NULL, next) < 0)
+			return 1;
+		/* The old secret goes: a leaked copy is what this is for. */
+		if (rename(newpath, path) != 0)
+			bft_log("%s: %s (the configuration is rotated; remove "
+			    "the old key file by hand)", newpath,
+			    strerror(errno));
+		printf("client '%s' rotated: only its new key is let in; copy "
+		    "%s to every server and send them SIGHUP\n", a->name,
+		    a->conf);
+		return 0;
+	}
+	if (find_name(cfg, next) != NULL) {
+		bft_log("client '%s' is being rotated already: install %s on "
+		    "its host, then run rotate --finish", a->name, newpath);
+		return 1;
+	}
+	if ((r = bft_client_key_load(path, &ck, err, sizeof err)) != 0) {
+		bft_log("the client's key file is needed to keep its role and "
+		    "keys: %s", err);
+		return 1;
+	}
+	bft_chan_keypair_new(&ck.chan);
+	if ((r = bft_client_key_write(newpath, &ck)) != 0) {
+		bft_log("%s: %s%s", newpath, strerror(-r), r == -EEXIST ?
+		    " (left by a rotation that did not finish? remove it)" :
+		    "");
+		bft_wipe(&ck, sizeof ck);
+		return 1;
+	}
+	bft_format_hex(ck.chan.pk, 32, pk);
+	bft_wipe(&ck, sizeof ck);
+	snprintf(line, sizeof line, "client.%s = %s %s", next,
+	    cur->role == BFT_ROLE_RW ? "rw" : "ro", pk);
+	if (rewrite_conf(a, line) < 0) {
+		unlink(newpath);
+		return 1;
+	}
+	printf("client '%s': new key %s, let in beside the old one as '%s'; "
+	    "copy %s to every server and send them SIGHUP, put the new key "
+	    "file in place of the old on the client's host, then run "
+	    "bftblk client rotate --dir DIR --name %s --finish\n", a->name,
+	    newpath, next, a->conf, a->name);
+	return 0;
+}
+
 static void
 client_list(const struct bft_config *cfg)
 {
@@ -186,11 +304,13 @@ admin_client(int argc, char **argv)
 		{ "dir", required_argument, NULL, 'd' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "role", required_argument, NULL, 'r' },
+		{ "finish", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct bft_config cfg;
 	struct client_args a = { .role = BFT_ROLE_RW };
 	const char *cmd;
+	bool finish = false;
 	char err[1024];
 	int c;
 
@@ -202,6 +322,9 @@ admin_client(int argc, char **argv)
 	optind = 2;
 	while ((c = getopt_long(argc, argv, "d:n:r:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'f':
+			finish = true;
+			break;
 		case 'd':
 			a.dir = optarg;
 			break;
@@ -243,6 +366,9 @@ admin_client(int argc, char **argv)
 		return client_add(&a, &cfg);
 	if (strcmp(cmd, "revoke") == 0)
 		return client_revoke(&a);
-	bft_log("unknown client command '%s' (add, revoke, list)", cmd);
+	if (strcmp(cmd, "rotate") == 0)
+		return client_rotate(&a, &cfg, finish);
+	bft_log("unknown client command '%s' (add, revoke, rotate, list)",
+	    cmd);
 	return 2;
 }
