@@ -27,6 +27,19 @@ int admin_cluster_paths(const char *dir, const char *keys, char *conf,
 int admin_parse_hostport(const char *s, char *host, unsigned *port);
 /* --timeout SECS, 1..3600; 0, or -1 after logging why. */
 int admin_parse_timeout(const char *s, unsigned *out);
+/*
+ * The options of the commands that copy a volume out or in (export,
+ * import, export-diff, import-diff, snap.c): --dir, --keys, --timeout
+ * (timeout_s, default 10) and --help, and --from-snap with from_snap.
+ * Returns -1 to go on with the operands from optind, or the exit status
+ * to return: 0 after --help, 2 for an option it does not take.
+ */
+struct admin_copy_opts {
+	const char *dir, *keys, *from;
+	unsigned timeout_s;
+};
+int admin_copy_options(int argc, char **argv, bool from_snap,
+    struct admin_copy_opts *o);
 
 int admin_keygen(int argc, char **argv);
 int admin_client(int argc, char **argv);

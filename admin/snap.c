@@ -279,37 +279,30 @@ write_all(int fd, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-/*
- * bftblk export --dir DIR NAME FILE|-: the whole image of a volume or a
- * snapshot (NAME is V, V@S, or @S for volume 0's), raw, so that any tool
- * reads it (qemu-img, dd, a mount of a loop device).
- */
 int
-admin_export(int argc, char **argv)
+admin_copy_options(int argc, char **argv, bool from_snap,
+    struct admin_copy_opts *o)
 {
 	static const struct option opts[] = {
 		{ "dir", required_argument, NULL, 'd' },
 		{ "keys", required_argument, NULL, 'k' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "from-snap", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const size_t chunk = 1u << 20;
-	struct bftblk *h, *vh = NULL;
-	struct bftblk_info info;
-	const char *dir = NULL, *keys = NULL, *name, *out;
-	struct admin_progress pr;
-	unsigned timeout_s = 10;
-	uint8_t *buf = NULL;
-	int c, fd = -1, rc = 1;
+	int c;
 
+	memset(o, 0, sizeof *o);
+	o->timeout_s = 10;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'k': keys = optarg; break;
+		case 'd': o->dir = optarg; break;
+		case 'k': o->keys = optarg; break;
+		case 'f': o->from = optarg; break;
 		case 't':
-			if (admin_parse_timeout(optarg, &timeout_s) != 0)
+			if (admin_parse_timeout(optarg, &o->timeout_s) != 0)
 				return 2;
 			break;
 		case 'h':
@@ -320,14 +313,40 @@ admin_export(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (dir == NULL || argc - optind != 2) {
+	if (o->from != NULL && !from_snap) {
+		bft_log("--from-snap is export-diff's");
+		return 2;
+	}
+	return -1;
+}
+
+/*
+ * bftblk export --dir DIR NAME FILE|-: the whole image of a volume or a
+ * snapshot (NAME is V, V@S, or @S for volume 0's), raw, so that any tool
+ * reads it (qemu-img, dd, a mount of a loop device).
+ */
+int
+admin_export(int argc, char **argv)
+{
+	const size_t chunk = 1u << 20;
+	struct bftblk *h, *vh = NULL;
+	struct bftblk_info info;
+	struct admin_copy_opts o;
+	const char *name, *out;
+	struct admin_progress pr;
+	uint8_t *buf = NULL;
+	int c, fd = -1, rc = 1;
+
+	if ((c = admin_copy_options(argc, argv, false, &o)) >= 0)
+		return c;
+	if (o.dir == NULL || argc - optind != 2) {
 		bft_log("export needs --dir DIR NAME FILE (NAME: VOLUME, "
 		    "VOLUME@SNAPSHOT or @SNAPSHOT; FILE - for stdout)");
 		return 2;
 	}
 	name = argv[optind];
 	out = argv[optind + 1];
-	if ((h = admin_open_cluster(dir, keys, timeout_s)) == NULL)
+	if ((h = admin_open_cluster(o.dir, o.keys, o.timeout_s)) == NULL)
 		return 1;
 	/* Read-only whatever the key: an export never takes the lease. */
 	if (bftblk_open_volume(h, name, "cache=0 shared=on", &vh) != 0) {
@@ -388,42 +407,20 @@ out:
 int
 admin_import(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "dir", required_argument, NULL, 'd' },
-		{ "keys", required_argument, NULL, 'k' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const size_t chunk = 1u << 20;
-	const char *dir = NULL, *keys = NULL, *in, *vol;
+	struct admin_copy_opts o;
+	const char *in, *vol;
 	struct bftblk *h, *vh = NULL;
 	struct bftblk_info info;
 	struct admin_progress pr;
-	unsigned timeout_s = 10;
 	uint64_t off = 0;
 	uint8_t *buf = NULL;
 	int c, fd = -1, rc = 1;
 	ssize_t got;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'k': keys = optarg; break;
-		case 't':
-			if (admin_parse_timeout(optarg, &timeout_s) != 0)
-				return 2;
-			break;
-		case 'h':
-			admin_usage(stdout);
-			return 0;
-		default:
-			admin_usage(stderr);
-			return 2;
-		}
-	}
-	if (dir == NULL || argc - optind != 2) {
+	if ((c = admin_copy_options(argc, argv, false, &o)) >= 0)
+		return c;
+	if (o.dir == NULL || argc - optind != 2) {
 		bft_log("import needs --dir DIR FILE VOLUME (FILE - for "
 		    "stdin)");
 		return 2;
@@ -435,7 +432,7 @@ admin_import(int argc, char **argv)
 		bft_log("%s: %s", in, strerror(errno));
 		return 1;
 	}
-	if ((h = admin_open_cluster(dir, keys, timeout_s)) == NULL)
+	if ((h = admin_open_cluster(o.dir, o.keys, o.timeout_s)) == NULL)
 		goto out_fd;
 	if (bftblk_open_volume(h, vol, "cache=0 shared=off", &vh) != 0 ||
 	    bftblk_get_info(vh, &info, sizeof info) != 0) {

@@ -17,7 +17,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,45 +119,21 @@ put_run(FILE *fp, struct bftblk *vh, uint64_t b, unsigned k, uint8_t *buf,
 int
 admin_export_diff(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "dir", required_argument, NULL, 'd' },
-		{ "keys", required_argument, NULL, 'k' },
-		{ "from-snap", required_argument, NULL, 'f' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	char vol[BFTBLK_VOLUME_NAME_MAX + 1], to[BFTBLK_VOLUME_NAME_MAX + 1];
-	const char *dir = NULL, *keys = NULL, *from = NULL, *name, *out;
+	struct admin_copy_opts o;
+	const char *name, *out;
 	struct bftblk *h, *vh = NULL;
 	struct bftblk_info info;
 	uint64_t *blocks = NULL, wbytes = 0;
 	struct admin_progress pr;
-	unsigned timeout_s = 10;
 	uint8_t *buf = NULL;
 	FILE *fp = NULL;
 	size_t n = 0;
 	int c, rc = 1;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'k': keys = optarg; break;
-		case 'f': from = optarg; break;
-		case 't':
-			if (admin_parse_timeout(optarg, &timeout_s) != 0)
-				return 2;
-			break;
-		case 'h':
-			admin_usage(stdout);
-			return 0;
-		default:
-			admin_usage(stderr);
-			return 2;
-		}
-	}
-	if (dir == NULL || from == NULL || argc - optind != 2 ||
+	if ((c = admin_copy_options(argc, argv, true, &o)) >= 0)
+		return c;
+	if (o.dir == NULL || o.from == NULL || argc - optind != 2 ||
 	    split(argv[optind], vol, to, sizeof vol) != 0) {
 		bft_log("export-diff needs --dir DIR --from-snap SNAP "
 		    "VOLUME[@SNAP] FILE (FILE - for stdout)");
@@ -166,9 +141,9 @@ admin_export_diff(int argc, char **argv)
 	}
 	name = argv[optind];
 	out = argv[optind + 1];
-	if ((h = admin_open_cluster(dir, keys, timeout_s)) == NULL)
+	if ((h = admin_open_cluster(o.dir, o.keys, o.timeout_s)) == NULL)
 		return 1;
-	if (bftblk_snap_diff(h, vol, from, to[0] ? to : NULL, &blocks,
+	if (bftblk_snap_diff(h, vol, o.from, to[0] ? to : NULL, &blocks,
 	    &n) != 0) {
 		bft_log("%s", bftblk_errmsg(h));
 		goto out;
@@ -184,8 +159,8 @@ admin_export_diff(int argc, char **argv)
 		goto out;
 	}
 	if (put_all(fp, DIFF_MAGIC, strlen(DIFF_MAGIC)) != 0 ||
-	    put_all(fp, "f", 1) != 0 || put_u64(fp, strlen(from)) != 0 ||
-	    put_all(fp, from, strlen(from)) != 0 ||
+	    put_all(fp, "f", 1) != 0 || put_u64(fp, strlen(o.from)) != 0 ||
+	    put_all(fp, o.from, strlen(o.from)) != 0 ||
 	    put_all(fp, "t", 1) != 0 || put_u64(fp, strlen(to)) != 0 ||
 	    put_all(fp, to, strlen(to)) != 0 ||
 	    put_all(fp, "s", 1) != 0 || put_u64(fp, info.size) != 0)
@@ -294,44 +269,22 @@ apply(FILE *fp, struct bftblk *vh, uint64_t size, uint8_t *buf,
 int
 admin_import_diff(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "dir", required_argument, NULL, 'd' },
-		{ "keys", required_argument, NULL, 'k' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	char magic[sizeof DIFF_MAGIC], from[BFTBLK_VOLUME_NAME_MAX + 1];
 	char to[BFTBLK_VOLUME_NAME_MAX + 1];
-	const char *dir = NULL, *keys = NULL, *in, *vol;
+	struct admin_copy_opts o;
+	const char *in, *vol;
 	struct bftblk *h, *vh = NULL;
 	struct bftblk_info info;
 	struct bftblk_snap *snaps = NULL, s;
 	uint64_t size, nblocks = 0;
-	unsigned timeout_s = 10;
 	uint8_t *buf = NULL;
 	size_t ns = 0, i;
 	FILE *fp = NULL;
 	int c, rc = 1;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'k': keys = optarg; break;
-		case 't':
-			if (admin_parse_timeout(optarg, &timeout_s) != 0)
-				return 2;
-			break;
-		case 'h':
-			admin_usage(stdout);
-			return 0;
-		default:
-			admin_usage(stderr);
-			return 2;
-		}
-	}
-	if (dir == NULL || argc - optind != 2) {
+	if ((c = admin_copy_options(argc, argv, false, &o)) >= 0)
+		return c;
+	if (o.dir == NULL || argc - optind != 2) {
 		bft_log("import-diff needs --dir DIR FILE VOLUME (FILE - for "
 		    "stdin)");
 		return 2;
@@ -351,7 +304,7 @@ admin_import_diff(int argc, char **argv)
 		bft_log("%s: not a bftblk-diff v1 stream", in);
 		goto out_file;
 	}
-	if ((h = admin_open_cluster(dir, keys, timeout_s)) == NULL)
+	if ((h = admin_open_cluster(o.dir, o.keys, o.timeout_s)) == NULL)
 		goto out_file;
 	if (bftblk_snap_list(h, vol, &snaps, &ns) != 0) {
 		bft_log("%s", bftblk_errmsg(h));
