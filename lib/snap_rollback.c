@@ -46,8 +46,7 @@ find_snap(struct bftblk *h, const char *volume, const char *snap,
 }
 
 /*
- * Blocks list[0..n), consecutive, from the snapshot sh into the volume
- * vh: zeros as the zero value (trim), the rest written.  0, or -1 with
+ * Blocks [first, first + n) from the snapshot sh into the volume vh: zeros as the zero value (trim), the rest written.  0, or -1 with
  * the error on the handle that failed, named in *bad.
  */
 static int
