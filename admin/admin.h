@@ -18,6 +18,16 @@ int admin_path_in(char *out, size_t len, const char *dir, const char *name);
 int admin_cluster_paths(const char *dir, const char *keys, char *conf,
     char *keypath);
 /*
+ * Those two files loaded: DIR/bftblk.conf into cfg and the key file
+ * into key (wipe it after).  0; -ENAMETOOLONG when a path does not fit;
+ * or another negative errno with why in err.
+ */
+struct bft_config;
+struct bft_client_key;
+int admin_load_cluster(const char *dir, const char *keys,
+    struct bft_config *cfg, struct bft_client_key *key, char *err,
+    size_t errlen);
+/*
  * HOST, HOST:PORT, [V6ADDR] or [V6ADDR]:PORT into host (BFT_HOST_LEN
  * bytes, without the brackets) and *port (0 when not given).  An IPv6
  * address needs its brackets only to be followed by a port, but one

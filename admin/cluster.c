@@ -7,6 +7,7 @@
  * half-upgraded cluster is never finalized.  A writer's key file is
  * needed, as for scrub.  Finalizing again changes nothing.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,13 +102,14 @@ finalize(const char *dir, const char *keys)
 	static struct bft_config cfg;
 	static struct bft_client_key key;
 	static struct bft_msg req, rep;
-	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], err[512];
+	char err[512];
+	int r;
 	unsigned ready = 0, done = 0;
 
-	if (admin_cluster_paths(dir, keys, conf, keypath) != 0)
-		return 2;
-	if (bft_config_load(conf, &cfg, err, sizeof err) != 0 ||
-	    bft_client_key_load(keypath, &key, err, sizeof err) != 0) {
+	if ((r = admin_load_cluster(dir, keys, &cfg, &key, err,
+	    sizeof err)) != 0) {
+		if (r == -ENAMETOOLONG)
+			return 2;
 		bft_log("%s", err);
 		return 1;
 	}

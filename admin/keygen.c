@@ -42,6 +42,20 @@ admin_cluster_paths(const char *dir, const char *keys, char *conf,
 }
 
 int
+admin_load_cluster(const char *dir, const char *keys, struct bft_config *cfg,
+    struct bft_client_key *key, char *err, size_t errlen)
+{
+	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX];
+	int r;
+
+	if ((r = admin_cluster_paths(dir, keys, conf, keypath)) != 0 ||
+	    (r = bft_config_load(conf, cfg, err, errlen)) != 0 ||
+	    (r = bft_client_key_load(keypath, key, err, errlen)) != 0)
+		return r;
+	return 0;
+}
+
+int
 admin_parse_hostport(const char *s, char *host, unsigned *port)
 {
 	const char *h = s, *end, *colon;

@@ -4,6 +4,7 @@
  * is needed: a scrub costs the servers disk reads.  What the servers
  * find and repair shows in their logs and in bftblk status.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,13 +24,14 @@ scrub(const char *dir, const char *keys)
 	static struct bft_config cfg;
 	static struct bft_client_key key;
 	static struct bft_msg req, rep;
-	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], err[512];
+	char err[512];
+	int r;
 	unsigned asked = 0;
 
-	if (admin_cluster_paths(dir, keys, conf, keypath) != 0)
-		return 2;
-	if (bft_config_load(conf, &cfg, err, sizeof err) != 0 ||
-	    bft_client_key_load(keypath, &key, err, sizeof err) != 0) {
+	if ((r = admin_load_cluster(dir, keys, &cfg, &key, err,
+	    sizeof err)) != 0) {
+		if (r == -ENAMETOOLONG)
+			return 2;
 		bft_log("%s", err);
 		return 1;
 	}

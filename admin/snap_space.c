@@ -77,7 +77,7 @@ admin_snap_space(const char *dir, const char *keys, unsigned timeout_s,
 {
 	static struct bft_config cfg;
 	static struct bft_client_key key;
-	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], err[512];
+	char err[512];
 	struct bft_msg *req = calloc(1, sizeof *req);
 	struct bft_msg *rep = calloc(1, sizeof *rep);
 	int r = -ENOMEM;
@@ -85,9 +85,8 @@ admin_snap_space(const char *dir, const char *keys, unsigned timeout_s,
 	memset(sp, 0, n * sizeof *sp);
 	if (req == NULL || rep == NULL)
 		goto out;
-	if ((r = admin_cluster_paths(dir, keys, conf, keypath)) != 0 ||
-	    (r = bft_config_load(conf, &cfg, err, sizeof err)) != 0 ||
-	    (r = bft_client_key_load(keypath, &key, err, sizeof err)) != 0)
+	if ((r = admin_load_cluster(dir, keys, &cfg, &key, err,
+	    sizeof err)) != 0)
 		goto out;
 	for (unsigned i = 0; i < cfg.n; i++)
 		ask_one(&cfg, &key, i, timeout_s * 1000, snaps, n, sp, req,

@@ -111,12 +111,11 @@ gather_used(const struct args *a, struct used *u)
 {
 	static struct bft_config cfg;
 	static struct bft_client_key key;
-	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], err[512];
+	char err[512];
 
 	memset(u, 0, sizeof *u);
-	if (admin_cluster_paths(a->dir, a->keys, conf, keypath) != 0 ||
-	    bft_config_load(conf, &cfg, err, sizeof err) != 0 ||
-	    bft_client_key_load(keypath, &key, err, sizeof err) != 0)
+	if (admin_load_cluster(a->dir, a->keys, &cfg, &key, err,
+	    sizeof err) != 0)
 		return -1;
 	for (unsigned i = 0; i < cfg.n; i++)
 		ask_used(&cfg, &key, i, a->timeout_s * 1000, u);
