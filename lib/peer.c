@@ -3,15 +3,17 @@
  * one op per block, with what decided each value handed back.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "peer.h"
 #include "rounds_int.h"
 #include "error_int.h"
+#include "voltab_int.h"
 
 int
-bftblk__peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
-    uint8_t *values, struct bftblk__proof *proofs, int *errs)
+bftblk__peer_read(struct bftblk *h, uint64_t gen, const uint64_t *blocks,
+    unsigned n, uint8_t *values, struct bftblk__proof *proofs, int *errs)
 {
 	struct bft_engine *cl = bftblk__engine(h);
 	struct op *ops[BFTBLK__PEER_BATCH];
@@ -36,6 +38,8 @@ bftblk__peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
 			goto out_free;
 		}
 		ops[made]->block = blocks[made];
+		ops[made]->view = gen != BFT_GEN_MAX;
+		ops[made]->view_gen = gen;
 		ops[made]->data = values +
 		    (size_t)made * BFTBLK__PEER_VALUE_MAX;
 	}
@@ -65,4 +69,41 @@ out_free:
 	for (unsigned i = 0; i < made; i++)
 		bftblk__op_free(ops[i]);
 	return r;
+}
+
+static int
+bound_cmp(const void *a, const void *b)
+{
+	const struct bftblk__bound *x = a, *y = b;
+
+	if (x->vol != y->vol)
+		return x->vol < y->vol ? -1 : 1;
+	return x->gen < y->gen ? -1 : x->gen > y->gen;
+}
+
+int
+bftblk__peer_bounds(struct bftblk *h, struct bftblk__bound *out,
+    unsigned max, unsigned *n)
+{
+	struct voltab *vt;
+	unsigned k = 0;
+	int r;
+
+	if ((vt = bftblk__vt_load(h, &r)) == NULL)
+		return r;
+	for (unsigned b = 0; b < vt->nblocks; b++)
+		for (unsigned i = 0; i < vt->count[b]; i++) {
+			const struct vt_entry *e = &vt->e[b][i];
+
+			if (e->state != VT_SNAP)
+				continue;
+			if (k < max)
+				out[k] = (struct bftblk__bound){ e->id,
+				    e->generation };
+			k++;
+		}
+	free(vt);
+	qsort(out, k < max ? k : max, sizeof *out, bound_cmp);
+	*n = k;
+	return 0;
 }

@@ -35,7 +35,8 @@ struct bftblk__proof {
 
 /*
  * Reads blocks[0..n) (n <= BFTBLK__PEER_BATCH) at once, each as an
- * ordinary protocol read: block i's value into values + i *
+ * ordinary protocol read, of the head when gen is BFT_GEN_MAX and of
+ * the snapshot view at boundary gen otherwise: block i's value into values + i *
  * BFTBLK__PEER_VALUE_MAX, its proof into proofs[i], 0 or a negative
  * errno into errs[i]: -EMEDIUMTYPE when the servers hold values of the
  * other length (sealed or not; a handle with the other sealed= setting
@@ -43,7 +44,22 @@ struct bftblk__proof {
  * tried (then errmsg says why); a block that fails only sets its errs
  * entry.
  */
-int bftblk__peer_read(struct bftblk *h, const uint64_t *blocks, unsigned n,
-    uint8_t *values, struct bftblk__proof *proofs, int *errs);
+int bftblk__peer_read(struct bftblk *h, uint64_t gen, const uint64_t *blocks,
+    unsigned n, uint8_t *values, struct bftblk__proof *proofs, int *errs);
+
+/* A snapshot's boundary: volume vol keeps its view at generation gen. */
+struct bftblk__bound {
+	uint32_t vol;
+	uint64_t gen;
+};
+
+/*
+ * The boundaries of the volume table's snapshots (not those being
+ * deleted), read through the protocol as every client reads the table,
+ * sorted by volume and then generation: at most max into out, how many
+ * there are into *n.  0, or a negative errno with errmsg set.
+ */
+int bftblk__peer_bounds(struct bftblk *h, struct bftblk__bound *out,
+    unsigned max, unsigned *n);
 
 #endif

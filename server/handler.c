@@ -135,6 +135,18 @@ fenced(struct bft_handler *h, const char *peer, const char *what,
 	return true;
 }
 
+bool
+bft_handler_heal_holds(const struct bft_handler *h, uint64_t block)
+{
+	struct bft_ts lcts;
+
+	if (!h->heal_fresh || h->adopting)
+		return false;
+	lcts = bft_store_lc_ts(h->st, block);
+	return bft_ts_is_zero(&lcts) &&
+	    bft_store_snaps(h->st, bft_addr_vol(block), NULL, 0) > 0;
+}
+
 /* Lines 113-115, hardened against replays and floods. */
 static void
 handle_store(struct bft_handler *h, const char *peer,
@@ -287,6 +299,10 @@ handle_complete(struct bft_handler *h, const char *peer,
 	}
 	if (fenced(h, peer, "COMPLETE", req, rep))
 		return;
+	if (bft_handler_heal_holds(h, req->block)) {
+		rep->status = BFT_EAGAIN;
+		return;
+	}
 	lcts = bft_store_lc_ts(h->st, req->block);
 	if (bft_ts_cmp(&req->ts, &lcts) > 0)
 		rep->status = set_lc(h, peer, "COMPLETE", req->block, &req->ts,

@@ -46,6 +46,11 @@ struct bft_handler {
 	 */
 	bool heal_lacking;
 	/*
+	 * A new data directory that has not caught up with its peers yet,
+	 * lacking or not: see bft_handler_heal_holds.
+	 */
+	bool heal_fresh;
+	/*
 	 * Set while the rebuild runs its own STORE and COMPLETE of a value
 	 * it read from its peers (rebuild_adopt.c): a value already
 	 * completed, as a reader's write-back is, not a lease holder's new
@@ -65,6 +70,16 @@ struct bft_handler {
 	 */
 	atomic_ullong io_requests;
 };
+
+/*
+ * Whether a client's COMPLETE or write-back of block must wait (EAGAIN)
+ * because it would be this new data directory's first value of a block
+ * of a volume with snapshots: moving lc past a boundary from "never
+ * written" would freeze "never written" as the block's view there,
+ * where the rebuild has yet to put the version its peers hold
+ * (docs/snapshots.md, "A wiped server").
+ */
+bool bft_handler_heal_holds(const struct bft_handler *h, uint64_t block);
 
 /* Sets up h over an open store; 0, or -1 when out of memory. */
 int bft_handler_init(struct bft_handler *h, const struct bft_config *cfg,

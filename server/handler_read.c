@@ -125,6 +125,8 @@ rv_set_lc(const struct regview *v, const struct bft_ts *ts,
 	c.ts = *ts;
 	memcpy(c.nonce, nonce, BFT_NONCE_LEN);
 	bft_handler_copy_vec(c.vec, vec, v->h->cfg->n);
+	if (!v->kept && bft_handler_heal_holds(v->h, v->block))
+		return BFT_EAGAIN;
 	err = v->kept ? bft_store_view_set_lc(v->h->st, v->block, v->gen, &c) :
 	    bft_store_set_lc(v->h->st, v->block, &c);
 	return err < 0 ? bft_handler_store_status(v->h, v->peer, v->what,

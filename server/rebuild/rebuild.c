@@ -115,6 +115,7 @@ on_calls(uv_async_t *a)
 	list = rb->calls;
 	rb->calls = NULL;
 	rb->h->heal_lacking = rb->lacking;
+	rb->h->heal_fresh = rb->fresh;
 	rb->pub->rebuild_state = rb->prog.rebuild_state;
 	rb->pub->rebuild_done = rb->prog.rebuild_done;
 	rb->pub->rebuild_total = rb->prog.rebuild_total;
@@ -293,11 +294,15 @@ rebuild_todo(struct bft_rebuild *rb)
 		for (unsigned j = 0; j < nb; j++)
 			if (rb_claim_wanted(rb, batch[j]))
 				batch[nr++] = batch[j];
+		/* A new directory's views first: rebuild_views.c. */
+		if (rb->fresh)
+			rb_rebuild_views(rb, batch, &nr, rb->todo, &failed);
 		if (nr > 0)
-			rb_rebuild_batch(rb, 0, batch, nr, sealed, &ns,
-			    &failed);
+			rb_rebuild_batch(rb, 0, BFT_GEN_MAX, batch, nr, sealed,
+			    &ns, rb->todo, &failed);
 		if (ns > 0)
-			rb_rebuild_batch(rb, 1, sealed, ns, NULL, NULL, &failed);
+			rb_rebuild_batch(rb, 1, BFT_GEN_MAX, sealed, ns, NULL,
+			    NULL, rb->todo, &failed);
 		done += nb;
 		bytes += (uint64_t)nr * BFT_BLOCK_SIZE;
 		rb->bytes += (uint64_t)nr * BFT_BLOCK_SIZE;
@@ -350,6 +355,15 @@ pass(struct bft_rebuild *rb)
 	}
 	if (alive == 0)
 		return -1;
+	/*
+	 * A new directory takes its snapshots' boundaries before the scan,
+	 * so that every block the scan lists has its views rebuilt.
+	 */
+	if (rb->fresh && !rb->bounds_learned) {
+		if (rb_learn_bounds(rb) != 0)
+			return -1;
+		rb->bounds_learned = true;
+	}
 	rb->ntodo = 0;
 	if (rb_scan(rb) != 0)
 		return -1;
@@ -406,6 +420,9 @@ pass(struct bft_rebuild *rb)
 		pthread_mutex_lock(&rb->lock);
 		rb->fresh = rb->lacking = false;
 		pthread_mutex_unlock(&rb->lock);
+		free(rb->bounds);
+		rb->bounds = NULL;
+		rb->nbounds = 0;
 		bft_log("rebuild: the new data directory has caught up with "
 		    "its peers; serving every block");
 		uv_async_send(&rb->wake);
@@ -433,6 +450,8 @@ rebuild_main(void *arg)
 		r = pass(rb);
 
 		rb_peers_close(rb);
+		/* Connections to peers only during a pass, failed ones too. */
+		rb_close_libs(rb);
 		if (!pause_s(rb, r == 0 ? rb->o.interval_s :
 		    rb->fresh && !rb->lacking ? WAIT_PEERS_S : RETRY_S, true))
 			break;
@@ -450,6 +469,7 @@ rb_free(struct bft_rebuild *rb)
 		free(rb->kind[j].fragbuf);
 	}
 	free(rb->todo);
+	free(rb->bounds);
 	free(rb->lone);
 	pthread_cond_destroy(&rb->cond);
 	pthread_mutex_destroy(&rb->lock);
@@ -494,6 +514,7 @@ bft_rebuild_start(uv_loop_t *loop, struct bft_handler *h,
 	pthread_cond_init(&rb->cond, NULL);
 	rb->pub = prog;
 	h->heal_lacking = rb->lacking;
+	h->heal_fresh = rb->fresh;
 	if (rb_make_coders(rb) != 0)
 		goto out_free;
 	uv_async_init(loop, &rb->wake, on_calls);
@@ -510,7 +531,7 @@ bft_rebuild_start(uv_loop_t *loop, struct bft_handler *h,
 	return rb;
 
 out_free:
-	h->heal_lacking = false;
+	h->heal_lacking = h->heal_fresh = false;
 	rb_free(rb);
 	return NULL;
 }
@@ -531,7 +552,7 @@ bft_rebuild_stop(struct bft_rebuild *rb)
 	pthread_cond_broadcast(&rb->cond);
 	pthread_mutex_unlock(&rb->lock);
 	pthread_join(rb->thread, NULL);
-	rb->h->heal_lacking = false;
+	rb->h->heal_lacking = rb->h->heal_fresh = false;
 	/* The handle lives in rb: free it once the loop has closed it. */
 	uv_close((uv_handle_t *)&rb->wake, on_closed);
 }

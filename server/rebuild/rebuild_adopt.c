@@ -96,7 +96,6 @@ adopt(struct bft_rebuild *rb, struct rb_kind *k, uint64_t block,
 	return 0;
 }
 
-/* Waits so that rb->bytes stays within the rate since start. */
 /* Library lines in the server's log. */
 static void
 lib_log(void *opaque, enum bftblk_log_level level, const char *msg)
@@ -113,8 +112,8 @@ lib_log(void *opaque, enum bftblk_log_level level, const char *msg)
  * to peers exist only while a pass needs them, so an idle server holds
  * none.
  */
-static int
-open_lib(struct bft_rebuild *rb, struct rb_kind *k, bool sealed)
+int
+rb_open_lib(struct bft_rebuild *rb, struct rb_kind *k, bool sealed)
 {
 	if (k->lib != NULL)
 		return 0;
@@ -169,25 +168,28 @@ rb_make_coders(struct bft_rebuild *rb)
 }
 
 /*
- * Reads blocks[0..nb) of one kind of value, checks and adopts each.
- * Blocks whose values are of the other kind go to other[*nother];
- * those that fail to todo[*failed].
+ * Reads blocks[0..nb) of one kind of value, of the head or of the view
+ * at gen, checks and adopts each.  Blocks whose values are of the other
+ * kind go to other[*nother]; those that fail to fails[*nfails].
  */
 void
-rb_rebuild_batch(struct bft_rebuild *rb, int kind, const uint64_t *blocks,
-    unsigned nb, uint64_t *other, unsigned *nother, size_t *failed)
+rb_rebuild_batch(struct bft_rebuild *rb, int kind, uint64_t gen,
+    const uint64_t *blocks, unsigned nb, uint64_t *other, unsigned *nother,
+    uint64_t *fails, size_t *nfails)
 {
 	static uint8_t values[BFTBLK__PEER_BATCH * BFTBLK__PEER_VALUE_MAX];
 	struct bftblk__proof proofs[BFTBLK__PEER_BATCH];
 	struct rb_kind *k = &rb->kind[kind];
 	int errs[BFTBLK__PEER_BATCH];
+	bool head = gen == BFT_GEN_MAX;
 
-	if (open_lib(rb, k, kind == 1) != 0 ||
-	    bftblk__peer_read(k->lib, blocks, nb, values, proofs, errs) != 0) {
+	if (rb_open_lib(rb, k, kind == 1) != 0 ||
+	    bftblk__peer_read(k->lib, gen, blocks, nb, values, proofs,
+	    errs) != 0) {
 		if (k->lib != NULL)
 			bft_log("rebuild: %s", bftblk_errmsg(k->lib));
 		for (unsigned j = 0; j < nb; j++)
-			rb->todo[(*failed)++] = blocks[j];
+			fails[(*nfails)++] = blocks[j];
 		return;
 	}
 	for (unsigned j = 0; j < nb; j++) {
@@ -198,19 +200,21 @@ rb_rebuild_batch(struct bft_rebuild *rb, int kind, const uint64_t *blocks,
 			continue;
 		}
 		if (!ok) {
-			bft_warn("rebuild: block %" PRIu64 ": read failed: %s",
-			    blocks[j], strerror(-errs[j]));
-			rb->todo[(*failed)++] = blocks[j];
+			bft_warn("rebuild: block %" PRIu64 "%s: read failed: %s",
+			    blocks[j], head ? "" : " (a snapshot's view)",
+			    strerror(-errs[j]));
+			fails[(*nfails)++] = blocks[j];
 			continue;
 		}
-		rb_claim_read(rb, blocks[j], &proofs[j]);
+		/* Lone claims are about the head: only its reads judge them. */
+		if (head)
+			rb_claim_read(rb, blocks[j], &proofs[j]);
 		if (!proofs[j].zero)
 			ok = check_value(rb, k, blocks[j], values +
 			    (size_t)j * BFTBLK__PEER_VALUE_MAX,
 			    &proofs[j]) == 0 &&
 			    adopt(rb, k, blocks[j], &proofs[j]) == 0;
 		if (!ok)
-			rb->todo[(*failed)++] = blocks[j];
+			fails[(*nfails)++] = blocks[j];
 	}
 }
-

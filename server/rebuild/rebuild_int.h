@@ -63,6 +63,10 @@ struct bft_rebuild {
 	struct bft_msg req, lrep;
 	uint64_t *todo;
 	size_t ntodo, todocap;
+	/* Boundaries taken from the volume table, by volume and generation. */
+	struct bftblk__bound *bounds;
+	unsigned nbounds;
+	bool bounds_learned;		/* once per start of a new directory */
 	uint64_t bytes;
 	uint64_t io_seen;		/* the handler's io_requests, last look */
 	double io_seen_at;		/* when it last changed */
@@ -98,16 +102,32 @@ int rb_local(struct bft_rebuild *rb, const struct bft_msg *req,
 
 /*
  * rebuild_adopt.c.  rb_make_coders makes the coders of both kinds of
- * value; rb_rebuild_batch reads blocks[0..nb) of one kind (0 plain, 1
- * sealed), checks and adopts each, and leaves blocks of the other kind
- * in other[*nother] (when other is not NULL) and failures in
- * rb->todo[*failed]; rb_close_libs ends a pass's library handles.
+ * value; rb_open_lib opens a pass's library handle of one kind (0
+ * plain, 1 sealed) unless open; rb_rebuild_batch reads blocks[0..nb)
+ * of one kind at gen (BFT_GEN_MAX: the head, else a snapshot's view),
+ * checks and adopts each, and leaves blocks of the other kind in
+ * other[*nother] (when other is not NULL) and failures in
+ * fails[*nfails]; rb_close_libs ends a pass's library handles.
  */
 int rb_make_coders(struct bft_rebuild *rb);
-void rb_rebuild_batch(struct bft_rebuild *rb, int kind,
+int rb_open_lib(struct bft_rebuild *rb, struct rb_kind *k, bool sealed);
+void rb_rebuild_batch(struct bft_rebuild *rb, int kind, uint64_t gen,
     const uint64_t *blocks, unsigned nb, uint64_t *other, unsigned *nother,
-    size_t *failed);
+    uint64_t *fails, size_t *nfails);
 void rb_close_libs(struct bft_rebuild *rb);
+
+/*
+ * rebuild_views.c: snapshots' views for a new data directory.
+ * rb_learn_bounds reads the volume table's snapshots and keeps each
+ * boundary this server can take (rb->bounds); rb_rebuild_views adopts,
+ * oldest boundary first, the version each view of blocks[0..*nb) holds
+ * at its peers, and moves the blocks it could not to fails[*nfails]:
+ * their head must wait, as adopting it would freeze what this server
+ * holds now as their view.
+ */
+int rb_learn_bounds(struct bft_rebuild *rb);
+void rb_rebuild_views(struct bft_rebuild *rb, uint64_t *blocks,
+    unsigned *nb, uint64_t *fails, size_t *nfails);
 
 /* rebuild_scan.c: (re)connects to the peers; how many are connected. */
 unsigned rb_peers_connect(struct bft_rebuild *rb);

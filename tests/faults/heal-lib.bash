@@ -199,7 +199,7 @@ heal_wait_caught_up()
 		sleep 0.2
 	done
 	since=$(heal_since "$i")
-	HEAL_RETRIES=$(grep -acE 'could not be rebuilt yet|peers needed answered the comparison' <<<"$since" || true)
+	HEAL_RETRIES=$(grep -acE 'could not be rebuilt yet|peers needed answered the comparison|cannot read the volume table' <<<"$since" || true)
 	HEAL_FIRST_NEWER=0
 	HEAL_NEWER=0
 	line=$(grep -a 'rebuild: [0-9]* blocks are newer' <<<"$since" | head -n 1)

@@ -17,6 +17,12 @@
  * (name)"; both exit 0 when every request was answered.  With --view
  * GEN both go to a snapshot's view (VCOLLECT, VFILTER): a reader that
  * kept a candidate of the head sends it back as the snapshot's.
+ *
+ * view-lc asks each server of --servers for lc of --count blocks from
+ * --block in the view at --view GEN (VCOLLECT), one line each: "server
+ * I block B: TS" with TS "num/wid", "never written" or the refusal's
+ * status name; what one server holds for a snapshot, which a reader's
+ * quorum would hide.
  */
 #include <err.h>
 #include <inttypes.h>
@@ -139,4 +145,34 @@ tc_cmd_filter_back(void)
 			rc = 1;
 	}
 	return rc;
+}
+
+int
+tc_cmd_view_lc(void)
+{
+	uint32_t mask;
+	int st;
+
+	if (!opt.has_view || opt.count == 0)
+		errx(1, "--view GEN and --count N are required");
+	tc_load(false);
+	mask = tc_parse_list(opt.servers);
+	tc_connect_servers(mask);
+	FOR_EACH(i, mask) {
+		for (uint64_t b = opt.block; b < opt.block + opt.count; b++) {
+			tc_new_req(BFT_VCOLLECT);
+			req.block = b;
+			req.gen = opt.view;
+			st = tc_xfer(i);
+			printf("server %u block %" PRIu64 ": ", i, b);
+			if (st != BFT_OK || rep.ncands != 1)
+				printf("%s\n", tc_status_name(st));
+			else if (bft_ts_is_zero(&rep.cands[0].ts))
+				printf("never written\n");
+			else
+				printf("%" PRIu64 "/%" PRIu64 "\n",
+				    rep.cands[0].ts.num, rep.cands[0].ts.wid);
+		}
+	}
+	return 0;
 }

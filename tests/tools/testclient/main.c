@@ -25,6 +25,8 @@
  *   pipeline      --config C --keys K --block B --count N [--hold S]
  *                 [--servers L]
  *   finalized     --config C --keys K [--count F]
+ *   view-lc       --config C --keys K --block B --count N --view GEN
+ *                 [--servers L]
  *
  * L is a comma-separated list of server indices (default: all).  With
  * --hang, partial-write waits to be killed where it would have exited.
@@ -36,7 +38,8 @@
  * The code: main.c (options, loading, dispatch), chan.c (connections,
  * the channel handshake, sealed requests and replies), write.c
  * (pattern, partial-write, stutter), forge.c (forge-filter,
- * forge-repair), probe.c (probe, tamper, peek, pipeline), finalized.c
+ * forge-repair), probe.c (probe, tamper, peek, pipeline), attack.c (flood,
+ * collect-save, filter-back, view-lc), finalized.c
  * (finalized).
  */
 #include <err.h>
@@ -202,9 +205,11 @@ main(int argc, char **argv)
 		return tc_cmd_filter_back();
 	if (strcmp(cmd, "finalized") == 0)
 		return tc_cmd_finalized();
+	if (strcmp(cmd, "view-lc") == 0)
+		return tc_cmd_view_lc();
 usage:
 	fprintf(stderr, "usage: %s pattern|partial-write|stutter|forge-filter"
-	    "|forge-repair|probe|tamper|peek|pipeline|flood"
+	    "|forge-repair|probe|tamper|peek|pipeline|flood|view-lc"
 	    "|collect-save|filter-back|finalized [options] (see the "
 	    "source)\n",
 	    argv[0]);

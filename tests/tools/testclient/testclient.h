@@ -71,6 +71,7 @@ int tc_cmd_pipeline(void);
 int tc_cmd_flood(void);
 int tc_cmd_collect_save(void);
 int tc_cmd_filter_back(void);
+int tc_cmd_view_lc(void);
 /* finalized.c */
 int tc_cmd_finalized(void);
 
