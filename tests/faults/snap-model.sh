@@ -29,7 +29,10 @@
 # server (k mod 4) lying in phase k: table changes and exports must not
 # notice, and the liar's exit line must show its mode changed replies
 # (lie-heal only lies to rebuilding servers, which nothing here is, so
-# it is not among the modes).  The model runs on across phases.
+# it is not among the modes).  A clone needs every server to say the
+# cluster is finalized, and a rollback every server's list of changes,
+# so while the liar withholds or refuses replies either may be refused
+# for that reason, and only that one, with nothing changed.  The model runs on across phases.
 #
 # The seed is printed; SNAP_MODEL_SEED=N reproduces the whole run
 # (operations, data, and the liars' forged bytes).  SNAP_MODEL_STEPS and
@@ -42,8 +45,8 @@ BYZ_SEED=${BYZ_SEED:-$SNAP_MODEL_SEED}
 
 MODES=(corrupt-fragment bad-checksum stale forge-candidate bad-mac
     equivocate mute slow collude refuse trim-lie view-head hide-writes)
-STEPS=${SNAP_MODEL_STEPS:-14}
-BYZ_STEPS=${SNAP_MODEL_BYZ_STEPS:-6}
+STEPS=${SNAP_MODEL_STEPS:-20}
+BYZ_STEPS=${SNAP_MODEL_BYZ_STEPS:-8}
 BLOCKS=32			# v is 2 MiB
 
 NBDKIT_PIN=			# volumes by export name
@@ -58,7 +61,12 @@ cluster_start 1
     --size $((BLOCKS * 64))K >/dev/null || fail "creating v"
 byz_nbdkit_start a
 
+# A clone needs every server to say the cluster is finalized, and a
+# rollback every server's list of changes, so while the liar withholds
+# or refuses its replies (WITHHOLDS=1) the model accepts either refused
+# for that reason, and only for that one, with nothing changed.
 export ADMIN CLUSTER_DIR TESTDIR SOCK=$TESTDIR/a.sock ADMIN_TIMEOUT=2
+export WITHHOLDS=0
 STATE=$TESTDIR/model.pickle
 model() { /usr/bin/python3 "$SRCDIR/tests/faults/snap_model.py" "$@"; }
 model init "$STATE" "$BLOCKS" || fail "model init"
@@ -92,6 +100,10 @@ for k in "${!MODES[@]}"; do
 	liar=$((k % CLUSTER_N))
 	log "phase $k: server $liar is ${MODES[$k]}, $BYZ_STEPS steps"
 	byz_switch "$liar" "${MODES[$k]}"
+	case ${MODES[$k]} in
+	mute | slow | refuse) WITHHOLDS=1 ;;
+	*) WITHHOLDS=0 ;;
+	esac
 	steps "${MODES[$k]}" "$BYZ_STEPS"
 	byz_switch "$liar" honest
 done

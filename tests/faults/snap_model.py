@@ -38,6 +38,10 @@ DIR = os.environ["CLUSTER_DIR"]
 TESTDIR = os.environ["TESTDIR"]
 SOCK = os.environ.get("SOCK", "")
 TIMEOUT = os.environ.get("ADMIN_TIMEOUT", "2")
+# Set while a liar withholds or refuses its replies (mute, slow, refuse):
+# clones and rollbacks, which need every server's answer, may then be
+# refused, for that reason only.
+WITHHOLDS = os.environ.get("WITHHOLDS") == "1"
 
 
 class Failed(Exception):
@@ -55,11 +59,12 @@ def save(path, m):
     os.replace(path + ".new", path)
 
 
-def admin(*args, expect_ok=True):
-    """Runs the admin tool; returns (status, stdout+stderr)."""
+def admin(*args, expect_ok=True, timeout=TIMEOUT, stdout_only=False):
+    """Runs the admin tool; returns (status, stdout+stderr), or with
+    stdout_only (for --json) just stdout as the second."""
     words = 1 if args[0] == "export" else 2	# export NAME FILE
     cmd = [ADMIN] + list(args[:words]) + ["--dir", DIR, "--timeout",
-                                          TIMEOUT] + list(args[words:])
+                                          timeout] + list(args[words:])
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     out = r.stdout + r.stderr
@@ -68,7 +73,7 @@ def admin(*args, expect_ok=True):
             " ".join(cmd), out, r.returncode, time.monotonic() - t0))
     if expect_ok and r.returncode != 0:
         raise Failed("`bftblk %s` failed: %s" % (" ".join(args), out.strip()))
-    return r.returncode, out
+    return r.returncode, r.stdout if stdout_only else out
 
 
 def nbd_do(vol, fn):
@@ -135,16 +140,17 @@ def check(m, tag):
                         describe(m, w, b, name)))
     # Deletes still to be forgotten by a server (a mute one) are listed
     # as deleting: they are gone for the model.
-    listed = json.loads(admin("volume", "list", "--json")[1])["volumes"]
+    # The lists ask every server what it holds, so a mute one costs
+    # each list its --timeout: a short one.
+    listed = json.loads(admin("volume", "list", "--json", timeout="1",
+                              stdout_only=True)[1])["volumes"]
     names = {x["name"] for x in listed if x["state"] == "live"}
     if names != set(m["vol"]):
         raise Failed("%s: the table lists volumes %s, the model %s"
                      % (tag, sorted(names), sorted(m["vol"])))
-    snaps = set()
-    for v in m["vol"]:
-        listed = json.loads(admin("snap", "list", "--volume", v,
-                                  "--json")[1])
-        snaps |= {(v, x["name"]) for x in listed if not x["deleting"]}
+    listed = json.loads(admin("snap", "list", "--json", timeout="1",
+                            stdout_only=True)[1])
+    snaps = {(x["volume"], x["name"]) for x in listed if not x["deleting"]}
     if snaps != set(m["snap"]):
         raise Failed("%s: the table lists snapshots %s, the model %s"
                      % (tag, sorted(snaps), sorted(m["snap"])))
@@ -234,7 +240,16 @@ def op_snap_delete(m, r, key):
 
 def op_clone(m, r, key):
     c = new_name(m, "c")
-    admin("volume", "clone", "--from", "%s@%s" % key, "--name", c)
+    st, out = admin("volume", "clone", "--from", "%s@%s" % key, "--name", c,
+                    expect_ok=not WITHHOLDS)
+    if st != 0:
+        # Clone entries are written only once every server says it is
+        # finalized: a server that does not answer holds clones back.
+        if "cannot tell whether the cluster is finalized" not in out:
+            raise Failed("volume clone %s@%s as %s failed: %s"
+                         % (key + (c, out.strip())))
+        return "volume clone %s@%s as %s refused: %s" % (
+            key + (c, out.strip().split("bftblk: ")[-1]))
     m["vol"][c] = bytearray(m["snap"][key])
     m["parent"][c] = key
     return "volume clone %s@%s as %s" % (key + (c,))
@@ -267,7 +282,17 @@ def op_delete(m, r, c):
 
 def op_rollback(m, key):
     vol, s = key
-    admin("snap", "rollback", "--volume", vol, "--name", s)
+    st, out = admin("snap", "rollback", "--volume", vol, "--name", s,
+                    expect_ok=not WITHHOLDS)
+    if st != 0:
+        # What to write back is the union of every server's list of
+        # changes: a server that does not answer holds rollback back,
+        # and then nothing may have changed.
+        if "needs every server's answer" not in out:
+            raise Failed("snap rollback %s@%s failed: %s"
+                         % (vol, s, out.strip()))
+        return "snap rollback %s@%s refused: %s" % (
+            vol, s, out.strip().split("bftblk: ")[-1])
     m["vol"][vol] = bytearray(m["snap"][key])
     # The head's parent does not change: what the snapshot's unwritten
     # blocks read is written into the head's own registers.
