@@ -99,17 +99,18 @@ def dependants(m, vol, snap):
     return out
 
 
-def describe(m, data, blk, what):
-    """Whose a block's bytes are, if any image in the model has them."""
+def describe(m, data, blk, name):
+    """A block's bytes: zeros, the same block of another image of the
+    model (so a mix-up says with what), or their first bytes."""
     if data == bytes(BS):
         return "zeros"
-    for name, img in sorted(m["vol"].items()):
-        if img[blk * BS:(blk + 1) * BS] == data:
-            return "as %s's block %d" % (name, blk)
-    for (v, s), img in sorted(m["snap"].items()):
-        if img[blk * BS:(blk + 1) * BS] == data:
-            return "as %s@%s's block %d" % (v, s, blk)
-    return "bytes no image in the model has there (%s...)" % data[:8].hex()
+    imgs = sorted(m["vol"].items())
+    imgs += [("%s@%s" % k, img) for k, img in sorted(m["snap"].items())]
+    for other, img in imgs:
+        if other != name and img[blk * BS:(blk + 1) * BS] == data:
+            return "what %s holds there" % other
+    return "%s... (no other image of the model holds that there)" % (
+        data[:8].hex())
 
 
 def check(m, tag):
