@@ -295,8 +295,13 @@ bftblk__vt_dependants(const struct voltab *vt, uint32_t id, uint64_t gen,
 			const struct vt_entry *e = &vt->e[b][i];
 			bool snap = bftblk__vt_is_snap(e);
 
+			/*
+			 * One being deleted reads nothing any more, though
+			 * servers that have not dropped it keep its entry.
+			 */
 			if (!e->clone || e->parent_id != id ||
-			    e->parent_gen != gen)
+			    e->parent_gen != gen || e->state == VT_DELETING ||
+			    e->state == VT_SNAP_DELETING)
 				continue;
 			count++;
 			/* A snapshot of a clone is named as V@S. */

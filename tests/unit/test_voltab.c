@@ -303,7 +303,8 @@ test_clone_entries(void **state)
  * The chain a clone reads through, and who depends on a snapshot: a
  * clone of a clone's snapshot reads its parent, then that snapshot's
  * parent; a missing parent and a chain past VT_DEPTH are refused, and a
- * snapshot's dependants are named (a snapshot of a clone as V@S).
+ * snapshot's dependants are named (a snapshot of a clone as V@S), those
+ * being deleted not among them.
  */
 static void
 test_clone_chains(void **state)
@@ -353,6 +354,16 @@ test_clone_chains(void **state)
 	assert_string_equal(names, "d");
 	assert_int_equal(bftblk__vt_dependants(&vt, w.id, 5, names,
 	    sizeof names), 0);
+	/* A clone, or a clone's snapshot, being deleted holds nothing. */
+	vt.e[0][4].state = VT_DELETING;
+	assert_int_equal(bftblk__vt_dependants(&vt, c.id, 11, names,
+	    sizeof names), 0);
+	vt.e[0][3].state = VT_SNAP_DELETING;
+	assert_int_equal(bftblk__vt_dependants(&vt, w.id, 4, names,
+	    sizeof names), 1);
+	assert_string_equal(names, "c");
+	vt.e[0][4].state = VT_LIVE;
+	vt.e[0][3].state = VT_SNAP;
 	/* The snapshot w@4 gone: c's chain is broken, and said so. */
 	bftblk__vt_remove(&vt, 0, &vt.e[0][1]);
 	assert_int_equal(bftblk__vt_parents(&vt, &d, chain, &n, why,
