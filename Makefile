@@ -289,7 +289,16 @@ check-faults: all
 # Real use: host filesystem over nbdfuse, a kernel /dev/nbd0 and a VM
 # disk in TCG guests, fio as documented, and README's deployment on five
 # hosts made of network namespaces.  Guests boot in minutes here.
+# The packages are built once here for the two tests that install them
+# (BFTBLK_DEBS); if that fails, each builds its own and says why.
 check-system: all
+	@debs=$(CURDIR)/$(BUILD)/debs; rm -rf "$$debs"; \
+	if $(MAKE) --no-print-directory DEB_DIR="$$debs" deb \
+	    >$(BUILD)/make-deb.log 2>&1; then \
+		export BFTBLK_DEBS="$$debs"; \
+	else \
+		echo "check-system: make deb failed ($(BUILD)/make-deb.log)"; \
+	fi; \
 	BUILD=$(BUILD) BFTBLK_TEST_TIMEOUT=900 tests/run-integration \
 	    $(wildcard tests/system/*.sh)
 
