@@ -312,7 +312,7 @@ test_json(void **state)
 	    "\"rebuild_total\":0,\"rebuild_bytes\":0,\"rebuild_rate\":0,"
 	    "\"scrub_done\":0,\"scrub_total\":18446744073709551615,"
 	    "\"release\":768,\"level\":1,\"finalized\":1,\"snap_gc_done\":0,"
-	    "\"snap_gc_total\":0,"
+	    "\"snap_gc_total\":0,\"recovering\":0,\"recoveries\":0,"
 	    "\"release_name\":\"0.3.0\","
 	    "\"rebuild_state_name\":\"waiting for peers\","
 	    "\"volumes\":[{\"id\":0,\"end\":1024,\"bytes_live\":1572864},"
