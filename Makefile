@@ -226,6 +226,8 @@ $(BUILD)/tests/unit/test_peer_key.o $(BUILD)/tests/unit/test_voltab.o \
 # The rebuild's judging of claims, driven by hand (no peers, no thread).
 $(BUILD)/tests/test_rebuild_claims: $(BUILD)/server/rebuild/rebuild_claims.o
 $(BUILD)/tests/unit/test_rebuild_claims.o: override CFLAGS += -Ilib
+# Proactive recovery's decision, with peers simulated by hand.
+$(BUILD)/tests/test_rejuv: $(BUILD)/server/rejuv_decide.o
 # bftblk status's judging and printing, without sockets.
 $(BUILD)/tests/unit/test_status_format.o: override CFLAGS += -Ilib
 $(BUILD)/tests/test_status_format: $(BUILD)/admin/status_format.o \
