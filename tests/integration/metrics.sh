@@ -106,6 +106,10 @@ for i in 0 1 2 3; do
 	scrape "${MURL[i]}" "$TESTDIR/s$i.before"
 	[ "$(value "$TESTDIR/s$i.before" bftblk_server_info index="$i" \
 	    n=4 t=1)" = 1 ] || fail "server $i: wrong bftblk_server_info"
+	[ "$(value "$TESTDIR/s$i.before" bftblk_server_recovering)" = 0 ] &&
+	    [ "$(value "$TESTDIR/s$i.before" \
+	    bftblk_server_recoveries_total)" = 0 ] ||
+	    fail "server $i: recovering when it was never asked to"
 done
 scrape "$CURL_CLIENT" "$TESTDIR/c.before"
 
