@@ -439,6 +439,14 @@ main(int argc, char **argv)
 	srv.compact = bft_compact_timer_start(&loop, &h);
 	if (srv.compact == NULL)
 		bft_warn("cannot start compaction when idle; out of memory");
+	/*
+	 * Without a rebuild or a scrub (out of memory) a recovery would
+	 * wait for them forever, and every peer with it.
+	 */
+	if (srv.rb == NULL)
+		srv.heal.rebuild_caught_up = 1;
+	if (srv.scrub == NULL)
+		srv.heal.scrub_passes = 1;
 	ro = (struct bft_rejuv_opts){ .every_s = o.recover_every_s,
 	    .exe = exe, .argv = args, .data_dir = o.data,
 	    .config_path = o.config };
