@@ -19,6 +19,7 @@
 #   make run / make stop bring up a 4-server demo cluster and nbdkit
 #   make bench           fio jobs against bftblk and nbdkit's memory plugin
 #   make bench-rebuild   rebuild speed, its cost to fio, catch-up sizes
+#   make bench-recover   a proactive recovery's scrub and whole time
 #   make bench-store     the store at disk scale: RAM per block, restart
 #                        with a cold cache, space, overwrite speed
 #   make bench-trim      the space trim and write-zeroes give back
@@ -436,6 +437,10 @@ bench: all
 bench-rebuild: all
 	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-rebuild
 
+# What a proactive recovery costs (BENCH_DISK, default 4G).
+bench-recover: all
+	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-recover
+
 # The store at disk scale: RAM per written block, cold restarts, space
 # and compaction under overwrites (BENCH_DISK=2G for a quicker run).
 bench-store: all
@@ -542,7 +547,7 @@ clean:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system install uninstall deb \
-	run stop bench bench-rebuild bench-store bench-trim bench-snap bench-overhead bench-latency fuzz \
+	run stop bench bench-rebuild bench-recover bench-store bench-trim bench-snap bench-overhead bench-latency fuzz \
 	fuzz-build fuzz-long clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \
