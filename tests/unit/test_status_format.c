@@ -281,6 +281,18 @@ test_text(void **state)
 	print(status_print_text);
 	assert_non_null(strstr(text, "0 repaired, done 64/64 blocks\n"));
 	assert_string_equal(status_rebuild_str(99), "unknown");
+
+	/* A proactive recovery: its progress, and the count of them. */
+	in->recovering = BFT_RECOVERING_YES;
+	in->scrub_done = 5;
+	in->scrub_total = 9;
+	r.servers[2].info.recovering = BFT_RECOVERING_CLAIMED;
+	status_assess(&r);
+	print(status_print_text);
+	assert_non_null(strstr(text, "I/O needs 3, 2 recovering\n"));
+	assert_non_null(strstr(text, "done 64/64 blocks, scrub 5/9, "
+	    "recovering (scrub 5/9, catch-up 64/64)\n"));
+	assert_non_null(strstr(text, "idle, about to recover\n"));
 }
 
 static void
