@@ -27,7 +27,7 @@
 #include "session.h"
 
 #define RETRY_MS	2000	/* a due server that must wait */
-#define HOLD_MS		300	/* a claim held for a higher one to yield */
+#define HOLD_MS		300	/* claim held: a higher one yields */
 #define MAX_HOLDS	20	/* then the claim is dropped: a liar's */
 #define CHECK_MS	500	/* a recovery looking for its end */
 #define PEER_TIMEOUT_MS	2000
@@ -47,7 +47,7 @@ struct bft_rejuv {
 	bool recovering;		/* since a marker's restart */
 	unsigned holds;
 	uint64_t started_ms;		/* this recovery's, on the loop */
-	char why[128];			/* the last reason to wait, logged */
+	char why[128];			/* the last reason to wait */
 
 	/* The pool's, while working. */
 	struct bft_config *pcfg;

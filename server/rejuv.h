@@ -23,7 +23,7 @@
 #define BFT_REJUV_MARKER	"recover-pending"
 
 struct bft_rejuv_opts {
-	unsigned every_s;		/* --recover-every; 0: only a marker's */
+	unsigned every_s;		/* --recover-every; 0: markers only */
 	const char *exe;		/* the installed binary, absolute */
 	char *const *argv;		/* as the server was started */
 	const char *data_dir;
@@ -33,13 +33,13 @@ struct bft_rejuv_opts {
 /* One peer as a due server's question to it found it. */
 struct bft_rejuv_peer {
 	bool answered;			/* its STATUS came back */
-	uint64_t recovering;		/* enum bft_recovering, as it says */
+	uint64_t recovering;		/* enum bft_recovering, said */
 };
 
 enum bft_rejuv_verdict {
-	BFT_REJUV_GO,			/* claimed, and nobody in the way */
+	BFT_REJUV_GO,			/* claimed, nobody in the way */
 	BFT_REJUV_CLAIM,		/* set CLAIMED, then ask again */
-	BFT_REJUV_HOLD,			/* keep the claim; a higher one yields */
+	BFT_REJUV_HOLD,			/* keep the claim, ask again */
 	BFT_REJUV_WAIT_DOWN,		/* a peer did not answer */
 	BFT_REJUV_WAIT_RECOVERING,	/* a peer recovers */
 	BFT_REJUV_WAIT_LOWER,		/* a lower index claimed first */

@@ -115,7 +115,7 @@ struct sim {
 	unsigned next;			/* the peer it reads next */
 	unsigned holds, tries;
 	bool done, gave_up;
-	unsigned after;			/* steps since it decided to go */
+	unsigned after;			/* steps since it chose to go */
 };
 
 static uint64_t
