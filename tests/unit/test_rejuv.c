@@ -241,6 +241,35 @@ test_simultaneous_liar(void **state)
 	assert_true(went > 0);
 }
 
+/* The option's forms, and the stagger of first recoveries. */
+static void
+test_schedule(void **state)
+{
+	unsigned s;
+
+	(void)state;
+	assert_int_equal(bft_rejuv_parse_duration("90s", &s), 0);
+	assert_int_equal(s, 90);
+	assert_int_equal(bft_rejuv_parse_duration("30m", &s), 0);
+	assert_int_equal(s, 1800);
+	assert_int_equal(bft_rejuv_parse_duration("6h", &s), 0);
+	assert_int_equal(s, 21600);
+	assert_int_equal(bft_rejuv_parse_duration("1d", &s), 0);
+	assert_int_equal(s, 86400);
+	assert_int_equal(bft_rejuv_parse_duration("45", &s), 0);
+	assert_int_equal(s, 45);
+	assert_int_equal(bft_rejuv_parse_duration("0", &s), 0);
+	assert_int_equal(s, 0);
+	assert_int_equal(bft_rejuv_parse_duration("1w", &s), -1);
+	assert_int_equal(bft_rejuv_parse_duration("5ms", &s), -1);
+	assert_int_equal(bft_rejuv_parse_duration("-1s", &s), -1);
+	assert_int_equal(bft_rejuv_parse_duration("367d", &s), -1);
+	assert_int_equal(bft_rejuv_parse_duration("", &s), -1);
+	assert_int_equal(bft_rejuv_first_ms(24, 0, 4), 6000);
+	assert_int_equal(bft_rejuv_first_ms(24, 3, 4), 24000);
+	assert_int_equal(bft_rejuv_first_ms(86400, 6, 7), 86400000);
+}
+
 int
 main(void)
 {
@@ -251,6 +280,7 @@ main(void)
 		cmocka_unit_test(test_claims),
 		cmocka_unit_test(test_simultaneous),
 		cmocka_unit_test(test_simultaneous_liar),
+		cmocka_unit_test(test_schedule),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
