@@ -10,7 +10,9 @@
 #    block that read back other than written.
 # 3. Server 3 is stopped: the others say they wait for it and none
 #    recovers while it is down, for longer than a period.
-# 4. Server 3 comes back: recoveries resume.
+# 4. Server 3 comes back with a recover-pending marker, as after a
+#    crash during a recovery: it recovers at once and removes it, and
+#    the others' recoveries resume.
 # shellcheck source=tests/faults/heal-lib.bash
 . "$(dirname "${BASH_SOURCE[0]}")/heal-lib.bash"
 
@@ -91,7 +93,7 @@ intervals()
 	for i in 0 1 2 3; do
 		awk -v s="$i" '
 		function secs(t,  a) { split(t, a, ":"); return a[1] * 3600 + a[2] * 60 + a[3] }
-		/recovering: restarting/ { match($0, /[0-9][0-9]:[0-9][0-9]:[0-9][0-9](\.[0-9]+)?/); start = secs(substr($0, RSTART, RLENGTH)) }
+		/recovering: (restarting|scrubbing)/ && start == "" { match($0, /[0-9][0-9]:[0-9][0-9]:[0-9][0-9](\.[0-9]+)?/); start = secs(substr($0, RSTART, RLENGTH)) }
 		/recovery done in/ && start != "" { match($0, /[0-9][0-9]:[0-9][0-9]:[0-9][0-9](\.[0-9]+)?/); print start, secs(substr($0, RSTART, RLENGTH)), s; start = "" }
 		END { if (start != "") print start, 1e9, s }
 		' "$TESTDIR/log/server-$i.log"
@@ -127,7 +129,19 @@ done
 [ "$waited" -ge 1 ] || fail "no server said it waits for server 3"
 log "server 3 down ${EVERY}s: $waited servers waited for it, none recovered"
 
+# As if it had crashed in a recovery: the marker makes it recover now.
+marker=$TESTDIR/data/server-3/recover-pending
+echo "decided $(date +%s)" >"$marker"
+heal_mark 3
 server_start 3
+deadline=$((SECONDS + 30))
+until heal_since 3 | grep -aq "recovery done in"; do
+	[ "$SECONDS" -lt "$deadline" ] ||
+	    fail "server-3 did not finish the recovery its marker asked for"
+	sleep 0.5
+done
+[ ! -e "$marker" ] || fail "server-3 recovered but kept its marker"
+log "server-3 recovered at start, as its marker asked"
 deadline=$((SECONDS + EVERY + 20))
 until [ "$(starts 0)" -gt "${off3[0]}" ] ||
     [ "$(starts 1)" -gt "${off3[1]}" ] ||
