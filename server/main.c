@@ -324,7 +324,8 @@ main(int argc, char **argv)
 	struct bft_rejuv_opts ro;
 	uv_loop_t loop;
 	char err[512], exe[4096];
-	char **args;
+	/* Static: held until exit, whichever way main leaves. */
+	static char **args;
 	uint64_t open_ms;
 	int rc = 1, e;
 
@@ -486,6 +487,5 @@ out_store:
 	} else if (rc == 0) {
 		bft_log("stopped");
 	}
-	free(args);
 	return rc;
 }

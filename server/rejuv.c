@@ -310,7 +310,7 @@ bft_rejuv_start(uv_loop_t *loop, struct bft_handler *h,
 {
 	struct bft_rejuv *r = calloc(1, sizeof *r);
 	long long decided;
-	uint64_t count, due_ms;
+	uint64_t count, due_ms, ago_ms;
 
 	if (r == NULL || (r->pcfg = malloc(sizeof *r->pcfg)) == NULL) {
 		free(r);
@@ -336,8 +336,9 @@ bft_rejuv_start(uv_loop_t *loop, struct bft_handler *h,
 		prog->recovering = BFT_RECOVERING_YES;
 		prog->recoveries = count;
 		/* The next one is due a period after this one was decided. */
-		r->started_ms -= (uint64_t)(time(NULL) > decided ?
-		    time(NULL) - decided : 0) * 1000;
+		ago_ms = (uint64_t)(time(NULL) > decided ? time(NULL) -
+		    decided : 0) * 1000;
+		r->started_ms -= ago_ms < r->started_ms ? ago_ms : 0;
 		bft_log("recovering: scrubbing the whole store and catching "
 		    "up with the peers");
 		h->scrub_requested = true;
