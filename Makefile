@@ -19,6 +19,7 @@
 #   make run / make stop bring up a 4-server demo cluster and nbdkit
 #   make bench           fio jobs against bftblk and nbdkit's memory plugin
 #   make bench-rebuild   rebuild speed, its cost to fio, catch-up sizes
+#   make bench-recover   a proactive recovery's scrub and whole time
 #   make bench-store     the store at disk scale: RAM per block, restart
 #                        with a cold cache, space, overwrite speed
 #   make bench-trim      the space trim and write-zeroes give back
@@ -226,11 +227,13 @@ $(BUILD)/tests/unit/test_peer_key.o $(BUILD)/tests/unit/test_voltab.o \
 # The rebuild's judging of claims, driven by hand (no peers, no thread).
 $(BUILD)/tests/test_rebuild_claims: $(BUILD)/server/rebuild/rebuild_claims.o
 $(BUILD)/tests/unit/test_rebuild_claims.o: override CFLAGS += -Ilib
+# Proactive recovery's decision, with peers simulated by hand.
+$(BUILD)/tests/test_rejuv: $(BUILD)/server/rejuv_decide.o
 # bftblk status's judging and printing, without sockets.
 $(BUILD)/tests/unit/test_status_format.o: override CFLAGS += -Ilib
 $(BUILD)/tests/test_status_format: $(BUILD)/admin/status_format.o \
     $(BUILD)/admin/status_clients.o $(BUILD)/admin/status_volumes.o \
-    $(BUILD)/admin/status_release.o
+    $(BUILD)/admin/status_release.o $(BUILD)/admin/status_recover.o
 # Pieces of the engine that stand alone.
 $(BUILD)/tests/test_blockcache: $(BUILD)/lib/blockcache.o
 $(BUILD)/tests/test_coalesce: $(BUILD)/lib/coalesce.o $(BUILD)/lib/error.o
@@ -443,6 +446,10 @@ bench: all
 bench-rebuild: all
 	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-rebuild
 
+# What a proactive recovery costs (BENCH_DISK, default 4G).
+bench-recover: all
+	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-recover
+
 # The store at disk scale: RAM per written block, cold restarts, space
 # and compaction under overwrites (BENCH_DISK=2G for a quicker run).
 bench-store: all
@@ -549,7 +556,7 @@ clean:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system install uninstall deb \
-	run stop bench bench-rebuild bench-store bench-trim bench-snap bench-overhead bench-latency fuzz \
+	run stop bench bench-rebuild bench-recover bench-store bench-trim bench-snap bench-overhead bench-latency fuzz \
 	fuzz-build fuzz-long clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \

@@ -383,12 +383,16 @@ int
 status_print_text(const struct status_report *r, FILE *fp)
 {
 	char total[32], live[32], up[32], rel[16];
+	unsigned k;
 
 	fprintf(fp, "health: %s", status_health_str(r->health));
 	if (r->reason[0] != '\0')
 		fprintf(fp, " (%s)", r->reason);
 	fprintf(fp, "\ncluster: t=%u n=%u, %u of %u servers answer, I/O "
-	    "needs %u\n", r->t, r->n, r->reachable, r->n, r->n - r->t);
+	    "needs %u", r->t, r->n, r->reachable, r->n, r->n - r->t);
+	if ((k = status_count_recovering(r)) > 0)
+		fprintf(fp, ", %u recovering", k);
+	fputc('\n', fp);
 	status_print_releases(r, fp);
 	for (unsigned i = 0; i < r->n; i++) {
 		const struct status_server *s = &r->servers[i];
@@ -409,6 +413,7 @@ status_print_text(const struct status_report *r, FILE *fp)
 		    in->blocks_held,
 		    total, live, in->damaged_records, in->repaired_records);
 		print_progress(in, fp);
+		status_print_recovering(in, fp);
 		fputc('\n', fp);
 	}
 	status_print_volumes(r, fp);

@@ -136,6 +136,14 @@ void status_print_releases(const struct status_report *r, FILE *fp);
 /* ,"releases":{...} for the JSON document. */
 void status_json_releases(const struct status_report *r, FILE *fp);
 
+/*
+ * status_recover.c: ", recovering (scrub d/t, catch-up d/t)" for a
+ * server in proactive recovery (nothing for one that is not), and how
+ * many that answered are recovering or about to.
+ */
+void status_print_recovering(const struct bft_status_info *in, FILE *fp);
+unsigned status_count_recovering(const struct status_report *r);
+
 /* Judges r's health by the rules above; sets health, reachable, reason. */
 void status_assess(struct status_report *r);
 

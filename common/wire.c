@@ -55,6 +55,8 @@ const struct bft_status_field bft_status_fields[BFT_STATUS_NFIELDS] = {
 	STATUS_FIELD(finalized),
 	STATUS_FIELD(snap_gc_done),
 	STATUS_FIELD(snap_gc_total),
+	STATUS_FIELD(recovering),
+	STATUS_FIELD(recoveries),
 };
 #undef STATUS_FIELD
 _Static_assert(sizeof(struct bft_status_info) ==

@@ -227,6 +227,18 @@ enum bft_rebuild_state {
 };
 
 /*
+ * What a STATUS_ACK's recovering says.  Anything but NONE tells a peer
+ * due for its own recovery to wait: CLAIMED is a server that has found
+ * no other recovering and is checking again before it restarts, so that
+ * two never restart at once (server/rejuv.c).
+ */
+enum bft_recovering {
+	BFT_RECOVERING_NONE = 0,
+	BFT_RECOVERING_YES = 1,		/* restarted: scrub and catch-up */
+	BFT_RECOVERING_CLAIMED = 2,	/* about to restart */
+};
+
+/*
  * A server's answer to STATUS, every field a uint on the wire.  To add
  * one: append it here, append its row to bft_status_fields[] (wire.c)
  * and raise BFT_STATUS_NFIELDS.  Older peers then refuse the longer
@@ -258,8 +270,14 @@ struct bft_status_info {
 	 * blocks visited of those there were (bft_store_snap_gc_progress).
 	 */
 	uint64_t snap_gc_done, snap_gc_total;
+	/*
+	 * Also from level 1: proactive recovery (enum bft_recovering) and
+	 * the recoveries this server finished since it last started other
+	 * than by recovering.
+	 */
+	uint64_t recovering, recoveries;
 };
-#define BFT_STATUS_NFIELDS	20
+#define BFT_STATUS_NFIELDS	22
 /* The fields release 0.2.0 sends and takes: version to scrub_total. */
 #define BFT_STATUS_NFIELDS_0	15
 

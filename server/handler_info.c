@@ -203,6 +203,8 @@ handle_status(struct bft_handler *h, struct bft_msg *rep)
 	in->finalized = bft_store_finalized(h->st);
 	bft_store_snap_gc_progress(h->st, &in->snap_gc_done,
 	    &in->snap_gc_total);
+	in->recovering = hp->recovering;
+	in->recoveries = hp->recoveries;
 }
 
 void

@@ -24,6 +24,15 @@ struct bft_heal_progress {
 	 * failed its checksum when served); STATUS adds those open found.
 	 */
 	uint64_t damaged_records_later;
+	/*
+	 * For a recovery (rejuv.c) to know when both halves have finished
+	 * since the restart: scrub passes ended and the last one's count of
+	 * fragments checked, rebuild passes that caught up with the peers.
+	 */
+	uint64_t scrub_passes, scrub_checked;
+	uint64_t rebuild_caught_up;
+	uint64_t recovering;		/* enum bft_recovering */
+	uint64_t recoveries;
 };
 
 #endif

@@ -27,6 +27,7 @@
 #include "options.h"
 #include "reload.h"
 #include "rebuild/rebuild.h"
+#include "rejuv.h"
 #include "scrub.h"
 #include "sdnotify.h"
 #include "store/store.h"
@@ -44,6 +45,8 @@ struct server {
 	struct bft_compact_timer *compact;	/* compaction when idle */
 	struct bft_heal_progress heal;	/* what STATUS reports */
 	struct bft_metrics *metrics;	/* --metrics, or NULL */
+	struct bft_rejuv *rejuv;	/* proactive recovery, or NULL */
+	bool reexec;			/* stopped to restart: recovery */
 };
 
 
@@ -127,6 +130,8 @@ kick(void *rb)
 static void
 stop(struct server *srv)
 {
+	bft_rejuv_stop(srv->rejuv);
+	srv->rejuv = NULL;
 	bft_scrub_stop(srv->scrub);
 	srv->scrub = NULL;
 	bft_compact_timer_stop(srv->compact);
@@ -195,6 +200,22 @@ on_signal(uv_signal_t *sig, int signum)
 	if ((r = bft_sd_notify("STOPPING=1")) < 0)
 		bft_warn("NOTIFY_SOCKET: %s", strerror(-r));
 	stop(sig->data);
+}
+
+/*
+ * Proactive recovery restarts: the same way out as SIGTERM's, and then
+ * main runs the binary anew in this process.  The PID stays, so to
+ * systemd (Type=notify) this is a reload: READY=1 comes again once the
+ * new image listens.
+ */
+static void
+on_restart(void *ctx)
+{
+	struct server *srv = ctx;
+
+	srv->reexec = true;
+	notify_reloading();
+	stop(srv);
 }
 
 /* Sets up listeners and signals; 0 or -1 after logging why. */
@@ -300,17 +321,38 @@ main(int argc, char **argv)
 	struct bft_store *st = NULL;
 	struct server srv;
 	struct bft_server_opts o;
+	struct bft_rejuv_opts ro;
 	uv_loop_t loop;
-	char err[512];
+	char err[512], exe[4096];
+	/* Static: held until exit, whichever way main leaves. */
+	static char **args;
 	uint64_t open_ms;
 	int rc = 1, e;
 
 	/* A client that goes away mid-write must cost a connection only. */
 	signal(SIGPIPE, SIG_IGN);
 	bft_log_init(argv[0], 0);
+	/* getopt reorders argv; a recovery's restart wants it as given. */
+	if ((args = calloc((size_t)argc + 1, sizeof *args)) == NULL) {
+		bft_error("out of memory");
+		return 1;
+	}
+	memcpy(args, argv, (size_t)argc * sizeof *args);
 	if (bft_server_parse_args(argc, argv, &o) < 0)
 		return 1;
 	bft_log_init(argv[0], o.verbose);
+	/*
+	 * Resolved now, not from /proc/self/exe at restart: the path, so
+	 * that a recovery runs the binary installed there by then.
+	 */
+	if (bft_rejuv_resolve_exe(args[0], exe, sizeof exe) < 0) {
+		if (o.recover_every_s > 0) {
+			bft_error("--recover-every: cannot find this program's "
+			    "path from %s; start it by its path", args[0]);
+			return 1;
+		}
+		exe[0] = '\0';
+	}
 	if (bft_config_load(o.config, &cfg, err, sizeof err) < 0) {
 		bft_error("%s", err);
 		return 1;
@@ -366,6 +408,13 @@ main(int argc, char **argv)
 		bft_error("out of memory");
 		goto out_loop;
 	}
+	/*
+	 * A recovery's restart answers STATUS as recovering from the first
+	 * connection on: a peer must never find it otherwise meanwhile.
+	 */
+	h.heal = &srv.heal;
+	if (bft_rejuv_pending(o.data))
+		srv.heal.recovering = BFT_RECOVERING_YES;
 	if (bft_test_start(&loop, &h) < 0 ||
 	    start(&srv, &loop, &o, &cfg, &key) < 0)
 		goto out_net;
@@ -379,7 +428,6 @@ main(int argc, char **argv)
 	o.rebuild.config_path = o.config;
 	o.rebuild.key_path = o.key;
 	o.rebuild.data_dir = o.data;
-	h.heal = &srv.heal;
 	srv.rb = bft_rebuild_start(&loop, &h, &cfg, &key, &o.rebuild,
 	    &srv.heal);
 	if (srv.rb == NULL)
@@ -392,9 +440,25 @@ main(int argc, char **argv)
 	srv.compact = bft_compact_timer_start(&loop, &h);
 	if (srv.compact == NULL)
 		bft_warn("cannot start compaction when idle; out of memory");
+	/*
+	 * Without a rebuild or a scrub (out of memory) a recovery would
+	 * wait for them forever, and every peer with it.
+	 */
+	if (srv.rb == NULL)
+		srv.heal.rebuild_caught_up = 1;
+	if (srv.scrub == NULL)
+		srv.heal.scrub_passes = 1;
+	ro = (struct bft_rejuv_opts){ .every_s = o.recover_every_s,
+	    .exe = exe, .argv = args, .data_dir = o.data,
+	    .config_path = o.config };
+	if ((o.recover_every_s > 0 || srv.heal.recovering) && (srv.rejuv =
+	    bft_rejuv_start(&loop, &h, &key, cfg.n, &ro, &srv.heal, kick,
+	    srv.rb, on_restart, &srv)) == NULL)
+		bft_warn("cannot start proactive recovery; out of memory");
 	uv_run(&loop, UV_RUN_DEFAULT);
 	rc = 0;
-	if (o.pidfile)
+	/* The same process comes back: its PID stays right. */
+	if (o.pidfile && !srv.reexec)
 		unlink(o.pidfile);
 out_net:
 	/* Closing the handles needs the loop to run their callbacks. */
@@ -417,7 +481,11 @@ out_store:
 	if (o.verbose)
 		log_store_stats(st);
 	bft_store_close(st);
-	if (rc == 0)
+	if (rc == 0 && srv.reexec) {
+		bft_rejuv_exec(&ro);
+		rc = 1;
+	} else if (rc == 0) {
 		bft_log("stopped");
+	}
 	return rc;
 }

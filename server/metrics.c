@@ -237,6 +237,12 @@ put_heal(struct bft_prom *p, const struct bft_net *net)
 	    hp->scrub_done);
 	bft_prom_one(p, P "scrub_planned_blocks", "gauge",
 	    "Blocks a scrub pass checks.", hp->scrub_total);
+	bft_prom_one(p, P "recovering", "gauge",
+	    "Proactive recovery: 1 recovering, 2 about to restart for it, "
+	    "0 neither.", hp->recovering);
+	bft_prom_one(p, P "recoveries_total", "counter",
+	    "Proactive recoveries finished since the server last started "
+	    "other than for one.", hp->recoveries);
 }
 
 static void

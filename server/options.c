@@ -8,6 +8,7 @@
 #include "bftblk.h"
 #include "log.h"
 #include "options.h"
+#include "rejuv.h"
 #include "test_hooks.h"
 
 static void
@@ -30,7 +31,8 @@ usage(FILE *f)
 	    "                     [--handshake-timeout MS] "
 	    "[--client-store-window MS]\n"
 	    "                     [--max-preauth N] [--max-preauth-per-addr N]\n"
-	    "                     [--metrics HOST:PORT]\n"
+	    "                     [--metrics HOST:PORT] "
+	    "[--recover-every DURATION]\n"
 	    "       bftblk-server --help | --version\n"
 	    BFT_TEST_USAGE);
 }
@@ -116,6 +118,7 @@ bft_server_parse_args(int argc, char **argv, struct bft_server_opts *o)
 		{ "max-preauth-per-addr", required_argument, NULL, 'a' },
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "metrics", required_argument, NULL, 'm' },
+		{ "recover-every", required_argument, NULL, 'E' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -139,6 +142,14 @@ bft_server_parse_args(int argc, char **argv, struct bft_server_opts *o)
 		case 'd': o->data = optarg; break;
 		case 'm': o->metrics = optarg; break;
 		case 'D': o->create_data = true; break;
+		case 'E':
+			if (bft_rejuv_parse_duration(optarg,
+			    &o->recover_every_s) < 0) {
+				bft_error("--recover-every: not a duration "
+				    "(90s, 30m, 6h, 1d; 0: off): %s", optarg);
+				return -1;
+			}
+			break;
 		case 'R':
 		case 'N':
 		case 'r':

@@ -19,6 +19,7 @@ struct bft_server_opts {
 	struct bft_net_limits lim;
 	int verbose;
 	bool create_data;		/* --create-data-dir */
+	unsigned recover_every_s;	/* --recover-every; 0: never */
 	struct bft_rebuild_opts rebuild;
 	struct bft_scrub_opts scrub;
 	struct bft_store_opts store;

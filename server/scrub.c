@@ -158,6 +158,8 @@ on_tick(uv_timer_t *t)
 	if (s->next != UINT64_MAX)
 		return;
 	s->running = false;
+	s->prog->scrub_checked = s->pass_checked;
+	s->prog->scrub_passes++;
 	s->next_pass_ms = now + (uint64_t)s->o.interval_s * 1000;
 	bft_log("scrub: done: %" PRIu64 " fragments checked, %" PRIu64
 	    " damaged, in %.1f s", s->pass_checked, s->pass_damaged,

@@ -121,6 +121,7 @@ on_calls(uv_async_t *a)
 	rb->pub->rebuild_total = rb->prog.rebuild_total;
 	rb->pub->rebuild_bytes = rb->prog.rebuild_bytes;
 	rb->pub->rebuild_rate = rb->prog.rebuild_rate;
+	rb->pub->rebuild_caught_up = rb->prog.rebuild_caught_up;
 	pthread_mutex_unlock(&rb->lock);
 	for (c = list; c != NULL; c = c->next) {
 		/* Values its peers hold completed: not a holder's write. */
@@ -430,6 +431,7 @@ pass(struct bft_rebuild *rb)
 	/* A pass that found nothing leaves the last rebuild's figures. */
 	pthread_mutex_lock(&rb->lock);
 	rebuilt = rb->prog.rebuild_total > 0;
+	rb->prog.rebuild_caught_up++;
 	pthread_mutex_unlock(&rb->lock);
 	set_progress(rb, rebuilt ? BFT_REBUILD_DONE : BFT_REBUILD_IDLE,
 	    rb->prog.rebuild_done, rb->prog.rebuild_total);

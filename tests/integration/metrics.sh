@@ -106,6 +106,11 @@ for i in 0 1 2 3; do
 	scrape "${MURL[i]}" "$TESTDIR/s$i.before"
 	[ "$(value "$TESTDIR/s$i.before" bftblk_server_info index="$i" \
 	    n=4 t=1)" = 1 ] || fail "server $i: wrong bftblk_server_info"
+	if [ "$(value "$TESTDIR/s$i.before" bftblk_server_recovering)" != 0 ] ||
+	    [ "$(value "$TESTDIR/s$i.before" \
+	    bftblk_server_recoveries_total)" != 0 ]; then
+		fail "server $i: recovering when it was never asked to"
+	fi
 done
 scrape "$CURL_CLIENT" "$TESTDIR/c.before"
 

@@ -70,6 +70,7 @@ for i, s in enumerate(r['servers']):
               'repaired_records', 'rebuild_done', 'rebuild_total',
               'rebuild_bytes', 'rebuild_rate', 'scrub_done', 'scrub_total'):
         assert isinstance(s[k], int), (k, s)
+    assert s['recovering'] == 0 and s['recoveries'] == 0, s
 print('json: %d servers, health %s' % (n, r['health']))
 PY
     fail "status --json does not hold what it should"

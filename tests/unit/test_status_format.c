@@ -281,6 +281,18 @@ test_text(void **state)
 	print(status_print_text);
 	assert_non_null(strstr(text, "0 repaired, done 64/64 blocks\n"));
 	assert_string_equal(status_rebuild_str(99), "unknown");
+
+	/* A proactive recovery: its progress, and the count of them. */
+	in->recovering = BFT_RECOVERING_YES;
+	in->scrub_done = 5;
+	in->scrub_total = 9;
+	r.servers[2].info.recovering = BFT_RECOVERING_CLAIMED;
+	status_assess(&r);
+	print(status_print_text);
+	assert_non_null(strstr(text, "I/O needs 3, 2 recovering\n"));
+	assert_non_null(strstr(text, "done 64/64 blocks, scrub 5/9, "
+	    "recovering (scrub 5/9, catch-up 64/64)\n"));
+	assert_non_null(strstr(text, "idle, about to recover\n"));
 }
 
 static void
@@ -312,7 +324,7 @@ test_json(void **state)
 	    "\"rebuild_total\":0,\"rebuild_bytes\":0,\"rebuild_rate\":0,"
 	    "\"scrub_done\":0,\"scrub_total\":18446744073709551615,"
 	    "\"release\":768,\"level\":1,\"finalized\":1,\"snap_gc_done\":0,"
-	    "\"snap_gc_total\":0,"
+	    "\"snap_gc_total\":0,\"recovering\":0,\"recoveries\":0,"
 	    "\"release_name\":\"0.3.0\","
 	    "\"rebuild_state_name\":\"waiting for peers\","
 	    "\"volumes\":[{\"id\":0,\"end\":1024,\"bytes_live\":1572864},"
