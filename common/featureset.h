@@ -38,6 +38,14 @@ enum bft_feature {
 	 * volume table.
 	 */
 	BFT_FEAT_CLONE_ENTRIES = 0,
+	/*
+	 * Servers that let one writer have each generation of the volume
+	 * table's admin lock (predicates.h, bft_lock_claim_refused): an
+	 * admin may then trust its claim at once.  A 0.2.0 server takes
+	 * any claim, so until every server is past it an admin waits out
+	 * its rivals' writes.
+	 */
+	BFT_FEAT_LOCK_CLAIMS = 1,
 	BFT_FEAT_COUNT
 };
 

@@ -311,6 +311,15 @@ bft_fenced_proven(uint32_t fenced, unsigned t)
 	return (unsigned)__builtin_popcount(fenced) >= t + 1;
 }
 
+bool
+bft_lock_claim_refused(uint64_t block, const struct bft_ts *lc,
+    const struct bft_ts *ts)
+{
+	return block == bft_fence_addr(bft_addr(BFT_VOL_TABLE, 0)) &&
+	    !bft_ts_is_zero(lc) && bft_ts_gen(lc) == bft_ts_gen(ts) &&
+	    lc->wid != ts->wid;
+}
+
 uint64_t
 bft_write_num(uint64_t known, uint64_t gen)
 {

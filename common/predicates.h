@@ -137,6 +137,20 @@ bool bft_fenced(const struct bft_ts *ts, const struct bft_ts *top);
  */
 bool bft_fenced_proven(uint32_t fenced, unsigned t);
 /*
+ * The volume table's admin lock is one register, and a register is not
+ * compare-and-swap: two admins that read it free at once both claim the
+ * next generation.  So each server lets one writer have a generation of
+ * that register: a COMPLETE (or a reader's write-back) under ts is
+ * refused when block is the lock's register and its lc holds another
+ * writer's claim of ts's generation.  An admin holds the lock only once
+ * its COMPLETE reached n-t servers, and two such sets share t+1, one of
+ * them correct, which took only one writer: at most one claim of a
+ * generation completes, with no waiting for rivals' writes in flight
+ * (docs/volumes.md, "The admin lock").
+ */
+bool bft_lock_claim_refused(uint64_t block, const struct bft_ts *lc,
+    const struct bft_ts *ts);
+/*
  * The num of a write after the highest known num, by a holder of
  * generation gen: never below the generation's floor, so that it
  * orders after every write of an older holder.  0 when the generation's

@@ -3,10 +3,15 @@
  * admin lock.  A register is not compare-and-swap, so two admins that
  * each read the table, add their volume and write it back could lose
  * one of them; they take turns instead.  The lock is the lease of the
- * table's volume id (lease.c), taken with a guard of the I/O timeout, so
- * that a rival claim in flight has landed before the holder trusts its
- * own, and renewed while held.  Before every table write the holder
- * checks it still holds it; one that lost it stops and says so.
+ * table's volume id (lease.c), renewed while held.  Two admins that read
+ * it free at once both claim its next generation; servers past
+ * BFT_FEAT_LOCK_CLAIMS let only the first writer have a generation, so
+ * at most one claim completes and the admin whose claim did holds the
+ * lock at once (docs/volumes.md, "The admin lock").  Until every server
+ * says the cluster is finalized for that, a claim is trusted only after
+ * a guard of the I/O timeout, by which any rival claim in flight has
+ * landed.  Before every table write the holder checks it still holds
+ * the lock; one that lost it stops and says so.
  *
  * What a change writes, and why in that order:
  *   create  block 0 with the next id advanced, then the entry's block
@@ -27,8 +32,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cluster_int.h"
 #include "crypto.h"
 #include "drop_int.h"
+#include "featureset.h"
 #include "error_int.h"
 #include "handle_int.h"
 #include "voltab_int.h"
@@ -72,13 +79,24 @@ lock_take(struct bftblk *h, struct bft_lease *lock)
 	unsigned pause;
 	int err;
 
+	/*
+	 * Asked at every take: one server that cannot say (down, 0.2.0)
+	 * costs the guard, never safety.
+	 */
+	if (bftblk__cluster_finalized(h, BFT_FEAT_LOCK_CLAIMS) == 1)
+		guard = 0;
 	for (;;) {
 		if (bftblk__lease_acquire(lock, h->eng, NULL, BFT_VOL_TABLE,
 		    LOCK_PERIOD_S, guard, h->key.name) == 0)
 			return 0;
 		bftblk__lease_release(lock);
-		if ((err = bftblk__take_errno()) != EBUSY ||
-		    time(NULL) >= until)
+		/*
+		 * ESTALE: t+1 servers refused our claim, a rival's of the
+		 * same generation being there first: its turn.
+		 */
+		if ((err = bftblk__take_errno()) == ESTALE)
+			err = EBUSY;
+		if (err != EBUSY || time(NULL) >= until)
 			return bftblk__fail(err, "the volume table's admin "
 			    "lock: %s", bftblk__errmsg());
 		bft_random(&pause, sizeof pause);

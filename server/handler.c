@@ -147,6 +147,20 @@ bft_handler_heal_holds(const struct bft_handler *h, uint64_t block)
 	    bft_store_snaps(h->st, bft_addr_vol(block), NULL, 0) > 0;
 }
 
+bool
+bft_handler_lock_taken(struct bft_handler *h, const char *peer,
+    uint64_t block, const struct bft_ts *lc, const struct bft_ts *ts)
+{
+	if (h->adopting || !bft_lock_claim_refused(block, lc, ts))
+		return false;
+	if (bft_log_sampled(++h->stats.lock_refused))
+		bft_log("conn %s: the volume table's admin lock: generation %"
+		    PRIu64 " is another admin's here; its rival's claim is "
+		    "not taken (%" PRIu64 " so far)", peer, bft_ts_gen(ts),
+		    h->stats.lock_refused);
+	return true;
+}
+
 /* Lines 113-115, hardened against replays and floods. */
 static void
 handle_store(struct bft_handler *h, const char *peer,
@@ -304,6 +318,10 @@ handle_complete(struct bft_handler *h, const char *peer,
 		return;
 	}
 	lcts = bft_store_lc_ts(h->st, req->block);
+	if (bft_handler_lock_taken(h, peer, req->block, &lcts, &req->ts)) {
+		rep->status = BFT_EFENCED;
+		return;
+	}
 	if (bft_ts_cmp(&req->ts, &lcts) > 0)
 		rep->status = set_lc(h, peer, "COMPLETE", req->block, &req->ts,
 		    req->nonce, req->vec);

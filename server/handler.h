@@ -30,6 +30,7 @@ struct bft_handler_stats {
 	uint64_t store_errors;		/* ENOSPC or EIO from the store */
 	uint64_t hello_mismatch;
 	uint64_t flush_unsynced;	/* FLUSHes of clients that cannot write */
+	uint64_t lock_refused;		/* rival admin-lock claims not taken */
 };
 
 struct bft_handler {
@@ -80,6 +81,17 @@ struct bft_handler {
  * (docs/snapshots.md, "A wiped server").
  */
 bool bft_handler_heal_holds(const struct bft_handler *h, uint64_t block);
+
+/*
+ * Whether a COMPLETE or write-back under ts of block, whose lc is lc
+ * here, is a rival's claim of an admin-lock generation another writer
+ * took first (bft_lock_claim_refused); logged.  A COMPLETE is then
+ * answered EFENCED; a write-back is not applied, and the read that
+ * carried it goes on, so that no read of the lock can be stuck on two
+ * half-written rival claims.  Never for the rebuild's adoptions.
+ */
+bool bft_handler_lock_taken(struct bft_handler *h, const char *peer,
+    uint64_t block, const struct bft_ts *lc, const struct bft_ts *ts);
 
 /* Sets up h over an open store; 0, or -1 when out of memory. */
 int bft_handler_init(struct bft_handler *h, const struct bft_config *cfg,

@@ -78,6 +78,9 @@ put_requests(struct bft_prom *p, const struct bft_net *net)
 	bft_prom_one(p, P "unsynced_flushes_total", "counter",
 	    "FLUSHes of clients that cannot write, answered without a sync.",
 	    s->flush_unsynced);
+	bft_prom_one(p, P "lock_claims_refused_total", "counter",
+	    "Claims of the volume table's admin lock not taken: another "
+	    "admin held that generation here.", s->lock_refused);
 	bft_prom_family(p, P "request_duration_seconds", "histogram",
 	    "Time spent handling one request, by type.");
 	for (uint8_t t = BFT_HELLO; t <= BFT_MSG_TYPE_MAX; t++) {

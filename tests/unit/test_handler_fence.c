@@ -135,6 +135,58 @@ test_rebuild_adopts_old_generation(void **state)
 	assert_ts(&lc(ADDR(VOL, 5))->ts, &a.ts);
 }
 
+/*
+ * The volume table's admin lock (bft_lock_claim_refused): two admins
+ * that read it free both claim generation 5.  A's COMPLETE is here
+ * first, so B's COMPLETE of generation 5 is refused with EFENCED, and
+ * a reader's write-back of B's claim (FILTER or REPAIR) is answered
+ * but not applied, so that reads of the lock go on.  A's renewal (its
+ * own writer id) and a later generation's claim are taken, as is any
+ * claim of an ordinary volume's register.  Without the rule, B's
+ * COMPLETE of the same generation would be taken beside A's, and both
+ * admins could hold the lock.
+ */
+static void
+test_lock_one_writer_per_generation(void **state)
+{
+	uint64_t lock = LEASE(BFT_VOL_TABLE);
+	struct bft_cand a = mkcand(lock, NUM(5, 1), 21);
+	struct bft_cand b = mkcand(lock, NUM(5, 2), 22);
+	struct bft_cand a2 = mkcand(lock, NUM(5, 3), 21);
+	struct bft_cand c = mkcand(lock, NUM(6, 1), 23);
+	struct bft_cand v1 = mkcand(LEASE(VOL), NUM(5, 1), 21);
+	struct bft_cand v2 = mkcand(LEASE(VOL), NUM(5, 2), 22);
+
+	(void)state;
+	assert_int_equal(store(lock, &a, 1), BFT_OK);
+	assert_int_equal(store(lock, &b, 2), BFT_OK);
+	assert_int_equal(complete(lock, &a), BFT_OK);
+	assert_int_equal(complete(lock, &b), BFT_EFENCED);
+	assert_ts(&lc(lock)->ts, &a.ts);
+	assert_int_equal(filter(lock, &b, 1), BFT_OK);
+	assert_ts(&lc(lock)->ts, &a.ts);
+	assert_int_equal(repair(lock, &b), BFT_OK);
+	assert_ts(&lc(lock)->ts, &a.ts);
+	assert_int_equal(h.stats.lock_refused, 3);
+	assert_int_equal(store(lock, &a2, 3), BFT_OK);
+	assert_int_equal(complete(lock, &a2), BFT_OK);
+	assert_ts(&lc(lock)->ts, &a2.ts);
+	assert_int_equal(store(lock, &c, 4), BFT_OK);
+	assert_int_equal(complete(lock, &c), BFT_OK);
+	assert_ts(&lc(lock)->ts, &c.ts);
+	/* An ordinary lease register: the newest claim wins, as before. */
+	assert_int_equal(store(LEASE(VOL), &v1, 5), BFT_OK);
+	assert_int_equal(complete(LEASE(VOL), &v1), BFT_OK);
+	assert_int_equal(store(LEASE(VOL), &v2, 6), BFT_OK);
+	assert_int_equal(complete(LEASE(VOL), &v2), BFT_OK);
+	assert_ts(&lc(LEASE(VOL))->ts, &v2.ts);
+	/* The rebuild adopts what its peers completed, whoever wrote it. */
+	h.adopting = true;
+	assert_int_equal(complete(lock, &c), BFT_OK);
+	h.adopting = false;
+	assert_int_equal(h.stats.lock_refused, 3);
+}
+
 /* Refused only behind a MAC: EAUTH first, so no one else probes. */
 static void
 test_mac_before_fence(void **state)
@@ -159,6 +211,7 @@ main(void)
 		T_(test_fence_survives_reopen),
 		T_(test_mac_before_fence),
 		T_(test_rebuild_adopts_old_generation),
+		T_(test_lock_one_writer_per_generation),
 #undef T_
 	};
 

@@ -387,6 +387,37 @@ test_fencing(void **state)
 }
 
 /*
+ * One writer per generation of the admin lock's register, and only of
+ * that register: same generation and another writer id refused; the
+ * same writer (a renewal), another generation, an empty register and
+ * any other register not.
+ */
+static void
+test_lock_claim_refused(void **state)
+{
+	uint64_t lock = bft_fence_addr(bft_addr(BFT_VOL_TABLE, 0));
+	struct bft_ts held = { .num = bft_gen_floor(5) + 1, .wid = 7 };
+	struct bft_ts rival = { .num = bft_gen_floor(5) + 9, .wid = 8 };
+	struct bft_ts renew = { .num = bft_gen_floor(5) + 2, .wid = 7 };
+	struct bft_ts next = { .num = bft_gen_floor(6) + 1, .wid = 8 };
+	struct bft_ts lower = { .num = bft_gen_floor(4) + 1, .wid = 8 };
+	struct bft_ts none = { 0 };
+
+	(void)state;
+	assert_true(bft_lock_claim_refused(lock, &held, &rival));
+	assert_false(bft_lock_claim_refused(lock, &held, &renew));
+	assert_false(bft_lock_claim_refused(lock, &held, &next));
+	/* Below: the lease fence's business, not this rule's. */
+	assert_false(bft_lock_claim_refused(lock, &held, &lower));
+	assert_false(bft_lock_claim_refused(lock, &none, &rival));
+	assert_false(bft_lock_claim_refused(bft_addr(BFT_VOL_LEASES, 9),
+	    &held, &rival));
+	assert_false(bft_lock_claim_refused(bft_addr(BFT_VOL_TABLE, 0),
+	    &held, &rival));
+
+}
+
+/*
  * Snapshot views: the boundary is the newest claim's generation, and a
  * view admits exactly the versions of generation at most its boundary,
  * whatever a liar puts in the rest of the timestamp.
@@ -446,6 +477,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fencing),
+		cmocka_unit_test(test_lock_claim_refused),
 		cmocka_unit_test(test_snapshot_views),
 		BOTH(test_valid_by_hist),
 		BOTH(test_valid_by_mac),
