@@ -1,14 +1,14 @@
 # shellcheck shell=dash
 # Guest side of tests/system/vm-clone.sh, first guest: /dev/vda is the
-# volume the host will snapshot.  Makes ext4, copies a tree of files with
-# known checksums, then keeps a writer creating files in /mnt/w while
-# it freezes the fs: `fsfreeze --freeze` (busybox's
-# spelling of -f), "BFTBLK-FROZEN" on the console, and
-# once the host (which took the snapshot meanwhile) answers on the
-# second serial port, `fsfreeze --unfreeze`.  The writer goes on for a few files
-# more.  For the host it prints the tree's checksums (BFTBLK-SUM), the
-# files the writer had finished before the freeze (BFTBLK-BEFORE: HASH
-# NAME) and those it began after the thaw returned (BFTBLK-AFTER: NAME).
+# volume the host will snapshot.  Makes ext4, copies a tree of files
+# with known checksums, then, while a writer keeps creating files in
+# /mnt/w, freezes the fs (`fsfreeze --freeze`, busybox's spelling of
+# -f), prints "BFTBLK-FROZEN", and once the host (which took the
+# snapshot meanwhile) answers on the second serial port, thaws it
+# (`fsfreeze --unfreeze`).  The writer goes on for a few files more.
+# For the host it prints the tree's checksums (BFTBLK-SUM), the files
+# the writer had finished before the freeze (BFTBLK-BEFORE: HASH NAME)
+# and those it began after the thaw returned (BFTBLK-AFTER: NAME).
 # shellcheck source=tests/vm/guest/lib.sh
 . /bftblk/lib.sh
 
