@@ -4,10 +4,10 @@
 # (256 MiB, t = 1 cluster, finalized for clones) is a TCG guest's virtio
 # disk through qemu's NBD client.  The guest makes ext4, copies a tree
 # of files with known checksums and, while a writer keeps creating files
-# in the mounted fs, runs `fsfreeze -f`, says so on its console, and
-# waits; the host takes vm@frozen with `bftblk snap create` and answers
-# on the guest's second serial port; the guest runs `fsfreeze -u`, writes
-# a few files more and powers off (tests/vm/guest/clone-write.sh).
+# in the mounted fs, runs `fsfreeze --freeze` (-f), says so on its
+# console and waits; the host takes vm@frozen with `bftblk snap create`
+# and answers on the guest's second serial port; the guest thaws it,
+# writes a few files more and powers off (tests/vm/guest/clone-write.sh).
 # `bftblk volume clone` makes clone from vm@frozen, and a second, new
 # guest boots with clone as its disk (clone-check.sh): `e2fsck -f -n`
 # must be clean as the clone stands (no journal replay), the fs mounts,
