@@ -7,6 +7,7 @@
 /* The level that brought each feature, by enum bft_feature. */
 static const unsigned feature_levels[BFT_FEAT_COUNT] = {
 	[BFT_FEAT_CLONE_ENTRIES] = 1,
+	[BFT_FEAT_SERVER_KEY_ROTATION] = 1,
 };
 
 int

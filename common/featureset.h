@@ -38,6 +38,13 @@ enum bft_feature {
 	 * volume table.
 	 */
 	BFT_FEAT_CLONE_ENTRIES = 0,
+	/*
+	 * server.I.pk.next in bftblk.conf (`bftblk server rotate`): release
+	 * 0.2.0 refuses a file with a key it does not know, so a host still
+	 * on it could not load the file any more.  Nothing on the wire
+	 * changes: the feature is the file's.
+	 */
+	BFT_FEAT_SERVER_KEY_ROTATION = 1,
 	BFT_FEAT_COUNT
 };
 
