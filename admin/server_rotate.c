@@ -204,8 +204,10 @@ start(struct rotate_args *a, const struct bft_config *cfg)
 		    "bftblk.conf", BFTBLK_VERSION_STRING);
 		return 1;
 	}
-	if (load_server_key(a, cfg, &sk) != 0)
-		return 1;
+	if (load_server_key(a, cfg, &sk) != 0) {
+		r = -1;
+		goto out_wipe;
+	}
 	bft_chan_keypair_new(&sk.chan);
 	if ((r = bft_server_key_write(a->newf, &sk)) != 0) {
 		bft_log("%s: %s%s", a->newf, strerror(-r), r == -EEXIST ?

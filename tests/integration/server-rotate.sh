@@ -141,7 +141,9 @@ grep -q "^server 2 .*: unreachable" "$TESTDIR/log/ping.log" ||
     { cat "$TESTDIR/log/ping.log" >&2; fail "the old key of server 2 is" \
     "still accepted"; }
 log "with the old file: $(grep '^server 2 ' "$TESTDIR/log/ping.log")"
-ping_dir "$CLUSTER_DIR" && grep -q "4 of 4 servers reachable" \
-    "$TESTDIR/log/ping.log" ||
-    { cat "$TESTDIR/log/ping.log" >&2; fail "ping after the rotation"; }
+if ! ping_dir "$CLUSTER_DIR" ||
+    ! grep -q "4 of 4 servers reachable" "$TESTDIR/log/ping.log"; then
+	cat "$TESTDIR/log/ping.log" >&2
+	fail "ping after the rotation"
+fi
 log "ok"
