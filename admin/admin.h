@@ -74,6 +74,8 @@ int admin_ping(int argc, char **argv);
 int admin_scrub(int argc, char **argv);
 int admin_cluster(int argc, char **argv);
 int admin_server(int argc, char **argv);
+/* bftblk server rotate (server_rotate.c), from admin_server. */
+int admin_server_rotate(int argc, char **argv);
 int admin_status(int argc, char **argv);
 
 #endif

@@ -7,7 +7,9 @@
  * snap` takes, lists and deletes their snapshots and `bftblk export`
  * copies one out (snap.c); `bftblk ping` checks that this host
  * reaches the cluster through libbftblk (ping.c); `bftblk status` asks
- * every server how it is and judges the cluster's health (status.c).
+ * every server how it is and judges the cluster's health (status.c);
+ * `bftblk server` replaces a server (server_replace.c) or rotates its
+ * channel key (server_rotate.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -114,6 +116,15 @@ admin_usage(FILE *fp)
 	    "  Gives server I a new channel key (DIR/server-I.key; the old "
 	    "file is kept\n"
 	    "  as server-I.key.replaced) and address in DIR/bftblk.conf.\n"
+	    "usage: bftblk server rotate --dir DIR --index I [--keys FILE] "
+	    "[--timeout SECS]\n"
+	    "                            [--finish]\n"
+	    "  Gives server I a new channel key with nobody locked out: "
+	    "writes\n"
+	    "  DIR/server-I.key.new and lists its key as server.I.pk.next; "
+	    "once server I\n"
+	    "  runs it, --finish makes it server.I.pk.  Needs the cluster "
+	    "finalized.\n"
 	    "usage: bftblk scrub --dir DIR [--keys FILE]\n"
 	    "  Asks every server to check its own fragments now (a writer's "
 	    "key file).\n"

@@ -90,6 +90,8 @@ replace(const char *dir, unsigned index, const char *host)
 	memcpy(sk.k, ck.k[index], BFT_KEY_LEN);
 	bft_chan_keypair_new(&sk.chan);
 	memcpy(cfg.server_pk[index], sk.chan.pk, 32);
+	/* A rotation under way is void: its next key was never run. */
+	cfg.has_pk_next &= ~(1u << index);
 	unlink(tmp);
 	if ((r = bft_server_key_write(keyf, &sk)) != 0 ||
 	    (r = bft_config_write(tmp, &cfg)) != 0 ||
@@ -121,6 +123,8 @@ admin_server(int argc, char **argv)
 	char *end;
 	int c;
 
+	if (argc >= 2 && strcmp(argv[1], "rotate") == 0)
+		return admin_server_rotate(argc, argv);
 	if (argc < 2 || strcmp(argv[1], "replace") != 0) {
 		admin_usage(stderr);
 		return 2;

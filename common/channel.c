@@ -83,6 +83,7 @@ bft_chan_fingerprint(const uint8_t *pk, char out[17])
 struct hs_keys {
 	uint8_t dh[4][32];
 	uint8_t c2s[32], s2c[32], confirm[32], finish[32];
+	uint8_t server_pk[32];		/* client: the key that proved */
 };
 
 /*
@@ -169,6 +170,7 @@ bft_chan_client_hello(struct bft_chan_client *hs,
 	bft_chan_keypair_new(&hs->eph);
 	hs->id = id;
 	hs->mode = mode;
+	hs->has_next = false;
 	memcpy(hs->server_pk, server_pk, BFT_CHAN_PK_LEN);
 	memcpy(p, "BFTC", 4);
 	p[4] = BFT_CHAN_VERSION;
@@ -182,6 +184,13 @@ bft_chan_client_hello(struct bft_chan_client *hs,
 	memcpy(p, id->pk, 32);
 	memcpy(p + 32, hs->eph.pk, 32);
 	memcpy(hs->chello, out, BFT_CHAN_CHELLO_LEN);
+}
+
+void
+bft_chan_client_next(struct bft_chan_client *hs, const uint8_t *next_pk)
+{
+	memcpy(hs->server_pk_next, next_pk, BFT_CHAN_PK_LEN);
+	hs->has_next = true;
 }
 
 int
@@ -273,13 +282,36 @@ bft_chan_server_verify(const struct bft_chan *ch, const uint8_t *finish)
 	    0 ? 0 : -EACCES;
 }
 
+/*
+ * Whether shello proves the holder of server_pk: derives k from it and
+ * checks the tag.  0, -EINVAL for a key no exchange works with, or
+ * -EACCES for a tag that is not server_pk's.
+ */
+static int
+prove(const struct bft_chan_client *hs, const uint8_t *server_pk,
+    const uint8_t *shello, struct hs_keys *k)
+{
+	const uint8_t *server_eph = shello + 8;
+	uint8_t tag[16];
+
+	if (crypto_scalarmult(k->dh[0], hs->id->sk, server_pk) != 0 ||
+	    crypto_scalarmult(k->dh[1], hs->eph.sk, server_pk) != 0 ||
+	    crypto_scalarmult(k->dh[2], hs->id->sk, server_eph) != 0 ||
+	    crypto_scalarmult(k->dh[3], hs->eph.sk, server_eph) != 0)
+		return -EINVAL;
+	derive(k, hs->chello, shello);
+	confirm_tag(k->confirm, shello, BFT_CHAN_SHELLO_LEN - 16, tag);
+	if (sodium_memcmp(tag, shello + BFT_CHAN_SHELLO_LEN - 16, 16) != 0)
+		return -EACCES;
+	memcpy(k->server_pk, server_pk, BFT_CHAN_PK_LEN);
+	return 0;
+}
+
 int
 bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
     struct bft_chan *ch, uint8_t *finish_out, const char **why)
 {
 	struct hs_keys k;
-	uint8_t tag[16];
-	const uint8_t *server_eph = shello + 8;
 	unsigned cipher = shello[6];
 	int rc = -EBADMSG;
 
@@ -302,19 +334,19 @@ bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
 	if ((cipher != BFT_CIPHER_AESGCM && cipher != BFT_CIPHER_CHACHA) ||
 	    !(cipher & bft_chan_ciphers()))
 		goto out;
-	rc = -EINVAL;
-	*why = "key exchange failed (bad server key)";
-	if (crypto_scalarmult(k.dh[0], hs->id->sk, hs->server_pk) != 0 ||
-	    crypto_scalarmult(k.dh[1], hs->eph.sk, hs->server_pk) != 0 ||
-	    crypto_scalarmult(k.dh[2], hs->id->sk, server_eph) != 0 ||
-	    crypto_scalarmult(k.dh[3], hs->eph.sk, server_eph) != 0)
-		goto out;
-	derive(&k, hs->chello, shello);
-	confirm_tag(k.confirm, shello, BFT_CHAN_SHELLO_LEN - 16, tag);
-	rc = -EACCES;
-	*why = "server failed to prove its key (wrong server.I.pk in "
-	    "bftblk.conf, or someone in between)";
-	if (sodium_memcmp(tag, shello + BFT_CHAN_SHELLO_LEN - 16, 16) != 0)
+	rc = prove(hs, hs->server_pk, shello, &k);
+	/*
+	 * A server being rotated may run either key; the same hello is
+	 * checked under its next one, which needs no word from the server.
+	 */
+	if (rc != 0 && hs->has_next)
+		rc = prove(hs, hs->server_pk_next, shello, &k);
+	if (rc == -EINVAL)
+		*why = "key exchange failed (bad server key)";
+	else if (rc != 0)
+		*why = "server failed to prove its key (wrong server.I.pk in "
+		    "bftblk.conf, or someone in between)";
+	if (rc != 0)
 		goto out;
 	/* Only now is the level known to be the server's. */
 	rc = -EPROTONOSUPPORT;
@@ -328,6 +360,7 @@ bft_chan_client_finish(struct bft_chan_client *hs, const uint8_t *shello,
 		goto out;
 	confirm_tag(k.finish, shello, BFT_CHAN_SHELLO_LEN, finish_out);
 	ch->peer_level = shello[7];
+	memcpy(ch->peer_pk, k.server_pk, BFT_CHAN_PK_LEN);
 	*why = NULL;
 	rc = 0;
 out:

@@ -29,6 +29,11 @@
  * static key leaks later.  The client sends its finish and its first
  * frames together, so the handshake costs one round trip.
  *
+ * A server whose key is being rotated (`bftblk server rotate`) has two
+ * keys in bftblk.conf, and the client checks the one server hello under
+ * each: nothing on the wire tells the rotation, so a server or client
+ * of release 0.2.0 sees the handshake it knows.
+ *
  * The levels (featureset.h) ride in bits release 0.2.0 left unused and
  * ignores: the top six bits of the client's cipher byte, which its
  * server masks off, and the server hello's fifth byte, which its client
@@ -127,6 +132,8 @@ struct bft_chan {
 	struct evp_cipher_ctx_st *tx, *rx;	/* keyed once, per frame: IV */
 	uint8_t peer_finish[BFT_CHAN_FINISH_LEN];	/* server: expected */
 	unsigned peer_level;		/* the other end's hello's level */
+	/* Client: the server key that proved itself (server.I.pk or .next). */
+	uint8_t peer_pk[BFT_CHAN_PK_LEN];
 };
 
 /* A client's side of the handshake between its hello and the reply. */
@@ -135,6 +142,8 @@ struct bft_chan_client {
 	uint8_t chello[BFT_CHAN_CHELLO_LEN];
 	const struct bft_chan_keypair *id;
 	uint8_t server_pk[BFT_CHAN_PK_LEN];
+	uint8_t server_pk_next[BFT_CHAN_PK_LEN];
+	bool has_next;			/* bft_chan_client_next */
 	enum bft_chan_mode mode;
 };
 
@@ -165,6 +174,15 @@ void bft_chan_client_hello(struct bft_chan_client *hs,
     const struct bft_chan_keypair *id, const uint8_t *server_pk,
     const uint8_t *cluster_id, unsigned server_index,
     enum bft_chan_mode mode, uint8_t *out);
+
+/*
+ * Client: also accepts a server hello proven under next_pk, the key the
+ * server is being rotated to (bftblk.conf server.I.pk.next).  Both keys
+ * are tried on the one server hello, so a rotation costs no round trip
+ * and the server needs to know nothing of it.  Call after
+ * bft_chan_client_hello, which forgets any earlier one.
+ */
+void bft_chan_client_next(struct bft_chan_client *hs, const uint8_t *next_pk);
 
 /*
  * Client: checks the server hello against hs, sets up ch and writes the

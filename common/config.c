@@ -76,12 +76,46 @@ bft_format_hex(const uint8_t *in, size_t len, char *out)
 	out[2 * len] = '\0';
 }
 
+static int parse_uint(const char *s, unsigned long max, unsigned long *out);
+
 struct load_ctx {
 	struct bft_config *cfg;
 	int have_id, have_t, have_size;
 	uint32_t have_server;		/* bitmask of server.I seen */
 	uint32_t have_pk;		/* bitmask of server.I.pk seen */
 };
+
+/*
+ * "server.I.pk.next": the key server I is being rotated to.  A line of
+ * its own rather than a second value on .pk, so that dropping it (at
+ * the end of a rotation) leaves the rest of the file as it was.
+ */
+static int
+load_pk_next(struct load_ctx *ctx, const char *key, const char *value,
+    char *err, size_t errlen)
+{
+	struct bft_config *cfg = ctx->cfg;
+	size_t il = strlen(key) - 7 - 8;
+	unsigned long v;
+	char idx[8];
+
+	if (il >= sizeof idx)
+		il = sizeof idx - 1;
+	memcpy(idx, key + 7, il);
+	idx[il] = '\0';
+	if (parse_uint(idx, BFT_MAX_N - 1, &v) ||
+	    bft_parse_hex(value, cfg->server_pk_next[v], 32)) {
+		snprintf(err, errlen, "bad %s (want server.I.pk.next = 64 hex "
+		    "digits)", key);
+		return -EINVAL;
+	}
+	if (cfg->has_pk_next & 1u << v) {
+		snprintf(err, errlen, "%s listed twice", key);
+		return -EINVAL;
+	}
+	cfg->has_pk_next |= 1u << v;
+	return 0;
+}
 
 /* Client names appear in logs and file names: keep them plain. */
 bool
@@ -275,6 +309,10 @@ load_pair(void *vctx, const char *key, const char *value, char *err,
 	} else if (strncmp(key, "client.", 7) == 0) {
 		return load_client(cfg, key + 7, value, err, errlen);
 	} else if (strncmp(key, "server.", 7) == 0 &&
+	    strlen(key) > 15 && strcmp(key + strlen(key) - 8,
+	    ".pk.next") == 0) {
+		return load_pk_next(ctx, key, value, err, errlen);
+	} else if (strncmp(key, "server.", 7) == 0 &&
 	    strlen(key) > 10 && strcmp(key + strlen(key) - 3, ".pk") == 0) {
 		char idx[8];
 		size_t il = strlen(key) - 10;
@@ -345,6 +383,26 @@ bft_config_load(const char *path, struct bft_config *cfg, char *err,
 		    "writes them)", path, cfg->t, cfg->n - 1);
 		return -EINVAL;
 	}
+	if ((cfg->has_pk_next & ~want) != 0) {
+		snprintf(err, errlen, "%s: server.I.pk.next for a server t=%u "
+		    "does not have (0..%u)", path, cfg->t, cfg->n - 1);
+		return -EINVAL;
+	}
+	/* Two servers under one key could stand in for each other. */
+	for (unsigned i = 0; i < cfg->n; i++) {
+		const uint8_t *nx = bft_config_pk_next(cfg, i);
+		int j;
+
+		if (nx == NULL)
+			continue;
+		if ((j = bft_config_find_server(cfg, nx)) != (int)i ||
+		    memcmp(nx, cfg->server_pk[i], 32) == 0) {
+			snprintf(err, errlen, "%s: server.%u.pk.next is %s",
+			    path, i, j == (int)i ? "its server.I.pk itself" :
+			    "another server's key");
+			return -EINVAL;
+		}
+	}
 	/*
 	 * A server's key identifies that server, whose connections to its
 	 * peers are those of a peer; listed as a client too, it would be
@@ -377,7 +435,18 @@ bft_config_find_server(const struct bft_config *cfg, const uint8_t *pk)
 	for (unsigned i = 0; i < cfg->n; i++)
 		if (memcmp(cfg->server_pk[i], pk, 32) == 0)
 			return (int)i;
+	for (unsigned i = 0; i < cfg->n; i++)
+		if ((cfg->has_pk_next & 1u << i) &&
+		    memcmp(cfg->server_pk_next[i], pk, 32) == 0)
+			return (int)i;
 	return -ENOENT;
+}
+
+const uint8_t *
+bft_config_pk_next(const struct bft_config *cfg, unsigned i)
+{
+	return i < BFT_MAX_N && (cfg->has_pk_next & 1u << i) ?
+	    cfg->server_pk_next[i] : NULL;
 }
 
 bool
@@ -458,6 +527,10 @@ bft_config_write(const char *path, const struct bft_config *cfg)
 		fprintf(fp, "server.%u = %s\nserver.%u.pk = %s\n", i,
 		    bft_format_addr(&cfg->servers[i], addr, sizeof addr), i,
 		    pk);
+		if (bft_config_pk_next(cfg, i) != NULL) {
+			bft_format_hex(cfg->server_pk_next[i], 32, pk);
+			fprintf(fp, "server.%u.pk.next = %s\n", i, pk);
+		}
 	}
 	fprintf(fp, "# Clients allowed in: client.NAME = rw|ro PUBLIC-KEY.\n"
 	    "# Servers reread these lines on SIGHUP.\n");

@@ -8,6 +8,12 @@
  *   block-size = 65536             (optional; the only size supported)
  *   server.I   = HOST:PORT         (required for I = 0..n-1)
  *   server.I.pk = 64 hex digits    (required: server I's channel key)
+ *   server.I.pk.next = 64 hex digits
+ *                                  (optional: the key server I is being
+ *                                   rotated to, accepted beside .pk;
+ *                                   `bftblk server rotate` writes it once
+ *                                   the cluster is finalized, since
+ *                                   release 0.2.0 refuses the line)
  *   channel    = aead | plain      (optional, default aead; plain is
  *                                   for measuring what encryption costs)
  *   client.NAME = rw|ro PK         (one per client allowed in: its role
@@ -74,6 +80,8 @@ struct bft_config {
 	uint64_t nblocks;		/* size / block_size */
 	struct bft_server_addr servers[BFT_MAX_N];
 	uint8_t server_pk[BFT_MAX_N][32];
+	uint8_t server_pk_next[BFT_MAX_N][32];
+	uint32_t has_pk_next;		/* bitmask of server.I.pk.next set */
 	unsigned channel;		/* enum bft_chan_mode */
 	unsigned nclients;
 	struct bft_client_ident clients[BFT_MAX_CLIENTS];
@@ -100,8 +108,15 @@ bool bft_config_name_ok(const char *s);
 const struct bft_client_ident *bft_config_find_client(
     const struct bft_config *cfg, const uint8_t *pk);
 
-/* The server whose channel key is pk (0..n-1), or -ENOENT. */
+/*
+ * The server whose channel key is pk (0..n-1), or -ENOENT.  Its next key
+ * (server.I.pk.next) names it too: a server being rotated connects to
+ * its peers under either.
+ */
 int bft_config_find_server(const struct bft_config *cfg, const uint8_t *pk);
+
+/* Server i's server.I.pk.next, or NULL when it has none. */
+const uint8_t *bft_config_pk_next(const struct bft_config *cfg, unsigned i);
 
 /*
  * Whether a client of this role may send a request of this type.  A

@@ -46,6 +46,13 @@ enum bft_feature {
 	 * its rivals' writes.
 	 */
 	BFT_FEAT_LOCK_CLAIMS = 1,
+	/*
+	 * server.I.pk.next in bftblk.conf (`bftblk server rotate`): release
+	 * 0.2.0 refuses a file with a key it does not know, so a host still
+	 * on it could not load the file any more.  Nothing on the wire
+	 * changes: the feature is the file's.
+	 */
+	BFT_FEAT_SERVER_KEY_ROTATION = 2,
 	BFT_FEAT_COUNT
 };
 

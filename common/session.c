@@ -123,6 +123,8 @@ bft_session_open(struct bft_session *s, const struct bft_config *cfg,
 	f->step = BFT_SESS_CHANNEL;
 	bft_chan_client_hello(&hs, &key->chan, cfg->server_pk[idx],
 	    cfg->cluster_id, idx, (enum bft_chan_mode)cfg->channel, ch);
+	if (bft_config_pk_next(cfg, idx) != NULL)
+		bft_chan_client_next(&hs, cfg->server_pk_next[idx]);
 	if ((r = io_all(s->fd, ch, sizeof ch, true)) != 0 ||
 	    (r = io_all(s->fd, sh, sizeof sh, false)) != 0) {
 		f->why = "no server hello (closed or timed out)";

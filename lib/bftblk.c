@@ -177,7 +177,9 @@ load_server_key(struct bftblk *h)
 		return failf(h, -r, "%s", err);
 	if (memcmp(sk.cluster_id, h->cfg.cluster_id,
 	    BFT_CLUSTER_ID_LEN) != 0 || sk.index >= h->cfg.n ||
-	    memcmp(sk.chan.pk, h->cfg.server_pk[sk.index], 32) != 0) {
+	    (memcmp(sk.chan.pk, h->cfg.server_pk[sk.index], 32) != 0 &&
+	    (bft_config_pk_next(&h->cfg, sk.index) == NULL ||
+	    memcmp(sk.chan.pk, h->cfg.server_pk_next[sk.index], 32) != 0))) {
 		bft_wipe(&sk, sizeof sk);
 		return failf(h, EINVAL, "%s is not the key of a server of the "
 		    "cluster in %s", h->server_key_path, h->config_path);

@@ -300,6 +300,8 @@ on_connect(uv_connect_t *req, int status)
 	bft_chan_client_hello(&c->hs, &cl->p.key->chan,
 	    cl->p.cfg->server_pk[c->idx], cl->p.cfg->cluster_id, c->idx,
 	    (enum bft_chan_mode)cl->p.cfg->channel, ch);
+	if (bft_config_pk_next(cl->p.cfg, c->idx) != NULL)
+		bft_chan_client_next(&c->hs, cl->p.cfg->server_pk_next[c->idx]);
 	conn_send_raw(c, ch, sizeof ch);
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }

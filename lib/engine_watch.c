@@ -76,10 +76,44 @@ report_evidence(struct engine_loop *lp, struct bft_engine *cl)
 		write_stats_file(lp, cl, false);
 }
 
+/* Whether server i's key or next key differ between a and b. */
+static bool
+keys_changed(const struct bft_config *a, const struct bft_config *b,
+    unsigned i)
+{
+	const uint8_t *na = bft_config_pk_next(a, i);
+	const uint8_t *nb = bft_config_pk_next(b, i);
+
+	if (memcmp(a->server_pk[i], b->server_pk[i], 32) != 0 ||
+	    (na == NULL) != (nb == NULL))
+		return true;
+	return na != NULL && memcmp(na, nb, 32) != 0;
+}
+
+/*
+ * Whether c's server proved a key cfg still lists for it.  A rotation
+ * (`bftblk server rotate`) changes the keys twice, and a connection
+ * under the key that stays must not be dropped for it: no reconnect
+ * and no round waiting on one.  A handshake under way is checked
+ * against the old keys, so it is made anew.
+ */
+static bool
+still_keyed(const struct conn *c, const struct bft_config *cfg)
+{
+	const uint8_t *nx = bft_config_pk_next(cfg, c->idx);
+
+	if (c->state != C_HELLO && c->state != C_READY)
+		return false;
+	return memcmp(c->chan.peer_pk, cfg->server_pk[c->idx], 32) == 0 ||
+	    (nx != NULL && memcmp(c->chan.peer_pk, nx, 32) == 0);
+}
+
 /*
  * A server replaced (`bftblk server replace`) has another address or
  * key in bftblk.conf: the connection goes to the new one, and the old
- * key is trusted no more.  Checked every CONFIG_CHECK_MS by the file's
+ * key is trusted no more.  A server being rotated has a next key: it is
+ * accepted beside the old one, so a server restarted under it is
+ * reached.  Checked every CONFIG_CHECK_MS by the file's
  * modification time; nothing else in the file may change.
  */
 static void
@@ -113,15 +147,28 @@ watch_config(struct engine_loop *lp, struct bft_engine *cl)
 	}
 	for (unsigned i = 0; i < cfg->n; i++) {
 		struct conn *c = &lp->conns[i];
+		const uint8_t *nx = bft_config_pk_next(&next, i);
+		bool moved = memcmp(&next.servers[i], &cfg->servers[i],
+		    sizeof cfg->servers[i]) != 0;
 
-		if (memcmp(&next.servers[i], &cfg->servers[i],
-		    sizeof cfg->servers[i]) == 0 &&
-		    memcmp(next.server_pk[i], cfg->server_pk[i], 32) == 0)
+		if (!moved && !keys_changed(cfg, &next, i))
 			continue;
-		if (bftblk__conn_resolve(cl, &next.servers[i], &c->addr) != 0)
+		if (moved && bftblk__conn_resolve(cl, &next.servers[i],
+		    &c->addr) != 0)
 			continue;
 		cfg->servers[i] = next.servers[i];
 		memcpy(cfg->server_pk[i], next.server_pk[i], 32);
+		cfg->has_pk_next &= ~(1u << i);
+		if (nx != NULL) {
+			memcpy(cfg->server_pk_next[i], nx, 32);
+			cfg->has_pk_next |= 1u << i;
+		}
+		if (!moved && still_keyed(c, cfg)) {
+			bftblk__eng_log(cl, BFTBLK_LOG_INFO, "server %u: keys "
+			    "changed in %s; its connection is under one of "
+			    "them and stays", i, cl->p.config_path);
+			continue;
+		}
 		bftblk__eng_log(cl, BFTBLK_LOG_WARN, "server %u is now %s:%u "
 		    "(%s); reconnecting", i, cfg->servers[i].host,
 		    cfg->servers[i].port, cl->p.config_path);

@@ -94,7 +94,9 @@ on_client_hello(struct conn *c, const uint8_t *ch)
 		return r < 0 ? -1 : 0;
 	bft_chan_fingerprint(h.client_pk, fp);
 	/* Nothing is gained by a server reading from itself. */
-	if (memcmp(h.client_pk, cfg->server_pk[net->key->index], 32) == 0)
+	if (bft_config_find_server(cfg, h.client_pk) ==
+	    (int)net->key->index ||
+	    memcmp(h.client_pk, net->key->chan.pk, 32) == 0)
 		return refuse(c, NULL, BFT_CHAN_UNKNOWN_CLIENT, ": it is this "
 		    "server's own key, which it never lets in");
 	cl = bft_quota_get(&net->quotas, h.client_pk, &oom);

@@ -88,9 +88,16 @@ check_key(const struct bft_server_opts *o, const struct bft_config *cfg,
 		    o->key, key->index, o->config, cfg->n);
 		return -1;
 	}
-	if (!bft_equal(key->chan.pk, cfg->server_pk[key->index], 32)) {
-		bft_error("%s: its chan-key does not match server.%u.pk in %s",
-		    o->key, key->index, o->config);
+	/*
+	 * Its next key too: a server being rotated restarts with its new
+	 * key file before the old key leaves bftblk.conf.
+	 */
+	if (!bft_equal(key->chan.pk, cfg->server_pk[key->index], 32) &&
+	    (bft_config_pk_next(cfg, key->index) == NULL ||
+	    !bft_equal(key->chan.pk, cfg->server_pk_next[key->index], 32))) {
+		bft_error("%s: its chan-key matches neither server.%u.pk nor "
+		    "server.%u.pk.next in %s", o->key, key->index, key->index,
+		    o->config);
 		return -1;
 	}
 	if (cfg->nclients == 0)

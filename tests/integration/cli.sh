@@ -38,7 +38,8 @@ for k in $keys; do
 done
 
 for cmd in "" keygen client "client add" volume-key volume "volume create" \
-    "volume list" ping scrub server "server replace" status; do
+    "volume list" ping scrub server "server replace" "server rotate" \
+    status; do
 	# shellcheck disable=SC2086
 	out=$("$ADMIN" $cmd --help) || fail "bftblk $cmd --help failed"
 	grep -q "^usage: bftblk volume create" <<<"$out" ||
