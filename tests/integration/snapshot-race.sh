@@ -20,12 +20,18 @@
 #    (0 to 1.4 s: the takeover's claim lands before, around or after the
 #    cut's lease read) writer B opens v through another nbdkit, which
 #    takes the volume over, and writes.  The snapshot holds every write
-#    A had acknowledged before the call, its boundary is at least A's
-#    generation, and no write of B is in it unless B's generation is at
-#    or below the boundary and the write started before the call
-#    returned.  B's writes all succeed; A, continued, writes no more
-#    (its next write fails, its log says fenced or lost), and the head
-#    ends with B's data.
+#    A had acknowledged before the call.  Its boundary is the generation
+#    the cut fenced: A's when the cut came first (B then claims above
+#    it, after one refusal), or B's when B's claim came first (B then
+#    follows the re-asserted claim, and B's writes made during the call
+#    may be in the snapshot, as any write in flight at a cut may).  No
+#    write of B sent after the call returned, or of a generation above
+#    the boundary, is in it.  B's writes all succeed; A, continued,
+#    writes no more (no write it sent once stopped is acknowledged, its
+#    next write fails, its log says fenced or lost), and the head ends
+#    with B's data.
+# An admin waits out another's lock period: the second of two creates at
+# once returns after about 14 s, so step 1 takes about 45 s.
 # Throughout: every snapshot's boundary is kept by n-t servers (their
 # logs), and no server keeps a view that no snapshot entry names.
 # shellcheck source=tests/integration/lib.sh
