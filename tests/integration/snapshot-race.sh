@@ -42,7 +42,7 @@ NBDKIT_SHARED=			# one writer per volume: the lease holder
 PY=/usr/bin/python3
 require_python_nbd "$PY"
 RACE_ROUNDS=${RACE_ROUNDS:-2}
-TAKEOVER_OFFSETS=${TAKEOVER_OFFSETS:-"0 1.0 1.2 1.4"}
+TAKEOVER_OFFSETS=${TAKEOVER_OFFSETS:-"0 1.0 1.1 1.2 1.4"}
 
 cluster_start 1
 client_add admin2 rw
@@ -285,6 +285,25 @@ gen_of()
 	    "$TESTDIR/log/nbdkit-$1.log" | tail -n 1 | awk '{ print $4 }'
 }
 
+# all_stopped PID: waits (5 s at most) until every thread of PID is
+# stopped.
+all_stopped()
+{
+	local deadline=$((SECONDS + 5)) f st running
+	while :; do
+		running=0
+		for f in /proc/"$1"/task/*/stat; do
+			st=$(cat "$f" 2>/dev/null) || continue
+			st=${st##*) }
+			[ "${st%% *}" = T ] || running=1
+		done
+		[ "$running" = 1 ] || return 0
+		[ "$SECONDS" -lt "$deadline" ] ||
+		    fail "pid $1 has threads running 5 s after SIGSTOP"
+		sleep 0.01
+	done
+}
+
 k=0
 for off in $TAKEOVER_OFFSETS; do
 	k=$((k + 1))
@@ -299,11 +318,16 @@ for off in $TAKEOVER_OFFSETS; do
 	APID=$!
 	_track "$APID" "writer-a$k"
 	deadline=$((SECONDS + 15))
-	until [ "$(cat "$TESTDIR/a$k.log" 2>/dev/null | grep -c '^ack')" -ge 16 ]; do
+	while :; do
+		n=$(grep -c '^ack' "$TESTDIR/a$k.log" 2>/dev/null) || n=0
+		[ "$n" -lt 16 ] || break
 		[ "$SECONDS" -lt "$deadline" ] || fail "A wrote too little in 15 s"
 		sleep 0.1
 	done
 	kill -STOP "${NBDKIT_PID[a$k]}"
+	# kill returns before every thread has stopped: a thread on the
+	# other core may finish a write meanwhile.
+	all_stopped "${NBDKIT_PID[a$k]}"
 	STOPPED=$(now)
 	create "t$k" "$CLUSTER_DIR/client.key" "$TESTDIR/create-t$k"
 	sleep "$off"
@@ -377,7 +401,7 @@ for off in $TAKEOVER_OFFSETS; do
 	# stop may be acknowledged late: then it completed before B's claim,
 	# which makes the servers refuse A's generation.)
 	late=$(awk -v s="$STOPPED" '$1 == "ack" && $4 > s' "$TESTDIR/a$k.log")
-	[ -z "$late" ] || fail "A wrote after it was stopped: $late"
+	[ -z "$late" ] || fail "A wrote after it was stopped (at $STOPPED): $late"
 	read -r c0 c1 <<<"$(cat "$TESTDIR/create-t$k.t")"
 	check_snap "t$k" "$c0" "$c1" "$TESTDIR/a$k.log:A" "$TESTDIR/b$k.log:B:$gb"
 	# The head: B's last acknowledged write in every block.
