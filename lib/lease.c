@@ -42,6 +42,8 @@
 #include "lease_int.h"
 #include "write_int.h"
 
+/* How often a claim someone else holds is read while waiting it out. */
+#define POLL_MS		1000u
 #define LEASE_MAGIC	"BFTLEASE"
 #define LEASE_VERSION	1u
 
@@ -279,10 +281,25 @@ take(struct bft_lease *l, unsigned guard_ms)
 			note(l, l->vol == BFT_VOL_TABLE ? BFTBLK_LOG_WARN :
 			    BFTBLK_LOG_INFO, "held by %s; checking it is "
 			    "alive for %.1f s", c.holder, (double)wait / 1000);
-		if (!nap(l, wait))
-			return bftblk__fail(EINTR, "the handle is closing");
-		if (claim_read(l, &again, &valid, &ts2) != 0)
-			return -1;
+		/*
+		 * Looked at again every POLL_MS: a holder that releases (an
+		 * admin done with the table) hands over at once, and one that
+		 * renews is known alive at its next renewal, not a period on.
+		 */
+		for (uint64_t waited = 0;;) {
+			uint64_t step = wait - waited < POLL_MS ?
+			    wait - waited : POLL_MS;
+
+			if (!nap(l, step))
+				return bftblk__fail(EINTR, "the handle is "
+				    "closing");
+			waited += step;
+			if (claim_read(l, &again, &valid, &ts2) != 0)
+				return -1;
+			if (waited >= wait || !valid || again.released ||
+			    bft_ts_cmp(&ts, &ts2) != 0)
+				break;
+		}
 		if (valid && !again.released && bft_ts_cmp(&ts, &ts2) != 0)
 			return bftblk__fail(EBUSY, "volume %" PRIu32 " is in "
 			    "use by %s, which renews its lease (every %.1f s); "

@@ -30,8 +30,9 @@
 #    writes no more (no write it sent once stopped is acknowledged, its
 #    next write fails, its log says fenced or lost), and the head ends
 #    with B's data.
-# An admin waits out another's lock period: the second of two creates at
-# once returns after about 14 s, so step 1 takes about 45 s.
+# An admin waiting for another's lock reads it every second, and then
+# waits its guard (the cluster here is not finalized): the second of two
+# creates at once returns a few seconds after the first.
 # Throughout: every snapshot's boundary is kept by n-t servers (their
 # logs), and no server keeps a view that no snapshot entry names.
 # shellcheck source=tests/integration/lib.sh
