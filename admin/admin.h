@@ -35,6 +35,15 @@ int admin_load_cluster(const char *dir, const char *keys,
  * than one colon is taken whole, without a port.  0, or -1.
  */
 int admin_parse_hostport(const char *s, char *host, unsigned *port);
+/*
+ * Rewrites conf (bftblk.conf): every line of it through fn, which
+ * writes to out what it keeps of the line, then append and a newline
+ * (unless NULL), into tmp, which must load as a configuration before it
+ * is renamed over conf.  0, or -1 after logging why (conf unchanged).
+ */
+typedef void admin_conf_line_fn(const char *line, FILE *out, void *arg);
+int admin_conf_edit(const char *conf, const char *tmp, admin_conf_line_fn *fn,
+    void *arg, const char *append);
 /* --timeout SECS, 1..3600; 0, or -1 after logging why. */
 int admin_parse_timeout(const char *s, unsigned *out);
 /*

@@ -53,66 +53,47 @@ is_client_line(const char *line, const char *name)
 	return *line == '=';
 }
 
+/* What rewrite_conf_rename does to each line (admin_conf_edit). */
+struct client_edit {
+	const char *name, *from;
+	bool drop;			/* name's line goes */
+	int dropped;
+};
+
+static void
+client_line(const char *line, FILE *out, void *arg)
+{
+	struct client_edit *e = arg;
+	const char *eq;
+
+	if (e->drop && is_client_line(line, e->name)) {
+		e->dropped++;
+		return;
+	}
+	if (e->from != NULL && is_client_line(line, e->from) &&
+	    (eq = strchr(line, '=')) != NULL) {
+		fprintf(out, "client.%s %s", e->name, eq);
+		return;
+	}
+	fputs(line, out);
+}
+
 /*
- * Copies conf to tmp without name's line (revoke) or with add_line
- * appended, checks that tmp loads, and renames it over conf; with
- * from, also with the line of client from as name's (the end of a
- * rotation, add_line NULL).  Returns the number of lines dropped, or -1.
+ * Rewrites bftblk.conf without name's line (revoke) or with add_line
+ * appended; with from, also with the line of client from as name's
+ * (the end of a rotation, add_line NULL).  Returns the number of lines
+ * dropped, or -1.
  */
 static int
 rewrite_conf_rename(struct client_args *a, const char *add_line,
     const char *from)
 {
-	static struct bft_config check;
-	char line[1024], err[1024];
-	const char *eq;
-	FILE *in, *out;
-	int dropped = 0, rc = -1;
+	struct client_edit e = { .name = a->name, .from = from,
+	    .drop = add_line == NULL };
 
-	if ((in = fopen(a->conf, "r")) == NULL) {
-		bft_log("%s: %s", a->conf, strerror(errno));
+	if (admin_conf_edit(a->conf, a->tmp, client_line, &e, add_line) != 0)
 		return -1;
-	}
-	if ((out = fopen(a->tmp, "w")) == NULL) {
-		bft_log("%s: %s", a->tmp, strerror(errno));
-		goto out_in;
-	}
-	while (fgets(line, sizeof line, in) != NULL) {
-		if (add_line == NULL && is_client_line(line, a->name)) {
-			dropped++;
-			continue;
-		}
-		if (from != NULL && is_client_line(line, from) &&
-		    (eq = strchr(line, '=')) != NULL) {
-			fprintf(out, "client.%s %s", a->name, eq);
-			continue;
-		}
-		fputs(line, out);
-	}
-	if (add_line != NULL)
-		fprintf(out, "%s\n", add_line);
-	if (fflush(out) != 0 || fsync(fileno(out)) != 0) {
-		bft_log("%s: %s", a->tmp, strerror(errno));
-		fclose(out);
-		goto out_unlink;
-	}
-	if (fclose(out) != 0)
-		goto out_unlink;
-	if (bft_config_load(a->tmp, &check, err, sizeof err) != 0) {
-		bft_log("the edited configuration does not load: %s", err);
-		goto out_unlink;
-	}
-	if (rename(a->tmp, a->conf) != 0) {
-		bft_log("%s: %s", a->conf, strerror(errno));
-		goto out_unlink;
-	}
-	rc = dropped;
-	goto out_in;
-out_unlink:
-	unlink(a->tmp);
-out_in:
-	fclose(in);
-	return rc;
+	return e.dropped;
 }
 
 static int

@@ -71,62 +71,42 @@ sets_key(const char *line, const char *key)
 	return *line == '=';
 }
 
+/* What rewrite_conf does to each line (admin_conf_edit). */
+struct rotate_edit {
+	char pkkey[32], nextkey[40];
+	const char *pk;
+};
+
+static void
+rotate_line(const char *line, FILE *out, void *arg)
+{
+	const struct rotate_edit *e = arg;
+
+	if (sets_key(line, e->nextkey))
+		return;
+	if (e->pk != NULL && sets_key(line, e->pkkey))
+		fprintf(out, "%s = %s\n", e->pkkey, e->pk);
+	else
+		fputs(line, out);
+}
+
 /*
- * Copies the configuration to the temporary file without server I's
- * .next line and, with pk, with pk as its server.I.pk, or with add
- * appended; checks that the result loads and renames it over the
- * configuration.  0, or -1 after saying why.
+ * Rewrites bftblk.conf without server I's .next line and, with pk,
+ * with pk as its server.I.pk, or with add as its .next line.  0, or -1
+ * after saying why.
  */
 static int
 rewrite_conf(struct rotate_args *a, const char *pk, const char *add)
 {
-	static struct bft_config check;
-	char line[1024], err[1024], pkkey[32], nextkey[40];
-	FILE *in, *out;
-	int rc = -1;
+	struct rotate_edit e = { .pk = pk };
+	char line[160];
 
-	snprintf(pkkey, sizeof pkkey, "server.%u.pk", a->index);
-	snprintf(nextkey, sizeof nextkey, "server.%u.pk.next", a->index);
-	if ((in = fopen(a->conf, "r")) == NULL) {
-		bft_log("%s: %s", a->conf, strerror(errno));
-		return -1;
-	}
-	if ((out = fopen(a->tmp, "w")) == NULL) {
-		bft_log("%s: %s", a->tmp, strerror(errno));
-		goto out_in;
-	}
-	while (fgets(line, sizeof line, in) != NULL) {
-		if (sets_key(line, nextkey))
-			continue;
-		if (pk != NULL && sets_key(line, pkkey))
-			fprintf(out, "%s = %s\n", pkkey, pk);
-		else
-			fputs(line, out);
-	}
+	snprintf(e.pkkey, sizeof e.pkkey, "server.%u.pk", a->index);
+	snprintf(e.nextkey, sizeof e.nextkey, "server.%u.pk.next", a->index);
 	if (add != NULL)
-		fprintf(out, "%s = %s\n", nextkey, add);
-	if (fflush(out) != 0 || fsync(fileno(out)) != 0) {
-		bft_log("%s: %s", a->tmp, strerror(errno));
-		fclose(out);
-		goto out_unlink;
-	}
-	if (fclose(out) != 0)
-		goto out_unlink;
-	if (bft_config_load(a->tmp, &check, err, sizeof err) != 0) {
-		bft_log("the edited configuration does not load: %s", err);
-		goto out_unlink;
-	}
-	if (rename(a->tmp, a->conf) != 0) {
-		bft_log("%s: %s", a->conf, strerror(errno));
-		goto out_unlink;
-	}
-	rc = 0;
-	goto out_in;
-out_unlink:
-	unlink(a->tmp);
-out_in:
-	fclose(in);
-	return rc;
+		snprintf(line, sizeof line, "%s = %s", e.nextkey, add);
+	return admin_conf_edit(a->conf, a->tmp, rotate_line, &e,
+	    add != NULL ? line : NULL);
 }
 
 /* 1 when the cluster may carry a .next line, 0 when not, -1 unknown. */
