@@ -25,6 +25,8 @@
 #   make bench-trim      the space trim and write-zeroes give back
 #   make bench-snap      snapshots: create time, writes after one, export,
 #                        the space a delete gives back
+#   make bench-snap-diff export-diff after 1% rewritten: what it reads,
+#                        the stream's size, import-diff onto a copy
 #   make fuzz            libFuzzer harnesses (clang), FUZZ_TIME s each
 #   make fuzz-long       each harness for FUZZ_TIME s or FUZZ_RUNS inputs,
 #                        whichever ends first, or FUZZ_TOTAL inputs across
@@ -465,6 +467,10 @@ bench-trim: all
 bench-snap: all
 	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-snap
 
+# An incremental backup: export-diff after 1% of a volume was rewritten.
+bench-snap-diff: all
+	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-snap-diff
+
 # The BFT overhead: the same code with hashing and MACs compiled out,
 # alternated with the normal build (fio-jobs/bench-overhead).
 bench-overhead:
@@ -556,7 +562,7 @@ clean:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system install uninstall deb \
-	run stop bench bench-rebuild bench-recover bench-store bench-trim bench-snap bench-overhead bench-latency fuzz \
+	run stop bench bench-rebuild bench-recover bench-store bench-trim bench-snap bench-snap-diff bench-overhead bench-latency fuzz \
 	fuzz-build fuzz-long clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \
