@@ -85,6 +85,25 @@ struct load_ctx {
 	uint32_t have_pk;		/* bitmask of server.I.pk seen */
 };
 
+static int parse_uint(const char *s, unsigned long max, unsigned long *out);
+
+/*
+ * I of a key "server.I" + a suffix suffix_len long (".pk", ".pk.next"),
+ * which the caller matched, into *v: 0, or -1 when I is no server index.
+ */
+static int
+server_key_index(const char *key, size_t suffix_len, unsigned long *v)
+{
+	size_t il = strlen(key) - strlen("server.") - suffix_len;
+	char idx[8];
+
+	if (il >= sizeof idx)
+		il = sizeof idx - 1;
+	memcpy(idx, key + strlen("server."), il);
+	idx[il] = '\0';
+	return parse_uint(idx, BFT_MAX_N - 1, v) ? -1 : 0;
+}
+
 /*
  * "server.I.pk.next": the key server I is being rotated to.  A line of
  * its own rather than a second value on .pk, so that dropping it (at
@@ -95,15 +114,9 @@ load_pk_next(struct load_ctx *ctx, const char *key, const char *value,
     char *err, size_t errlen)
 {
 	struct bft_config *cfg = ctx->cfg;
-	size_t il = strlen(key) - 7 - 8;
 	unsigned long v;
-	char idx[8];
 
-	if (il >= sizeof idx)
-		il = sizeof idx - 1;
-	memcpy(idx, key + 7, il);
-	idx[il] = '\0';
-	if (parse_uint(idx, BFT_MAX_N - 1, &v) ||
+	if (server_key_index(key, strlen(".pk.next"), &v) != 0 ||
 	    bft_parse_hex(value, cfg->server_pk_next[v], 32)) {
 		snprintf(err, errlen, "bad %s (want server.I.pk.next = 64 hex "
 		    "digits)", key);
@@ -314,14 +327,7 @@ load_pair(void *vctx, const char *key, const char *value, char *err,
 		return load_pk_next(ctx, key, value, err, errlen);
 	} else if (strncmp(key, "server.", 7) == 0 &&
 	    strlen(key) > 10 && strcmp(key + strlen(key) - 3, ".pk") == 0) {
-		char idx[8];
-		size_t il = strlen(key) - 10;
-
-		if (il >= sizeof idx)
-			il = sizeof idx - 1;
-		memcpy(idx, key + 7, il);
-		idx[il] = '\0';
-		if (parse_uint(idx, BFT_MAX_N - 1, &v) ||
+		if (server_key_index(key, strlen(".pk"), &v) != 0 ||
 		    bft_parse_hex(value, cfg->server_pk[v], 32)) {
 			snprintf(err, errlen, "bad %s (want server.I.pk = 64 "
 			    "hex digits)", key);

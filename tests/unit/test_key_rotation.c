@@ -115,6 +115,11 @@ test_config_next(void **state)
 	    "bad server.x.pk.next");
 	refuse(HEAD "server.16.pk.next = " NEXT_HEX "\n",
 	    "bad server.16.pk.next");
+	/* server.I.pk's index is read the same way (one helper). */
+	refuse(HEAD "server.x.pk = " NEXT_HEX "\n", "bad server.x.pk");
+	refuse(HEAD "server.16.pk = " NEXT_HEX "\n", "bad server.16.pk");
+	refuse(HEAD "server.123456789012.pk = " NEXT_HEX "\n",
+	    "bad server.123456789012.pk");
 	refuse(HEAD "server.4.pk.next = " NEXT_HEX "\n",
 	    "server.I.pk.next for a server t=1 does not have");
 	refuse(HEAD "server.2.pk.next = " NEXT_HEX "\nserver.2.pk.next = "
