@@ -21,23 +21,8 @@ cluster_start 1
 client_add app rw
 cp "$CLUSTER_DIR/app.key" "$TESTDIR/app-old.key"
 
-# writer NAME: writes and reads back 4 KiB in a loop on export NAME
-# until $TESTDIR/stop-NAME exists (at most 120 s); exits 1 on any error.
-writer()
-{
-	PATH=/usr/bin:$PATH nbdsh -u "$(nbd_uri "$1")" -c "
-import os, time
-stop = '$TESTDIR/stop-$1'
-n, end = 0, time.time() + 120
-while not os.path.exists(stop) and time.time() < end:
-    data = (b'%08d' % n) * 512
-    h.pwrite(data, (n % 64) * 65536)
-    assert h.pread(4096, (n % 64) * 65536) == data, 'read back differs'
-    n += 1
-    time.sleep(0.05)
-print('$1: %d writes, no error' % n)
-" >"$TESTDIR/log/writer-$1.log" 2>&1
-}
+# writer NAME: checked_writer (lib.sh) for at most 120 s.
+writer() { checked_writer "$1" 120; }
 
 ping_with()
 {

@@ -598,6 +598,26 @@ nbdsh_run()
 	PATH=/usr/bin:$PATH nbdsh -u "$(nbd_uri "$name")" -c "$code"
 }
 
+# checked_writer NAME SECONDS: writes and reads back 4 KiB in a loop on
+# nbdkit NAME's export until $TESTDIR/stop-NAME exists (at most
+# SECONDS), into log/writer-NAME.log; exits 1 on any error.  For tests
+# that change keys under a writer that must not notice.
+checked_writer()
+{
+	nbdsh_run "$1" "
+import os, time
+stop = '$TESTDIR/stop-$1'
+n, end = 0, time.time() + $2
+while not os.path.exists(stop) and time.time() < end:
+    data = (b'%08d' % n) * 512
+    h.pwrite(data, (n % 64) * 65536)
+    assert h.pread(4096, (n % 64) * 65536) == data, 'read back differs'
+    n += 1
+    time.sleep(0.05)
+print('$1: %d writes, no error' % n)
+" >"$TESTDIR/log/writer-$1.log" 2>&1
+}
+
 _show_valgrind_logs()
 {
 	local f

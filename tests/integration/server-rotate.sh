@@ -24,22 +24,8 @@ CONF=$CLUSTER_DIR/bftblk.conf
 mkdir -p "$TESTDIR/old"
 cp "$CONF" "$CLUSTER_DIR/client.key" "$TESTDIR/old/"
 
-# writer NAME: as in client-rotate.sh, until $TESTDIR/stop-NAME exists.
-writer()
-{
-	PATH=/usr/bin:$PATH nbdsh -u "$(nbd_uri "$1")" -c "
-import os, time
-stop = '$TESTDIR/stop-$1'
-n, end = 0, time.time() + 150
-while not os.path.exists(stop) and time.time() < end:
-    data = (b'%08d' % n) * 512
-    h.pwrite(data, (n % 64) * 65536)
-    assert h.pread(4096, (n % 64) * 65536) == data, 'read back differs'
-    n += 1
-    time.sleep(0.05)
-print('$1: %d writes, no error' % n)
-" >"$TESTDIR/log/writer-$1.log" 2>&1
-}
+# writer NAME: checked_writer (lib.sh) for at most 150 s.
+writer() { checked_writer "$1" 150; }
 
 # rotate [ARGS...]: bftblk server rotate --index 2, output in rotate.log.
 rotate()
