@@ -312,11 +312,16 @@ bft_fenced_proven(uint32_t fenced, unsigned t)
 }
 
 bool
+bft_is_lock_register(uint64_t block)
+{
+	return block == bft_fence_addr(bft_addr(BFT_VOL_TABLE, 0));
+}
+
+bool
 bft_lock_claim_refused(uint64_t block, const struct bft_ts *lc,
     const struct bft_ts *ts)
 {
-	return block == bft_fence_addr(bft_addr(BFT_VOL_TABLE, 0)) &&
-	    !bft_ts_is_zero(lc) && bft_ts_gen(lc) == bft_ts_gen(ts) &&
+	return bft_is_lock_register(block) && !bft_ts_is_zero(lc) && bft_ts_gen(lc) == bft_ts_gen(ts) &&
 	    lc->wid != ts->wid;
 }
 

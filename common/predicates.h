@@ -150,6 +150,8 @@ bool bft_fenced_proven(uint32_t fenced, unsigned t);
  */
 bool bft_lock_claim_refused(uint64_t block, const struct bft_ts *lc,
     const struct bft_ts *ts);
+/* Whether block is the register of the volume table's admin lock. */
+bool bft_is_lock_register(uint64_t block);
 /*
  * The num of a write after the highest known num, by a holder of
  * generation gen: never below the generation's floor, so that it

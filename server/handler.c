@@ -149,9 +149,15 @@ bft_handler_heal_holds(const struct bft_handler *h, uint64_t block)
 
 bool
 bft_handler_lock_taken(struct bft_handler *h, const char *peer,
-    uint64_t block, const struct bft_ts *lc, const struct bft_ts *ts)
+    uint64_t block, const struct bft_ts *ts)
 {
-	if (h->adopting || !bft_lock_claim_refused(block, lc, ts))
+	struct bft_ts lc;
+
+	/* One register of all: no index lookup for every other block. */
+	if (h->adopting || !bft_is_lock_register(block))
+		return false;
+	lc = bft_store_lc_ts(h->st, block);
+	if (!bft_lock_claim_refused(block, &lc, ts))
 		return false;
 	if (bft_log_sampled(++h->stats.lock_refused))
 		bft_log("conn %s: the volume table's admin lock: generation %"
@@ -318,7 +324,7 @@ handle_complete(struct bft_handler *h, const char *peer,
 		return;
 	}
 	lcts = bft_store_lc_ts(h->st, req->block);
-	if (bft_handler_lock_taken(h, peer, req->block, &lcts, &req->ts)) {
+	if (bft_handler_lock_taken(h, peer, req->block, &req->ts)) {
 		rep->status = BFT_EFENCED;
 		return;
 	}

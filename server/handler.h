@@ -83,15 +83,14 @@ struct bft_handler {
 bool bft_handler_heal_holds(const struct bft_handler *h, uint64_t block);
 
 /*
- * Whether a COMPLETE or write-back under ts of block, whose lc is lc
- * here, is a rival's claim of an admin-lock generation another writer
+ * Whether a COMPLETE or write-back under ts of block is a rival's claim of an admin-lock generation another writer
  * took first (bft_lock_claim_refused); logged.  A COMPLETE is then
  * answered EFENCED; a write-back is not applied, and the read that
  * carried it goes on, so that no read of the lock can be stuck on two
  * half-written rival claims.  Never for the rebuild's adoptions.
  */
 bool bft_handler_lock_taken(struct bft_handler *h, const char *peer,
-    uint64_t block, const struct bft_ts *lc, const struct bft_ts *ts);
+    uint64_t block, const struct bft_ts *ts);
 
 /* Sets up h over an open store; 0, or -1 when out of memory. */
 int bft_handler_init(struct bft_handler *h, const struct bft_config *cfg,

@@ -127,13 +127,8 @@ rv_set_lc(const struct regview *v, const struct bft_ts *ts,
 	bft_handler_copy_vec(c.vec, vec, v->h->cfg->n);
 	if (!v->kept && bft_handler_heal_holds(v->h, v->block))
 		return BFT_EAGAIN;
-	if (!v->kept) {
-		struct bft_ts lcts = bft_store_lc_ts(v->h->st, v->block);
-
-		if (bft_handler_lock_taken(v->h, v->peer, v->block, &lcts,
-		    ts))
-			return BFT_OK;
-	}
+	if (!v->kept && bft_handler_lock_taken(v->h, v->peer, v->block, ts))
+		return BFT_OK;
 	err = v->kept ? bft_store_view_set_lc(v->h->st, v->block, v->gen, &c) :
 	    bft_store_set_lc(v->h->st, v->block, &c);
 	return err < 0 ? bft_handler_store_status(v->h, v->peer, v->what,

@@ -404,6 +404,8 @@ test_lock_claim_refused(void **state)
 	struct bft_ts none = { 0 };
 
 	(void)state;
+	assert_true(bft_is_lock_register(lock));
+	assert_false(bft_is_lock_register(bft_addr(BFT_VOL_LEASES, 9)));
 	assert_true(bft_lock_claim_refused(lock, &held, &rival));
 	assert_false(bft_lock_claim_refused(lock, &held, &renew));
 	assert_false(bft_lock_claim_refused(lock, &held, &next));
