@@ -148,6 +148,19 @@ bft_handler_heal_holds(const struct bft_handler *h, uint64_t block)
 }
 
 bool
+bft_handler_bounds_hold(const struct bft_handler *h, uint64_t block,
+    const struct bft_ts *ts)
+{
+	uint32_t vol = bft_addr_vol(block);
+	uint64_t top;
+
+	if (!h->bounds_pending || h->adopting || vol >= BFT_VOL_TABLE)
+		return false;
+	top = bft_store_top_gen(h->st, vol);
+	return top > 0 && bft_ts_gen(ts) > top;
+}
+
+bool
 bft_handler_lock_taken(struct bft_handler *h, const char *peer,
     uint64_t block, const struct bft_ts *ts)
 {
@@ -319,7 +332,8 @@ handle_complete(struct bft_handler *h, const char *peer,
 	}
 	if (fenced(h, peer, "COMPLETE", req, rep))
 		return;
-	if (bft_handler_heal_holds(h, req->block)) {
+	if (bft_handler_bounds_hold(h, req->block, &req->ts) ||
+	    bft_handler_heal_holds(h, req->block)) {
 		rep->status = BFT_EAGAIN;
 		return;
 	}

@@ -52,6 +52,12 @@ struct bft_handler {
 	 */
 	bool heal_fresh;
 	/*
+	 * The rebuild has not yet read the volume table's snapshots since
+	 * the server started: see bft_handler_bounds_hold
+	 * (docs/snapshots.md, "A server that was away").
+	 */
+	bool bounds_pending;
+	/*
 	 * Set while the rebuild runs its own STORE and COMPLETE of a value
 	 * it read from its peers (rebuild_adopt.c): a value already
 	 * completed, as a reader's write-back is, not a lease holder's new
@@ -81,6 +87,21 @@ struct bft_handler {
  * (docs/snapshots.md, "A wiped server").
  */
 bool bft_handler_heal_holds(const struct bft_handler *h, uint64_t block);
+
+/*
+ * Whether a client's COMPLETE of block under ts must wait (EAGAIN)
+ * because the rebuild has not read the volume table's snapshots since
+ * the server started (bounds_pending) and ts is of a generation newer
+ * than any this server completed in the volume: completed, it would
+ * make the store refuse the boundary of a snapshot taken while the
+ * server was down.  Only a volume that has data here: a new one, or a
+ * new directory, has no view to lose this way, and a writer that keeps
+ * its lease across the restart writes under a generation the server
+ * has, so neither waits (a restart of the whole cluster stays
+ * writable).
+ */
+bool bft_handler_bounds_hold(const struct bft_handler *h, uint64_t block,
+    const struct bft_ts *ts);
 
 /*
  * Whether a COMPLETE or write-back under ts of block is a rival's claim of an admin-lock generation another writer

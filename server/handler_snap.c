@@ -30,7 +30,7 @@ bft_handle_snap(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
 {
 	uint32_t vol = bft_addr_vol(req->block);
-	bool add = req->snap_op == BFT_SNAP_ADD;
+	bool add = req->snap_op == BFT_SNAP_ADD, held;
 	int err;
 
 	/* The decoder lets only a volume's block 0 and ops 0, 1 through. */
@@ -46,7 +46,13 @@ bft_handle_snap(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EAUTH;
 		return;
 	}
-	err = add ? bft_store_snap_add(h->st, vol, req->gen) :
+	/*
+	 * Held already (a creator's retry, the rebuild's reading of the
+	 * table): nothing to append or log, but synced as below, in case
+	 * the sync of the first add is what failed.
+	 */
+	held = add && bft_store_snap_held(h->st, vol, req->gen);
+	err = held ? 0 : add ? bft_store_snap_add(h->st, vol, req->gen) :
 	    bft_store_snap_remove(h->st, vol, req->gen);
 	/* The reserved volumes are not snapshotted. */
 	if (err == -EINVAL) {
@@ -82,8 +88,10 @@ bft_handle_snap(struct bft_handler *h, const char *peer,
 		rep->status = snap_failed(h, peer, vol, "sync", err);
 		return;
 	}
-	bft_log("conn %s: volume %" PRIu32 ": %s the view at generation %"
-	    PRIu64, peer, vol, add ? "keeps" : "forgot", req->gen);
+	if (!held)
+		bft_log("conn %s: volume %" PRIu32 ": %s the view at "
+		    "generation %" PRIu64, peer, vol, add ? "keeps" : "forgot",
+		    req->gen);
 }
 
 /* Blocks a VLIST examines at most: its cost, whatever it lists. */

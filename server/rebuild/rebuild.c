@@ -20,6 +20,15 @@
 #define RETRY_S		5	/* between passes that could not finish */
 #define WAIT_PEERS_S	0.2	/* a new server looking for its peers */
 #define PROGRESS_S	5	/* between progress lines */
+/*
+ * How long clients' COMPLETEs wait at most for the first reading of the
+ * volume table's snapshots (bounds_pending), and how often it is tried
+ * meanwhile.  A cluster restarted as a whole reads it as soon as n-t
+ * servers are up; past the wait, writes go on and a snapshot taken
+ * while this server was away may stay unknown here (logged).
+ */
+#define BOUNDS_WAIT_S	30
+#define BOUNDS_RETRY_S	0.5
 #define BUSY_S		1	/* clients seen this recently: give way */
 
 double
@@ -116,6 +125,7 @@ on_calls(uv_async_t *a)
 	rb->calls = NULL;
 	rb->h->heal_lacking = rb->lacking;
 	rb->h->heal_fresh = rb->fresh;
+	rb->h->bounds_pending = rb->bounds_pending;
 	rb->pub->rebuild_state = rb->prog.rebuild_state;
 	rb->pub->rebuild_done = rb->prog.rebuild_done;
 	rb->pub->rebuild_total = rb->prog.rebuild_total;
@@ -321,6 +331,26 @@ rebuild_todo(struct bft_rebuild *rb)
 	rb->ntodo = rb->stopping ? rb->ntodo : failed;
 }
 
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
+
+/* Clients' COMPLETEs are taken again; why, when it is not the table. */
+static void
+bounds_done(struct bft_rebuild *rb, const char *why)
+{
+	bool was;
+
+	pthread_mutex_lock(&rb->lock);
+	was = rb->bounds_pending;
+	rb->bounds_pending = false;
+	pthread_mutex_unlock(&rb->lock);
+	if (!was)
+		return;
+	if (why != NULL)
+		bft_warn("rebuild: %s", why);
+	uv_async_send(&rb->wake);
+}
+
 /*
  * One pass: find the blocks peers hold newer, rebuild them.  0 when
  * caught up, -1 when it must be tried again soon.
@@ -334,6 +364,11 @@ pass(struct bft_rebuild *rb)
 
 	set_progress(rb, BFT_REBUILD_SCANNING, rb->prog.rebuild_done,
 	    rb->prog.rebuild_total);
+	if (rb->bounds_pending && rb_now_s() - rb->started_s >= BOUNDS_WAIT_S)
+		bounds_done(rb, "could not read the volume table's snapshots "
+		    "within " STR(BOUNDS_WAIT_S) " s; taking writes: a "
+		    "snapshot made while this server was away may stay "
+		    "unknown here");
 	if (bft_config_load(rb->o.config_path, &rb->pcfg, err,
 	    sizeof err) != 0) {
 		bft_log("rebuild: %s", err);
@@ -358,12 +393,17 @@ pass(struct bft_rebuild *rb)
 		return -1;
 	/*
 	 * A new directory takes its snapshots' boundaries before the scan,
-	 * so that every block the scan lists has its views rebuilt.
+	 * so that every block the scan lists has its views rebuilt.  A
+	 * directory with data takes those of snapshots made while it was
+	 * away, before the catch-up moves its blocks past them.
 	 */
 	if (rb->fresh && !rb->bounds_learned) {
-		if (rb_learn_bounds(rb) != 0)
+		if (rb_learn_bounds(rb, true) != 0)
 			return -1;
 		rb->bounds_learned = true;
+		bounds_done(rb, NULL);
+	} else if (!rb->fresh && rb_learn_bounds(rb, false) == 0) {
+		bounds_done(rb, NULL);
 	}
 	rb->ntodo = 0;
 	if (rb_scan(rb) != 0)
@@ -454,7 +494,8 @@ rebuild_main(void *arg)
 		rb_peers_close(rb);
 		/* Connections to peers only during a pass, failed ones too. */
 		rb_close_libs(rb);
-		if (!pause_s(rb, r == 0 ? rb->o.interval_s :
+		if (!pause_s(rb, rb->bounds_pending ? BOUNDS_RETRY_S :
+		    r == 0 ? rb->o.interval_s :
 		    rb->fresh && !rb->lacking ? WAIT_PEERS_S : RETRY_S, true))
 			break;
 	}
@@ -512,11 +553,14 @@ bft_rebuild_start(uv_loop_t *loop, struct bft_handler *h,
 	m = marker_read(o->data_dir);
 	rb->fresh = m >= 0;
 	rb->lacking = m == 1;
+	rb->bounds_pending = true;
+	rb->started_s = rb_now_s();
 	pthread_mutex_init(&rb->lock, NULL);
 	pthread_cond_init(&rb->cond, NULL);
 	rb->pub = prog;
 	h->heal_lacking = rb->lacking;
 	h->heal_fresh = rb->fresh;
+	h->bounds_pending = true;
 	if (rb_make_coders(rb) != 0)
 		goto out_free;
 	uv_async_init(loop, &rb->wake, on_calls);
@@ -533,7 +577,7 @@ bft_rebuild_start(uv_loop_t *loop, struct bft_handler *h,
 	return rb;
 
 out_free:
-	h->heal_lacking = h->heal_fresh = false;
+	h->heal_lacking = h->heal_fresh = h->bounds_pending = false;
 	rb_free(rb);
 	return NULL;
 }
@@ -555,6 +599,7 @@ bft_rebuild_stop(struct bft_rebuild *rb)
 	pthread_mutex_unlock(&rb->lock);
 	pthread_join(rb->thread, NULL);
 	rb->h->heal_lacking = rb->h->heal_fresh = false;
+	rb->h->bounds_pending = false;
 	/* The handle lives in rb: free it once the loop has closed it. */
 	uv_close((uv_handle_t *)&rb->wake, on_closed);
 }

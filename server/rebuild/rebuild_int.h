@@ -42,6 +42,11 @@ struct bft_rebuild {
 	bool stopping;
 	bool fresh;			/* initial rebuild of a new directory */
 	bool lacking;			/* ... and peers hold data it lacks */
+	/*
+	 * The volume table's snapshots not read since the server started:
+	 * clients' COMPLETEs wait (bft_handler.bounds_pending).
+	 */
+	bool bounds_pending;
 	struct bft_heal_progress prog;	/* the thread's figures */
 	struct bft_heal_progress *pub;	/* the server's, for STATUS (loop) */
 	bool kicked;			/* a pass is wanted now */
@@ -67,6 +72,8 @@ struct bft_rebuild {
 	struct bftblk__bound *bounds;
 	unsigned nbounds;
 	bool bounds_learned;		/* once per start of a new directory */
+	double started_s;		/* rb_now_s() at the start */
+	unsigned bounds_refused;	/* a directory with data: last count */
 	uint64_t bytes;
 	uint64_t io_seen;		/* the handler's io_requests, last look */
 	double io_seen_at;		/* when it last changed */
@@ -117,15 +124,17 @@ void rb_rebuild_batch(struct bft_rebuild *rb, int kind, uint64_t gen,
 void rb_close_libs(struct bft_rebuild *rb);
 
 /*
- * rebuild_views.c: snapshots' views for a new data directory.
+ * rebuild_views.c: snapshots' views.
  * rb_learn_bounds reads the volume table's snapshots and keeps each
- * boundary this server can take (rb->bounds); rb_rebuild_views adopts,
+ * boundary this server can take (rb->bounds); a server with data takes
+ * those it missed while it was away, quietly for those it holds
+ * (fresh: a new directory, which logs each).  rb_rebuild_views adopts,
  * oldest boundary first, the version each view of blocks[0..*nb) holds
  * at its peers, and moves the blocks it could not to fails[*nfails]:
  * their head must wait, as adopting it would freeze what this server
  * holds now as their view.
  */
-int rb_learn_bounds(struct bft_rebuild *rb);
+int rb_learn_bounds(struct bft_rebuild *rb, bool fresh);
 void rb_rebuild_views(struct bft_rebuild *rb, uint64_t *blocks,
     unsigned *nb, uint64_t *fails, size_t *nfails);
 

@@ -52,11 +52,25 @@ take_bound(struct bft_rebuild *rb, const struct bftblk__bound *b)
 	return st;
 }
 
+static bool has_bound(const struct bft_rebuild *rb, uint32_t vol,
+    uint64_t gen);
+
+/*
+ * A new directory (fresh) takes every boundary the table lists, before
+ * any block has a value here, and keeps in rb->bounds those it took,
+ * for rb_rebuild_views.  A directory with data takes on each pass those
+ * the table lists that the last pass did not (all of them on the first
+ * pass after a start), and keeps in rb->bounds every one listed: a
+ * snapshot made while the server was down is learned before the
+ * catch-up moves its blocks past the boundary, and the blocks' current
+ * values, which the server held when the snapshot was cut, become the
+ * views (docs/snapshots.md, "A server that was away").
+ */
 int
-rb_learn_bounds(struct bft_rebuild *rb)
+rb_learn_bounds(struct bft_rebuild *rb, bool fresh)
 {
 	struct bftblk__bound *all;
-	unsigned n, kept = 0;
+	unsigned n, kept = 0, refused = 0;
 	int r = -1;
 
 	if (rb_open_lib(rb, &rb->kind[0], false) != 0)
@@ -70,13 +84,18 @@ rb_learn_bounds(struct bft_rebuild *rb)
 	}
 	if (n > BOUNDS_MAX) {
 		bft_warn("rebuild: the volume table lists %u snapshots; only "
-		    "the first %u are rebuilt", n, BOUNDS_MAX);
+		    "the first %u are %s", n, BOUNDS_MAX, fresh ? "rebuilt" :
+		    "looked at");
 		n = BOUNDS_MAX;
 	}
 	for (unsigned i = 0; i < n; i++) {
-		int st = take_bound(rb, &all[i]);
+		int st;
 
-		switch (st) {
+		if (!fresh && has_bound(rb, all[i].vol, all[i].gen)) {
+			all[kept++] = all[i];
+			continue;
+		}
+		switch (st = take_bound(rb, &all[i])) {
 		case BFT_OK:
 			all[kept++] = all[i];
 			break;
@@ -85,11 +104,16 @@ rb_learn_bounds(struct bft_rebuild *rb)
 			break;
 		case BFT_ESTALE:
 			/*
-			 * A write of a newer generation reached this new
-			 * directory before the boundary did: the view stays
-			 * unknown here (EAGAIN to readers), as at a server
-			 * that missed the snapshot.
+			 * A write of a newer generation completed here before
+			 * the boundary was learned: the view stays unknown
+			 * here (EAGAIN to readers), as at a server that
+			 * missed the snapshot.
 			 */
+			refused++;
+			if (!fresh) {
+				all[kept++] = all[i];	/* not asked again */
+				break;
+			}
 			bft_warn("rebuild: volume %" PRIu32 ": written past "
 			    "generation %" PRIu64 " before its snapshot was "
 			    "learned; that view is not rebuilt here",
@@ -103,11 +127,15 @@ rb_learn_bounds(struct bft_rebuild *rb)
 			goto out_free;
 		}
 	}
+	if (!fresh && refused > 0)
+		bft_warn("rebuild: %u snapshots' views are not held here: "
+		    "this server completed writes past their generations "
+		    "before it learned of them", refused);
 	free(rb->bounds);
 	rb->bounds = all;
 	rb->nbounds = kept;
 	all = NULL;
-	if (kept > 0)
+	if (fresh && kept > 0)
 		bft_log("rebuild: keeping %u snapshots' views; each block's "
 		    "views are rebuilt before its head", kept);
 	r = 0;

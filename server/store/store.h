@@ -296,6 +296,14 @@ int bft_store_snap_remove(struct bft_store *st, uint32_t vol, uint64_t gen);
  */
 bool bft_store_snap_gc_step(struct bft_store *st, uint64_t budget);
 /*
+ * The highest generation of a value completed in vol here (0: none);
+ * a boundary below it is refused (bft_store_snap_add).
+ */
+uint64_t bft_store_top_gen(const struct bft_store *st, uint32_t vol);
+/* Whether vol has the boundary gen. */
+bool bft_store_snap_held(const struct bft_store *st, uint32_t vol,
+    uint64_t gen);
+/*
  * That freeing's progress, over the volumes that have some left: the
  * retained blocks visited and how many there were when it began (0 of
  * 0 when nothing is left to free).  O(volumes with snapshots).

@@ -305,6 +305,22 @@ bft_store_snap_gc_step(struct bft_store *st, uint64_t budget)
 	return more;
 }
 
+uint64_t
+bft_store_top_gen(const struct bft_store *st, uint32_t vol)
+{
+	const struct idx_vol *iv = st_idx_vol(st, vol);
+
+	return iv != NULL ? iv->top_gen : 0;
+}
+
+bool
+bft_store_snap_held(const struct bft_store *st, uint32_t vol, uint64_t gen)
+{
+	const struct snap_vol *sv = st_snap_vol(st, vol);
+
+	return sv != NULL && st_snap_has(sv, gen);
+}
+
 size_t
 bft_store_snaps(const struct bft_store *st, uint32_t vol, uint64_t *gens,
     size_t max)

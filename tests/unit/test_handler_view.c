@@ -218,6 +218,60 @@ test_snap_space(void **state)
 	assert_int_equal(snapspace(ADDR(0), 2), BFT_EAGAIN);
 }
 
+/*
+ * A restarted server that has not read the volume table since it
+ * started (bounds_pending) holds back a client's COMPLETE of a
+ * generation newer than any it completed in the volume: completed, it
+ * would make the store refuse the boundary of a snapshot taken while
+ * the server was down.  Once the boundary is taken the write goes
+ * through, and the view holds what the server had.  Not held: a
+ * generation the server has (a holder that kept its lease), a volume
+ * with nothing here, the rebuild's adoptions, the reserved volumes.
+ */
+static void
+test_bounds_hold(void **state)
+{
+	struct bft_cand v1 = mkcand(ADDR(0), NUM(1, 1), 7);
+	struct bft_cand v2 = mkcand(ADDR(0), NUM(2, 1), 7);
+	struct bft_cand b1 = mkcand(ADDR(1), NUM(1, 2), 7);
+	uint64_t fresh = bft_addr(VOL + 1, 0), adopted = bft_addr(VOL + 2, 0);
+	struct bft_cand f5 = mkcand(fresh, NUM(5, 1), 7);
+	struct bft_cand a1 = mkcand(adopted, NUM(1, 1), 7);
+	struct bft_cand a3 = mkcand(adopted, NUM(3, 1), 7);
+	uint64_t tab = bft_addr(BFT_VOL_TABLE, 5);
+	struct bft_cand t1 = mkcand(tab, NUM(1, 1), 7);
+	struct bft_cand t2 = mkcand(tab, NUM(2, 1), 7);
+
+	(void)state;
+	written(ADDR(0), &v1, 1);
+	written(adopted, &a1, 2);
+	written(tab, &t1, 3);
+	h.bounds_pending = true;
+	assert_int_equal(store(ADDR(0), &v2, 4), BFT_OK);
+	assert_int_equal(complete(ADDR(0), &v2), BFT_EAGAIN);
+	assert_ts(&lc(ADDR(0))->ts, &v1.ts);
+	written(ADDR(1), &b1, 5);	/* the generation it has */
+	written(fresh, &f5, 6);		/* nothing of the volume here */
+	written(tab, &t2, 7);		/* a reserved volume */
+	assert_int_equal(store(adopted, &a3, 8), BFT_OK);
+	h.adopting = true;		/* a value its peers completed */
+	assert_int_equal(complete(adopted, &a3), BFT_OK);
+	h.adopting = false;
+
+	/*
+	 * The table read: boundary 1, cut while this server was away, is
+	 * one its store can still take; then v2 completes over it, and the
+	 * view at 1 holds v1, what the server had.
+	 */
+	assert_int_equal(snap(1, BFT_SNAP_ADD, true), BFT_OK);
+	h.bounds_pending = false;
+	assert_int_equal(complete(ADDR(0), &v2), BFT_OK);
+	assert_int_equal(vcollect(ADDR(0), 1, false), BFT_OK);
+	assert_ts(&rep.cands[0].ts, &v1.ts);
+	assert_int_equal(collect(ADDR(0), false), BFT_OK);
+	assert_ts(&rep.cands[0].ts, &v2.ts);
+}
+
 int
 main(void)
 {
@@ -231,6 +285,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_snap_requests, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_snap_space, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_bounds_hold, setup,
 		    teardown),
 	};
 

@@ -1,0 +1,123 @@
+#!/bin/bash
+# A server that was down while a snapshot was taken holds it once it is
+# back (t=1).
+#
+# 1. Volume v (4 MiB) is imported as image A; server 3 is stopped.
+# 2. Snapshot s1 is taken without it (n-t servers keep the boundary),
+#    and image B imported over v: every block B changes moves past s1's
+#    boundary at servers 0-2.
+# 3. Server 3 starts again on its data, and a writer changes the head
+#    through NBD (C) as soon as it is up.  Its rebuild reads the volume
+#    table before its catch-up moves any block past s1, and takes s1's
+#    boundary: what it holds of A becomes its view of s1 as the
+#    catch-up brings B.  Until it has read the table, it answers a
+#    client's COMPLETE with EAGAIN, so that C, of a generation above
+#    s1's, cannot reach it first and make it refuse the boundary.
+# 4. Its answers for every block of s1 (VCOLLECT, testclient view-lc)
+#    are then those of server 2; with server 0 stopped, v@s1 and v
+#    read back exactly A and B+C, every snapshot read needing server 3.
+# Without the boundary taken on return, server 3 answers "do not know"
+# for every changed block of s1, and step 4 fails.
+# shellcheck source=tests/faults/heal-lib.bash
+. "$(dirname "${BASH_SOURCE[0]}")/heal-lib.bash"
+
+NBDKIT_PIN=			# volumes by export name
+NBDKIT_SHARED=			# one writer per volume: the lease holder
+NB=64
+
+require_python_nbd /usr/bin/python3
+cluster_start 1
+
+# image OUT TAG [BASE]: as heal-snapshot.sh's, a function of HEAL_SEED.
+image()
+{
+	PATH=/usr/bin:$PATH python3 - "$HEAL_SEED" "$NB" "$@" <<'PY'
+import random, sys
+seed, nb, out, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+base = sys.argv[5] if len(sys.argv) > 5 else None
+BS = 65536
+img = bytearray(open(base, "rb").read()) if base else bytearray(nb * BS)
+blocks = {"A": range(nb), "B": range(0, nb, 2), "C": range(0, 16)}[tag]
+for b in blocks:
+    img[b * BS:(b + 1) * BS] = random.Random(
+        "%s-%s-%d" % (seed, tag, b)).randbytes(BS)
+open(out, "wb").write(img)
+PY
+}
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# check WHAT: v@s1 and v read back as their images.
+check()
+{
+	local ref
+	for ref in v@s1:a v:bc; do
+		"$ADMIN" export --dir "$CLUSTER_DIR" "${ref%%:*}" \
+		    "$TESTDIR/out.img" 2>>"$TESTDIR/log/export.log" ||
+		    fail "$1: export ${ref%%:*} failed"
+		[ "$(sha "$TESTDIR/out.img")" = \
+		    "$(sha "$TESTDIR/${ref#*:}.img")" ] ||
+		    fail "$1: ${ref%%:*} does not read back as it was"
+	done
+	log "$1: v@s1 and v read back exactly"
+}
+
+log "step 1: v imported as A; server 3 stopped"
+"$ADMIN" volume create --dir "$CLUSTER_DIR" --name v --size 4M \
+    >/dev/null || fail "creating v"
+image "$TESTDIR/a.img" A
+image "$TESTDIR/b.img" B "$TESTDIR/a.img"
+image "$TESTDIR/bc.img" C "$TESTDIR/b.img"
+"$ADMIN" import --dir "$CLUSTER_DIR" "$TESTDIR/a.img" v \
+    2>>"$TESTDIR/log/import.log" || fail "import A"
+server_kill 3
+
+log "step 2: snapshot s1 and image B without server 3"
+"$ADMIN" snap create --dir "$CLUSTER_DIR" --volume v --name s1 \
+    >/dev/null || fail "snap create v@s1"
+"$ADMIN" import --dir "$CLUSTER_DIR" "$TESTDIR/b.img" v \
+    2>>"$TESTDIR/log/import.log" || fail "import B"
+
+log "step 3: server 3 back on its data; C written at once"
+heal_mark 3
+server_start 3
+nbdkit_start nbd
+V_URI="nbd+unix:///v?socket=$TESTDIR/nbd.sock"
+PATH=/usr/bin:$PATH nbdsh -u "$V_URI" -c "
+f = open('$TESTDIR/bc.img', 'rb').read()
+for b in range(16):
+    h.pwrite(f[b * 65536:(b + 1) * 65536], b * 65536)
+h.flush()
+" || fail "writing C"
+heal_wait_done 3
+gen=$("$ADMIN" snap info --dir "$CLUSTER_DIR" --volume v --name s1 |
+    sed -n 's/^boundary generation: //p')
+vid=$("$ADMIN" snap info --dir "$CLUSTER_DIR" --volume v --name s1 |
+    sed -n 's/^volume id: //p')
+[ -n "$gen" ] && [ -n "$vid" ] || fail "snap info v@s1"
+heal_since 3 | grep -aq "keeps the view at generation $gen" || {
+	heal_since 3 >&2
+	fail "server-3 did not take s1's boundary on its return"
+}
+if heal_since 3 | grep -aq "views are not held here"; then
+	heal_since 3 >&2
+	fail "server-3 refused s1's boundary"
+fi
+
+log "step 4: server 3's view of s1 against server 2's; server 0 stopped"
+for i in 3 2; do
+	"$BUILD/tests/bftblk-testclient" view-lc \
+	    --config "$CLUSTER_DIR/bftblk.conf" \
+	    --keys "$CLUSTER_DIR/client.key" --servers "$i" \
+	    --block $((vid << 40)) --count "$NB" --view "$gen" |
+	    sed 's/^server [0-9]* //' >"$TESTDIR/views-$i.txt" ||
+	    fail "view-lc on server $i"
+done
+cmp -s "$TESTDIR/views-3.txt" "$TESTDIR/views-2.txt" || {
+	diff "$TESTDIR/views-3.txt" "$TESTDIR/views-2.txt" | head -8 >&2
+	fail "servers 3 and 2 hold different views of v@s1"
+}
+log "servers 3 and 2 hold the same view of v@s1"
+server_kill 0
+check "servers 1, 2 and 3 (back after s1)"
+log "ok"
