@@ -24,9 +24,7 @@
 # No I/O may fail: with at most t faulty servers there is no excuse.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-command -v fio >/dev/null || skip "fio is not installed"
-[[ " $(fio --enghelp 2>/dev/null | tr -s '\t\n' '  ') " == *" nbd "* ]] ||
-    skip "fio has no nbd engine"
+require_fio_nbd
 
 [ -x "$TEST_SERVER" ] || fail "$TEST_SERVER is missing: run make first"
 export BFTBLK_TEST_BYZANTINE=1

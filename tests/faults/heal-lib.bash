@@ -218,3 +218,25 @@ heal_wait_caught_up()
 	    "$(grep -a 'rebuild: done,' <<<"$since" | tail -n 1 |
 	    sed 's/^[^ ]* [^ ]* //')"
 }
+
+# heal_same_view I J VID GEN COUNT WHAT: servers I and J answer alike
+# (VCOLLECT, testclient view-lc) for each of blocks 0..COUNT-1 of volume
+# VID's view at generation GEN: a reader's quorum would hide one wrong
+# server.  WHAT names the view in the failure.
+heal_same_view()
+{
+	local i
+	for i in "$1" "$2"; do
+		"$BUILD/tests/bftblk-testclient" view-lc \
+		    --config "$CLUSTER_DIR/bftblk.conf" \
+		    --keys "$CLUSTER_DIR/client.key" --servers "$i" \
+		    --block $(($3 << 40)) --count "$5" --view "$4" |
+		    sed 's/^server [0-9]* //' >"$TESTDIR/views-$i.txt" ||
+		    fail "view-lc on server $i"
+	done
+	cmp -s "$TESTDIR/views-$1.txt" "$TESTDIR/views-$2.txt" || {
+		diff "$TESTDIR/views-$1.txt" "$TESTDIR/views-$2.txt" |
+		    head -8 >&2
+		fail "servers $1 and $2 hold different views of $6"
+	}
+}

@@ -105,18 +105,7 @@ if heal_since 3 | grep -aq "views are not held here"; then
 fi
 
 log "step 4: server 3's view of s1 against server 2's; server 0 stopped"
-for i in 3 2; do
-	"$BUILD/tests/bftblk-testclient" view-lc \
-	    --config "$CLUSTER_DIR/bftblk.conf" \
-	    --keys "$CLUSTER_DIR/client.key" --servers "$i" \
-	    --block $((vid << 40)) --count "$NB" --view "$gen" |
-	    sed 's/^server [0-9]* //' >"$TESTDIR/views-$i.txt" ||
-	    fail "view-lc on server $i"
-done
-cmp -s "$TESTDIR/views-3.txt" "$TESTDIR/views-2.txt" || {
-	diff "$TESTDIR/views-3.txt" "$TESTDIR/views-2.txt" | head -8 >&2
-	fail "servers 3 and 2 hold different views of v@s1"
-}
+heal_same_view 3 2 "$vid" "$gen" "$NB" v@s1
 log "servers 3 and 2 hold the same view of v@s1"
 server_kill 0
 check "servers 1, 2 and 3 (back after s1)"

@@ -138,18 +138,7 @@ same_views()
 		    >"$TESTDIR/info.txt" || fail "snap info v@$s"
 		gen=$(sed -n 's/^boundary generation: //p' "$TESTDIR/info.txt")
 		vid=$(sed -n 's/^volume id: //p' "$TESTDIR/info.txt")
-		for i in "$1" "$2"; do
-			"$BUILD/tests/bftblk-testclient" view-lc --config "$CLUSTER_DIR/bftblk.conf" \
-			    --keys "$CLUSTER_DIR/client.key" --servers "$i" \
-			    --block $((vid << 40)) --count "$NB" --view "$gen" |
-			    sed 's/^server [0-9]* //' >"$TESTDIR/views-$i.txt" ||
-			    fail "view-lc on server $i"
-		done
-		cmp -s "$TESTDIR/views-$1.txt" "$TESTDIR/views-$2.txt" || {
-			diff "$TESTDIR/views-$1.txt" "$TESTDIR/views-$2.txt" |
-			    head -8 >&2
-			fail "servers $1 and $2 hold different views of v@$s"
-		}
+		heal_same_view "$1" "$2" "$vid" "$gen" "$NB" "v@$s"
 	done
 	log "servers $1 and $2 hold the same views of v@s1, v@s2, v@s3"
 }

@@ -33,9 +33,7 @@
 #    verifies through the new plugin.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-command -v fio >/dev/null || skip "fio is not installed"
-[[ " $(fio --enghelp 2>/dev/null | tr -s '\t\n' '  ') " == *" nbd "* ]] ||
-    skip "fio has no nbd engine"
+require_fio_nbd
 
 DURATION=${UPGRADE_DURATION:-45}
 NEW_ADMIN=$ADMIN

@@ -8,9 +8,7 @@
 # come from the servers.  Any fio error or verify mismatch fails.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-command -v fio >/dev/null || skip "fio is not installed"
-[[ " $(fio --enghelp 2>/dev/null | tr -s '\t\n' '  ') " == *" nbd "* ]] ||
-    skip "fio has no nbd engine"
+require_fio_nbd
 
 # run_fio NAME FIO-ARGS...: runs one fio job against nbdkit "nbd" and
 # fails the test on a non-zero exit, an "err=" other than 0 in fio's

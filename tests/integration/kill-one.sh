@@ -15,9 +15,7 @@
 #    byte.  Finally server 0 is restarted and everything checked again.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-command -v fio >/dev/null || skip "fio is not installed"
-[[ " $(fio --enghelp 2>/dev/null | tr -s '\t\n' '  ') " == *" nbd "* ]] ||
-    skip "fio has no nbd engine"
+require_fio_nbd
 
 FIO_RUNTIME=20
 KILL_AFTER=5

@@ -102,6 +102,15 @@ require_python_nbd()
 	    skip "$1 has no nbd module (apt-get install python3-libnbd)"
 }
 
+# require_fio_nbd: skips the test unless fio is installed with its nbd
+# engine (fio 3.x built with libnbd, as Debian 12's is).
+require_fio_nbd()
+{
+	command -v fio >/dev/null || skip "fio is not installed"
+	[[ " $(fio --enghelp 2>/dev/null | tr -s '\t\n' '  ') " == *" nbd "* ]] ||
+	    skip "fio has no nbd engine"
+}
+
 require_build()
 {
 	local f

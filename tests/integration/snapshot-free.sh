@@ -9,9 +9,7 @@
 # every server must free 90% of them while fio still writes.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-command -v fio >/dev/null || skip "fio is not installed"
-[[ " $(fio --enghelp 2>/dev/null | tr -s '\t\n' '  ') " == *" nbd "* ]] ||
-    skip "this fio has no nbd engine"
+require_fio_nbd
 NBDKIT_PIN=
 NBDKIT_SHARED=
 OWN=384		# MiB the snapshot holds of its own: 6144 blocks

@@ -7,9 +7,7 @@
 # follow it too rather than take the fence as standing.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-command -v fio >/dev/null || skip "fio is not installed"
-[[ " $(fio --enghelp 2>/dev/null | tr -s '\t\n' '  ') " == *" nbd "* ]] ||
-    skip "this fio has no nbd engine"
+require_fio_nbd
 NBDKIT_PIN=
 NBDKIT_SHARED=
 cluster_start 1
