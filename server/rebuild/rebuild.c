@@ -478,6 +478,23 @@ pass(struct bft_rebuild *rb)
 	return 0;
 }
 
+/*
+ * Seconds to the next pass after one that returned r.  A directory with
+ * data that has not read the table yet looks again soon: clients'
+ * writes of a new generation wait for it (bounds_pending).  A new
+ * directory keeps its own pace, which its first pass's reading of the
+ * table is part of.
+ */
+static double
+next_pass_s(const struct bft_rebuild *rb, int r)
+{
+	if (!rb->fresh && rb->bounds_pending)
+		return BOUNDS_RETRY_S;
+	if (r == 0)
+		return rb->o.interval_s;
+	return rb->fresh && !rb->lacking ? WAIT_PEERS_S : RETRY_S;
+}
+
 static void *
 rebuild_main(void *arg)
 {
@@ -494,9 +511,7 @@ rebuild_main(void *arg)
 		rb_peers_close(rb);
 		/* Connections to peers only during a pass, failed ones too. */
 		rb_close_libs(rb);
-		if (!pause_s(rb, rb->bounds_pending ? BOUNDS_RETRY_S :
-		    r == 0 ? rb->o.interval_s :
-		    rb->fresh && !rb->lacking ? WAIT_PEERS_S : RETRY_S, true))
+		if (!pause_s(rb, next_pass_s(rb, r), true))
 			break;
 	}
 	return NULL;

@@ -73,7 +73,7 @@ struct bft_rebuild {
 	unsigned nbounds;
 	bool bounds_learned;		/* once per start of a new directory */
 	double started_s;		/* rb_now_s() at the start */
-	unsigned bounds_refused;	/* a directory with data: last count */
+	bool bounds_failing;		/* the last reading of the table failed */
 	uint64_t bytes;
 	uint64_t io_seen;		/* the handler's io_requests, last look */
 	double io_seen_at;		/* when it last changed */

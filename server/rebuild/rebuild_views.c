@@ -78,10 +78,15 @@ rb_learn_bounds(struct bft_rebuild *rb, bool fresh)
 	if ((all = calloc(BOUNDS_MAX, sizeof *all)) == NULL)
 		return -1;
 	if (bftblk__peer_bounds(rb->kind[0].lib, all, BOUNDS_MAX, &n) != 0) {
-		bft_log("rebuild: cannot read the volume table's snapshots "
-		    "yet (%s); trying again", bftblk_errmsg(rb->kind[0].lib));
+		/* Once per outage where it is tried on every pass. */
+		if (fresh || !rb->bounds_failing)
+			bft_log("rebuild: cannot read the volume table's "
+			    "snapshots yet (%s); trying again",
+			    bftblk_errmsg(rb->kind[0].lib));
+		rb->bounds_failing = true;
 		goto out_free;
 	}
+	rb->bounds_failing = false;
 	if (n > BOUNDS_MAX) {
 		bft_warn("rebuild: the volume table lists %u snapshots; only "
 		    "the first %u are %s", n, BOUNDS_MAX, fresh ? "rebuilt" :
