@@ -402,8 +402,11 @@ pass(struct bft_rebuild *rb)
 			return -1;
 		rb->bounds_learned = true;
 		bounds_done(rb, NULL);
-	} else if (!rb->fresh && rb_learn_bounds(rb, false) == 0) {
-		bounds_done(rb, NULL);
+	} else if (!rb->fresh) {
+		if (rb_learn_bounds(rb, false) == 0)
+			bounds_done(rb, NULL);
+		else if (rb->bounds_pending)
+			return -1;	/* no catch-up past an unread boundary */
 	}
 	rb->ntodo = 0;
 	if (rb_scan(rb) != 0)
