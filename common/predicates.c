@@ -321,8 +321,8 @@ bool
 bft_lock_claim_refused(uint64_t block, const struct bft_ts *lc,
     const struct bft_ts *ts)
 {
-	return bft_is_lock_register(block) && !bft_ts_is_zero(lc) && bft_ts_gen(lc) == bft_ts_gen(ts) &&
-	    lc->wid != ts->wid;
+	return bft_is_lock_register(block) && !bft_ts_is_zero(lc) &&
+	    bft_ts_gen(lc) == bft_ts_gen(ts) && lc->wid != ts->wid;
 }
 
 uint64_t

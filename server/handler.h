@@ -104,8 +104,9 @@ bool bft_handler_bounds_hold(const struct bft_handler *h, uint64_t block,
     const struct bft_ts *ts);
 
 /*
- * Whether a COMPLETE or write-back under ts of block is a rival's claim of an admin-lock generation another writer
- * took first (bft_lock_claim_refused); logged.  A COMPLETE is then
+ * Whether a COMPLETE or write-back under ts of block is a rival's
+ * claim of an admin-lock generation another writer took first
+ * (bft_lock_claim_refused); logged.  A COMPLETE is then
  * answered EFENCED; a write-back is not applied, and the read that
  * carried it goes on, so that no read of the lock can be stuck on two
  * half-written rival claims.  Never for the rebuild's adoptions.
