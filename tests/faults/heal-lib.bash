@@ -240,3 +240,25 @@ heal_same_view()
 		fail "servers $1 and $2 hold different views of $6"
 	}
 }
+
+# heal_image OUT TAG PLAN [BASE]: an image of NB blocks written to OUT:
+# BASE (zeros without it) with the blocks PLAN lists changed.  PLAN is
+# a Python expression over nb, a list of (block, how): how "w" writes
+# the block with data of TAG, block and HEAL_SEED alone; "z" zeroes it.
+heal_image()
+{
+	PATH=/usr/bin:$PATH python3 - "$HEAL_SEED" "$NB" "$@" <<'PY'
+import random, sys
+seed, nb, out, tag, plan = sys.argv[1], int(sys.argv[2]), *sys.argv[3:6]
+base = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] else None
+BS = 65536
+img = bytearray(open(base, "rb").read()) if base else bytearray(nb * BS)
+for b, how in eval("(%s)" % plan, {"nb": nb}):
+    if how == "z":
+        img[b * BS:(b + 1) * BS] = bytes(BS)
+    else:
+        img[b * BS:(b + 1) * BS] = random.Random(
+            "%s-%s-%d" % (seed, tag, b)).randbytes(BS)
+open(out, "wb").write(img)
+PY
+}

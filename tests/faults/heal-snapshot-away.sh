@@ -28,21 +28,17 @@ NB=64
 require_python_nbd /usr/bin/python3
 cluster_start 1
 
-# image OUT TAG [BASE]: as heal-snapshot.sh's, a function of HEAL_SEED.
+# image OUT TAG [BASE]: A is every block, B every other one, C the
+# first 16 (heal_image).
 image()
 {
-	PATH=/usr/bin:$PATH python3 - "$HEAL_SEED" "$NB" "$@" <<'PY'
-import random, sys
-seed, nb, out, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-base = sys.argv[5] if len(sys.argv) > 5 else None
-BS = 65536
-img = bytearray(open(base, "rb").read()) if base else bytearray(nb * BS)
-blocks = {"A": range(nb), "B": range(0, nb, 2), "C": range(0, 16)}[tag]
-for b in blocks:
-    img[b * BS:(b + 1) * BS] = random.Random(
-        "%s-%s-%d" % (seed, tag, b)).randbytes(BS)
-open(out, "wb").write(img)
-PY
+	local plan
+	case $2 in
+	A) plan='[(b, "w") for b in range(nb)]' ;;
+	B) plan='[(b, "w") for b in range(0, nb, 2)]' ;;
+	C) plan='[(b, "w") for b in range(0, 16)]' ;;
+	esac
+	heal_image "$1" "$2" "$plan" "${3:-}"
 }
 
 sha() { sha256sum "$1" | cut -d' ' -f1; }

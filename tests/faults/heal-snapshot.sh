@@ -33,32 +33,19 @@ require_python_nbd /usr/bin/python3
 cluster_start 1
 
 # image OUT TAG [BASE]: the image TAG of v; with BASE, BASE with TAG's
-# blocks changed.  Every image is a function of HEAL_SEED alone.
+# blocks changed (heal_image).
 image()
 {
-	PATH=/usr/bin:$PATH python3 - "$HEAL_SEED" "$NB" "$@" <<'EOF'
-import random, sys
-seed, nb, out, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-base = sys.argv[5] if len(sys.argv) > 5 else None
-BS = 65536
-img = bytearray(open(base, "rb").read()) if base else bytearray(nb * BS)
-# Which blocks each step touches, and how.
-plan = {
-    "A": [(b, "w") for b in range(nb) if b % 4 != 3],
-    "B": [(b, "w") for b in range(0, nb, 2)] +
-         [(b, "z") for b in range(1, nb, 8)],
-    "C": [(b, "w") for b in range(0, nb, 3)],
-    "D": [(b, "w") for b in range(40, 56)],
-    "E": [(b, "w") for b in range(48, 64)],
-}[tag]
-for b, how in plan:
-    if how == "z":
-        img[b * BS:(b + 1) * BS] = bytes(BS)
-    else:
-        img[b * BS:(b + 1) * BS] = random.Random(
-            "%s-%s-%d" % (seed, tag, b)).randbytes(BS)
-open(out, "wb").write(img)
-EOF
+	local plan
+	case $2 in
+	A) plan='[(b, "w") for b in range(nb) if b % 4 != 3]' ;;
+	B) plan='[(b, "w") for b in range(0, nb, 2)] +
+	    [(b, "z") for b in range(1, nb, 8)]' ;;
+	C) plan='[(b, "w") for b in range(0, nb, 3)]' ;;
+	D) plan='[(b, "w") for b in range(40, 56)]' ;;
+	E) plan='[(b, "w") for b in range(48, 64)]' ;;
+	esac
+	heal_image "$1" "$2" "$plan" "${3:-}"
 }
 
 sha() { sha256sum "$1" | cut -d' ' -f1; }

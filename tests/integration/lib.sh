@@ -102,6 +102,16 @@ require_python_nbd()
 	    skip "$1 has no nbd module (apt-get install python3-libnbd)"
 }
 
+# status_each FIELD: FIELD of every server in `bftblk status --json`
+# (bytes_live, bytes_total, ...), space-separated in index order; -1
+# for a server that does not report it.
+status_each()
+{
+	"$ADMIN" status --dir "$CLUSTER_DIR" --json | python3 -c "import json, sys
+r = json.load(sys.stdin)
+print(' '.join(str(s.get(sys.argv[1], -1)) for s in r['servers']))" "$1"
+}
+
 # require_fio_nbd: skips the test unless fio is installed with its nbd
 # engine (fio 3.x built with libnbd, as Debian 12's is).
 require_fio_nbd()

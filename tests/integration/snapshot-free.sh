@@ -21,13 +21,6 @@ cluster_start 1
 nbdkit_start nbd
 URI="nbd+unix:///v?socket=$TESTDIR/nbd.sock"
 
-# live: every server's bytes_live, space-separated.
-live()
-{
-	"$ADMIN" status --dir "$CLUSTER_DIR" --json | python3 -c "import json, sys
-print(' '.join(str(s.get('bytes_live', -1)) for s in json.load(sys.stdin)['servers']))"
-}
-
 seqw()
 {
 	fio --name="$1" --ioengine=nbd --uri="$URI" --iodepth=16 --rw=write \
@@ -40,7 +33,7 @@ seqw fill
 "$ADMIN" snap create --dir "$CLUSTER_DIR" --volume v --name s >/dev/null ||
     fail "snap create"
 seqw overwrite
-before=$(live)
+before=$(status_each bytes_live)
 log "live bytes with the snapshot: $before"
 
 # The writer: random writes over the first 32 MiB for as long as the
@@ -57,7 +50,7 @@ freed=0
 for ((i = 0; i < 30; i++)); do
 	sleep 1
 	_alive "$FIO" || fail "fio stopped before the space came back"
-	now=$(live)
+	now=$(status_each bytes_live)
 	if python3 -c "import sys
 a, b = (list(map(int, x.split())) for x in sys.argv[1:3])
 own = $OWN * 2**20 / 2          # per server: x n/k / n at t = 1
