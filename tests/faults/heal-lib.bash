@@ -262,3 +262,19 @@ for b, how in eval("(%s)" % plan, {"nb": nb}):
 open(out, "wb").write(img)
 PY
 }
+
+# heal_check_exports WHAT REF:IMAGE...: each REF (V or V@S), exported
+# with `bftblk export`, has the same sha256 as $TESTDIR/IMAGE.img.
+heal_check_exports()
+{
+	local what=$1 ref
+	shift
+	for ref in "$@"; do
+		"$ADMIN" export --dir "$CLUSTER_DIR" "${ref%%:*}" \
+		    "$TESTDIR/out.img" 2>>"$TESTDIR/log/export.log" ||
+		    fail "$what: export ${ref%%:*} failed"
+		[ "$(sha256sum <"$TESTDIR/out.img")" = \
+		    "$(sha256sum <"$TESTDIR/${ref#*:}.img")" ] ||
+		    fail "$what: ${ref%%:*} does not read back as it was"
+	done
+}

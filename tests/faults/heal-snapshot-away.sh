@@ -41,20 +41,10 @@ image()
 	heal_image "$1" "$2" "$plan" "${3:-}"
 }
 
-sha() { sha256sum "$1" | cut -d' ' -f1; }
-
-# check WHAT: v@s1 and v read back as their images.
+# check WHAT: every snapshot and the head read back as their images.
 check()
 {
-	local ref
-	for ref in v@s1:a v:bc; do
-		"$ADMIN" export --dir "$CLUSTER_DIR" "${ref%%:*}" \
-		    "$TESTDIR/out.img" 2>>"$TESTDIR/log/export.log" ||
-		    fail "$1: export ${ref%%:*} failed"
-		[ "$(sha "$TESTDIR/out.img")" = \
-		    "$(sha "$TESTDIR/${ref#*:}.img")" ] ||
-		    fail "$1: ${ref%%:*} does not read back as it was"
-	done
+	heal_check_exports "$1" v@s1:a v:bc
 	log "$1: v@s1 and v read back exactly"
 }
 

@@ -48,21 +48,11 @@ image()
 	heal_image "$1" "$2" "$plan" "${3:-}"
 }
 
-sha() { sha256sum "$1" | cut -d' ' -f1; }
-
 # check WHAT: every snapshot and the head read back as their images.
 check()
 {
-	local what=$1 ref
-	for ref in v@s1:a v@s2:b v@s3:cd v:cde; do
-		"$ADMIN" export --dir "$CLUSTER_DIR" "${ref%%:*}" \
-		    "$TESTDIR/out.img" 2>>"$TESTDIR/log/export.log" ||
-		    fail "$what: export ${ref%%:*} failed"
-		[ "$(sha "$TESTDIR/out.img")" = \
-		    "$(sha "$TESTDIR/${ref#*:}.img")" ] ||
-		    fail "$what: ${ref%%:*} does not read back as it was"
-	done
-	log "$what: v@s1, v@s2, v@s3 and v read back exactly"
+	heal_check_exports "$1" v@s1:a v@s2:b v@s3:cd v:cde
+	log "$1: v@s1, v@s2, v@s3 and v read back exactly"
 }
 
 log "step 1: v with snapshots s1 (A) and s2 (B), head C"
