@@ -235,7 +235,8 @@ $(BUILD)/tests/test_rejuv: $(BUILD)/server/rejuv_decide.o
 $(BUILD)/tests/unit/test_status_format.o: override CFLAGS += -Ilib
 $(BUILD)/tests/test_status_format: $(BUILD)/admin/status_format.o \
     $(BUILD)/admin/status_clients.o $(BUILD)/admin/status_volumes.o \
-    $(BUILD)/admin/status_release.o $(BUILD)/admin/status_recover.o
+    $(BUILD)/admin/status_release.o $(BUILD)/admin/status_recover.o \
+    $(BUILD)/admin/status_keys.o
 # Pieces of the engine that stand alone.
 $(BUILD)/tests/test_blockcache: $(BUILD)/lib/blockcache.o
 $(BUILD)/tests/test_coalesce: $(BUILD)/lib/coalesce.o $(BUILD)/lib/error.o

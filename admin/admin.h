@@ -86,5 +86,6 @@ int admin_server(int argc, char **argv);
 /* bftblk server rotate (server_rotate.c), from admin_server. */
 int admin_server_rotate(int argc, char **argv);
 int admin_status(int argc, char **argv);
+int admin_keys(int argc, char **argv);
 
 #endif

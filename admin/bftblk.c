@@ -125,6 +125,14 @@ admin_usage(FILE *fp)
 	    "once server I\n"
 	    "  runs it, --finish makes it server.I.pk.  Needs the cluster "
 	    "finalized.\n"
+	    "usage: bftblk keys rotate --dir DIR [--keys FILE] [--timeout "
+	    "SECS]\n"
+	    "  Adds the next epoch of MAC keys to the writers' and servers' "
+	    "key files in\n"
+	    "  DIR.  Install the writers' files, then the servers' (SIGHUP); "
+	    "writers sign\n"
+	    "  under it once every server accepts it.  Needs the cluster "
+	    "finalized.\n"
 	    "usage: bftblk scrub --dir DIR [--keys FILE]\n"
 	    "  Asks every server to check its own fragments now (a writer's "
 	    "key file).\n"
@@ -197,6 +205,8 @@ main(int argc, char **argv)
 		return admin_server(argc - 1, argv + 1);
 	if (strcmp(argv[1], "status") == 0)
 		return admin_status(argc - 1, argv + 1);
+	if (strcmp(argv[1], "keys") == 0)
+		return admin_keys(argc - 1, argv + 1);
 	if (strcmp(argv[1], "help") == 0) {
 		admin_usage(stdout);
 		return 0;

@@ -394,6 +394,7 @@ status_print_text(const struct status_report *r, FILE *fp)
 		fprintf(fp, ", %u recovering", k);
 	fputc('\n', fp);
 	status_print_releases(r, fp);
+	status_print_mac_epochs(r, fp);
 	for (unsigned i = 0; i < r->n; i++) {
 		const struct status_server *s = &r->servers[i];
 		const struct bft_status_info *in = &s->info;
@@ -588,6 +589,7 @@ status_print_json(const struct status_report *r, FILE *fp)
 	}
 	fputc(']', fp);
 	status_json_releases(r, fp);
+	status_json_mac_epochs(r, fp);
 	status_json_leases(r, fp);
 	fputs(",\"clients\":[", fp);
 	for (unsigned c = 0; c < r->nclients; c++) {

@@ -137,6 +137,22 @@ void status_print_releases(const struct status_report *r, FILE *fp);
 void status_json_releases(const struct status_report *r, FILE *fp);
 
 /*
+ * status_keys.c: the MAC key epochs of the servers that answered: the
+ * oldest any holds, the newest any accepts, and how many accept that
+ * newest (a rotation is done signing-wise when all n do).
+ */
+struct status_epochs {
+	uint64_t oldest, newest;
+	unsigned naccept, nanswered;
+};
+void status_mac_epochs(const struct status_report *r,
+    struct status_epochs *out);
+/* "MAC keys: epoch 0 on every server that answered", or a rotation's. */
+void status_print_mac_epochs(const struct status_report *r, FILE *fp);
+/* ,"mac_epochs":{...} for the JSON document. */
+void status_json_mac_epochs(const struct status_report *r, FILE *fp);
+
+/*
  * status_recover.c: ", recovering (scrub d/t, catch-up d/t)" for a
  * server in proactive recovery (nothing for one that is not), and how
  * many that answered are recovering or about to.

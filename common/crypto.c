@@ -266,3 +266,36 @@ bft_snap_verify(uint32_t vol, uint64_t gen, uint8_t op,
 	bft_snap_mac(vol, gen, op, ki, want);
 	return bft_equal(want, m, BFT_MAC_LEN);
 }
+
+bool
+bft_ts_check(const struct bft_ts *ts, uint64_t block,
+    const struct bft_mac_keys *kw)
+{
+	return bft_ts_verify(ts, block, kw->k) ||
+	    (kw->alt != NULL && bft_ts_verify(ts, block, kw->alt));
+}
+
+bool
+bft_vec_check(const struct bft_ts *ts, uint64_t block,
+    const uint8_t nh[BFT_HASH_LEN], const struct bft_mac_keys *ki,
+    const uint8_t m[BFT_MAC_LEN])
+{
+	return bft_vec_verify(ts, block, nh, ki->k, m) ||
+	    (ki->alt != NULL && bft_vec_verify(ts, block, nh, ki->alt, m));
+}
+
+bool
+bft_drop_check(uint32_t vol, const struct bft_mac_keys *ki,
+    const uint8_t m[BFT_MAC_LEN])
+{
+	return bft_drop_verify(vol, ki->k, m) ||
+	    (ki->alt != NULL && bft_drop_verify(vol, ki->alt, m));
+}
+
+bool
+bft_snap_check(uint32_t vol, uint64_t gen, uint8_t op,
+    const struct bft_mac_keys *ki, const uint8_t m[BFT_MAC_LEN])
+{
+	return bft_snap_verify(vol, gen, op, ki->k, m) ||
+	    (ki->alt != NULL && bft_snap_verify(vol, gen, op, ki->alt, m));
+}

@@ -82,9 +82,28 @@ bool bft_vec_verify(const struct bft_ts *ts, uint64_t block,
  * STORE.  Its own domain byte and a length no other MAC here has keep
  * it from passing as a timestamp's or a MAC vector's, and them as it.
  */
+/*
+ * The keys a MAC check accepts: one epoch's and, while MAC keys are
+ * being rotated (docs/key-epochs.md), the other epoch's, else NULL.
+ * The other is tried only when the first fails, so outside a rotation
+ * a check costs what it did, and no message says which epoch its MACs
+ * are under.
+ */
+struct bft_mac_keys {
+	const uint8_t *k;
+	const uint8_t *alt;
+};
+bool bft_ts_check(const struct bft_ts *ts, uint64_t block,
+    const struct bft_mac_keys *kw);
+bool bft_vec_check(const struct bft_ts *ts, uint64_t block,
+    const uint8_t nh[BFT_HASH_LEN], const struct bft_mac_keys *ki,
+    const uint8_t mac[BFT_MAC_LEN]);
+
 void bft_drop_mac(uint32_t vol, const uint8_t ki[BFT_KEY_LEN],
     uint8_t out[BFT_MAC_LEN]);
 bool bft_drop_verify(uint32_t vol, const uint8_t ki[BFT_KEY_LEN],
+    const uint8_t mac[BFT_MAC_LEN]);
+bool bft_drop_check(uint32_t vol, const struct bft_mac_keys *ki,
     const uint8_t mac[BFT_MAC_LEN]);
 
 /*
@@ -98,5 +117,7 @@ void bft_snap_mac(uint32_t vol, uint64_t gen, uint8_t op,
     const uint8_t ki[BFT_KEY_LEN], uint8_t out[BFT_MAC_LEN]);
 bool bft_snap_verify(uint32_t vol, uint64_t gen, uint8_t op,
     const uint8_t ki[BFT_KEY_LEN], const uint8_t mac[BFT_MAC_LEN]);
+bool bft_snap_check(uint32_t vol, uint64_t gen, uint8_t op,
+    const struct bft_mac_keys *ki, const uint8_t mac[BFT_MAC_LEN]);
 
 #endif

@@ -53,6 +53,13 @@ enum bft_feature {
 	 * changes: the feature is the file's.
 	 */
 	BFT_FEAT_SERVER_KEY_ROTATION = 2,
+	/*
+	 * MAC key epochs (docs/key-epochs.md): epoch and next-epoch lines
+	 * in key files, which release 0.2.0's loader refuses, and the
+	 * epochs in STATUS a writer switches by.  A 0.2.0 server would
+	 * refuse every write under the next epoch.
+	 */
+	BFT_FEAT_MAC_EPOCHS = 3,
 	BFT_FEAT_COUNT
 };
 

@@ -18,6 +18,9 @@ struct key_ctx {
 	struct bft_volume_key *vk;
 	int have_id, have_index, have_kw, have_chan, have_name, have_aead;
 	uint32_t have_keys;
+	/* The next epoch's: next-epoch, next-writer-key, next-key(.I). */
+	int have_next_epoch, have_next_kw;
+	uint32_t have_next_keys;
 };
 
 /* Parses a decimal number no greater than max. */
@@ -37,12 +40,89 @@ parse_bounded(const char *s, unsigned max, unsigned *out)
 	return 0;
 }
 
+/*
+ * epoch, next-epoch and the next epoch's keys, of a server's or a
+ * client's file: 1 when key is one of them (parsed, or -EINVAL), 0
+ * when it is not.
+ */
+static int
+epoch_pair(struct key_ctx *ctx, const char *key, const char *value)
+{
+	uint32_t *epoch = ctx->sk ? &ctx->sk->epoch : &ctx->ck->epoch;
+	uint32_t *alt = ctx->sk ? &ctx->sk->alt_epoch : &ctx->ck->alt_epoch;
+	unsigned v, idx;
+
+	if (strcmp(key, "epoch") == 0 || strcmp(key, "next-epoch") == 0) {
+		if (parse_bounded(value, UINT32_MAX - 1, &v))
+			return -EINVAL;
+		if (key[0] == 'e')
+			*epoch = v;
+		else {
+			*alt = v;
+			ctx->have_next_epoch = 1;
+		}
+		return 1;
+	}
+	if (ctx->sk && strcmp(key, "next-key") == 0) {
+		if (bft_parse_hex(value, ctx->sk->k_alt, BFT_KEY_LEN))
+			return -EINVAL;
+		ctx->have_next_keys = 1;
+		return 1;
+	}
+	if (ctx->ck && strncmp(key, "next-key.", 9) == 0) {
+		if (parse_bounded(key + 9, BFT_MAX_N - 1, &idx) ||
+		    bft_parse_hex(value, ctx->ck->k_alt[idx], BFT_KEY_LEN))
+			return -EINVAL;
+		ctx->have_next_keys |= 1u << idx;
+		return 1;
+	}
+	if (ctx->ck && strcmp(key, "next-writer-key") == 0) {
+		if (bft_parse_hex(value, ctx->ck->kw_alt, BFT_KEY_LEN))
+			return -EINVAL;
+		ctx->have_next_kw = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A file with a next epoch has all of its keys, and it is the epoch
+ * after the file's: a rotation goes one step at a time.  0, or -EINVAL
+ * with the reason in err.
+ */
+static int
+check_next(const struct key_ctx *ctx, uint32_t all_keys, const char *path,
+    char *err, size_t errlen)
+{
+	uint32_t epoch = ctx->sk ? ctx->sk->epoch : ctx->ck->epoch;
+	uint32_t alt = ctx->sk ? ctx->sk->alt_epoch : ctx->ck->alt_epoch;
+	bool *has_alt = ctx->sk ? &ctx->sk->has_alt : &ctx->ck->has_alt;
+
+	if (!ctx->have_next_epoch && !ctx->have_next_keys &&
+	    !ctx->have_next_kw)
+		return 0;
+	if (!ctx->have_next_epoch || ctx->have_next_keys != all_keys ||
+	    (ctx->ck != NULL && !ctx->have_next_kw)) {
+		snprintf(err, errlen, "%s: a next epoch needs next-epoch and "
+		    "every next key", path);
+		return -EINVAL;
+	}
+	if (alt != epoch + 1) {
+		snprintf(err, errlen, "%s: next-epoch is %u, but the epoch "
+		    "after %u is %u", path, alt, epoch, epoch + 1);
+		return -EINVAL;
+	}
+	*has_alt = true;
+	return 0;
+}
+
 static int
 key_pair(void *vctx, const char *key, const char *value, char *err,
     size_t errlen)
 {
 	struct key_ctx *ctx = vctx;
 	unsigned idx;
+	int r;
 
 	if (ctx->vk) {
 		if (strcmp(key, "aead") == 0) {
@@ -59,7 +139,10 @@ key_pair(void *vctx, const char *key, const char *value, char *err,
 		}
 		return 0;
 	}
-	if (strcmp(key, "cluster-id") == 0) {
+	if ((r = epoch_pair(ctx, key, value)) != 0) {
+		if (r < 0)
+			goto bad;
+	} else if (strcmp(key, "cluster-id") == 0) {
 		uint8_t *id = ctx->sk ? ctx->sk->cluster_id :
 		    ctx->ck->cluster_id;
 
@@ -133,7 +216,7 @@ bft_server_key_load(const char *path, struct bft_server_key *key, char *err,
 		    "cluster-id, index, key and chan-key)", path);
 		return -EINVAL;
 	}
-	return 0;
+	return check_next(&ctx, 1, path, err, errlen);
 }
 
 int
@@ -154,7 +237,8 @@ bft_client_key_load(const char *path, struct bft_client_key *key, char *err,
 	}
 	/* A reader holds no MAC key: there is nothing it could sign. */
 	if (key->role == BFT_ROLE_RO) {
-		if (ctx.have_kw || ctx.have_keys) {
+		if (ctx.have_kw || ctx.have_keys || ctx.have_next_kw ||
+		    ctx.have_next_keys) {
 			snprintf(err, errlen, "%s: a read-only key file must "
 			    "not hold MAC keys", path);
 			return -EINVAL;
@@ -167,7 +251,24 @@ bft_client_key_load(const char *path, struct bft_client_key *key, char *err,
 		    "n, key.0 .. key.n-1 and writer-key, or role = ro)", path);
 		return -EINVAL;
 	}
-	return 0;
+	return check_next(&ctx, (1u << key->n) - 1, path, err, errlen);
+}
+
+struct bft_mac_keys
+bft_server_mac_keys(const struct bft_server_key *key)
+{
+	return (struct bft_mac_keys){ key->k,
+	    key->has_alt ? key->k_alt : NULL };
+}
+
+struct bft_mac_keys
+bft_client_mac_keys(const struct bft_client_key *key, unsigned i)
+{
+	if (i == BFT_MAX_N)
+		return (struct bft_mac_keys){ key->kw,
+		    key->has_alt ? key->kw_alt : NULL };
+	return (struct bft_mac_keys){ key->k[i],
+	    key->has_alt ? key->k_alt[i] : NULL };
 }
 
 void
@@ -180,6 +281,10 @@ bft_peer_key(const struct bft_server_key *sk, struct bft_client_key *ck)
 	ck->chan = sk->chan;
 	ck->self = sk->index;
 	memcpy(ck->k[sk->index], sk->k, BFT_KEY_LEN);
+	ck->epoch = sk->epoch;
+	ck->has_alt = sk->has_alt;
+	ck->alt_epoch = sk->alt_epoch;
+	memcpy(ck->k_alt[sk->index], sk->k_alt, BFT_KEY_LEN);
 }
 
 int
@@ -250,6 +355,14 @@ bft_server_key_write(const char *path, const struct bft_server_key *key)
 	    key->index, k);
 	bft_format_hex(key->chan.sk, 32, k);
 	fprintf(fp, "chan-key = %s\n", k);
+	if (key->epoch != 0 || key->has_alt)
+		fprintf(fp, "epoch = %u\n", key->epoch);
+	if (key->has_alt) {
+		bft_format_hex(key->k_alt, BFT_KEY_LEN, k);
+		fprintf(fp, "next-epoch = %u\nnext-key = %s\n",
+		    key->alt_epoch, k);
+	}
+	bft_wipe(k, sizeof k);
 	return finish(fp);
 }
 
@@ -279,6 +392,18 @@ bft_client_key_write(const char *path, const struct bft_client_key *key)
 	}
 	bft_format_hex(key->kw, BFT_KEY_LEN, k);
 	fprintf(fp, "writer-key = %s\n", k);
+	if (key->epoch != 0 || key->has_alt)
+		fprintf(fp, "epoch = %u\n", key->epoch);
+	if (key->has_alt) {
+		fprintf(fp, "next-epoch = %u\n", key->alt_epoch);
+		for (unsigned i = 0; i < key->n; i++) {
+			bft_format_hex(key->k_alt[i], BFT_KEY_LEN, k);
+			fprintf(fp, "next-key.%u = %s\n", i, k);
+		}
+		bft_format_hex(key->kw_alt, BFT_KEY_LEN, k);
+		fprintf(fp, "next-writer-key = %s\n", k);
+	}
+	bft_wipe(k, sizeof k);
 	return finish(fp);
 }
 

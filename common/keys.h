@@ -12,6 +12,12 @@
  * NAME.key:      a read-only client: cluster-id, name, role = ro,
  *                chan-key; it holds no MAC key, so it cannot write even
  *                where a server would let it.
+ * MAC key epochs (docs/key-epochs.md): a writer's and a server's file
+ * may say "epoch = E" (0 when absent: every file written before
+ * epochs) and, during a rotation, "next-epoch = E+1" with the next
+ * epoch's keys: next-key (a server's), next-key.I and next-writer-key
+ * (a writer's).  Checks accept a MAC under either epoch.
+ *
  * volume key:    aead = aes256gcm | xchacha20poly1305, key = 64 hex
  *                (bftblk volume-key; the plugin's encrypt=on, see
  *                volcrypt.h).  Not tied to a cluster: it belongs to the
@@ -20,11 +26,13 @@
 #ifndef BFTBLK_KEYS_H
 #define BFTBLK_KEYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "channel.h"
 #include "config.h"
+#include "crypto.h"
 #include "proto.h"
 
 struct bft_server_key {
@@ -32,6 +40,10 @@ struct bft_server_key {
 	unsigned index;
 	uint8_t k[BFT_KEY_LEN];
 	struct bft_chan_keypair chan;
+	uint32_t epoch;			/* k's */
+	bool has_alt;			/* a rotation is under way: */
+	uint32_t alt_epoch;		/* the other epoch accepted, */
+	uint8_t k_alt[BFT_KEY_LEN];	/* under this key */
 };
 
 struct bft_client_key {
@@ -43,6 +55,17 @@ struct bft_client_key {
 	enum bft_role role;
 	struct bft_chan_keypair chan;
 	unsigned self;			/* role peer: whose k[self] this is */
+	/*
+	 * k[] and kw are what a writer signs under, of epoch epoch; during
+	 * a rotation the other epoch's keys are accepted beside them.  A
+	 * file says its next epoch there; a writer swaps the two once
+	 * every server accepts the next (lib/engine_keys.c).
+	 */
+	uint32_t epoch;
+	bool has_alt;
+	uint32_t alt_epoch;
+	uint8_t k_alt[BFT_MAX_N][BFT_KEY_LEN];
+	uint8_t kw_alt[BFT_KEY_LEN];
 };
 
 /*
@@ -67,6 +90,14 @@ void bft_peer_key(const struct bft_server_key *sk, struct bft_client_key *ck);
  */
 int bft_server_key_write(const char *path, const struct bft_server_key *key);
 int bft_client_key_write(const char *path, const struct bft_client_key *key);
+
+/*
+ * The keys a MAC check accepts (crypto.h): server i's k_i, or k_W
+ * (i == BFT_MAX_N), in both epochs while a rotation is under way.
+ */
+struct bft_mac_keys bft_server_mac_keys(const struct bft_server_key *key);
+struct bft_mac_keys bft_client_mac_keys(const struct bft_client_key *key,
+    unsigned i);
 
 /* A volume key file: loaded and written as the others are. */
 struct bft_volume_key;

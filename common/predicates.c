@@ -57,7 +57,7 @@ bft_valid_by_hist(const struct bft_cand *c, const struct bft_hist_meta *hist)
 
 bool
 bft_valid(const struct bft_cand *c, const struct bft_hist_meta *hist,
-    uint64_t block, unsigned i, const uint8_t ki[BFT_KEY_LEN])
+    uint64_t block, unsigned i, const struct bft_mac_keys *ki)
 {
 	uint8_t nh[BFT_HASH_LEN];
 
@@ -72,7 +72,7 @@ bft_valid(const struct bft_cand *c, const struct bft_hist_meta *hist,
 	 * it names the block, so another block's write does not pass.
 	 */
 	bft_hash(c->nonce, BFT_NONCE_LEN, nh);
-	return bft_vec_verify(&c->ts, block, nh, ki, c->vec[i]);
+	return bft_vec_check(&c->ts, block, nh, ki, c->vec[i]);
 }
 
 bool
@@ -217,11 +217,13 @@ bft_cand_written(const struct bft_cand *c, uint64_t block,
 	uint8_t nh[BFT_HASH_LEN];
 
 	if (k->kw != NULL)
-		return bft_ts_verify(&c->ts, block, k->kw);
+		return bft_ts_check(&c->ts, block,
+		    &(struct bft_mac_keys){ k->kw, k->kw_alt });
 	if (k->ki == NULL || k->self >= BFT_MAX_N)
 		return false;
 	bft_hash(c->nonce, BFT_NONCE_LEN, nh);
-	return bft_vec_verify(&c->ts, block, nh, k->ki, c->vec[k->self]);
+	return bft_vec_check(&c->ts, block, nh,
+	    &(struct bft_mac_keys){ k->ki, k->ki_alt }, c->vec[k->self]);
 }
 
 enum bft_fast_verdict

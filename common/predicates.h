@@ -42,8 +42,10 @@ void bft_cc_set_zero(void *cc, unsigned n);
 /* hist is Hist[c->ts] at this server, or NULL when there is none. */
 bool bft_valid_by_hist(const struct bft_cand *c,
 		       const struct bft_hist_meta *hist);
+/* ki: server i's MAC keys, in each epoch it accepts (crypto.h). */
+struct bft_mac_keys;
 bool bft_valid(const struct bft_cand *c, const struct bft_hist_meta *hist,
-	       uint64_t block, unsigned i, const uint8_t ki[BFT_KEY_LEN]);
+	       uint64_t block, unsigned i, const struct bft_mac_keys *ki);
 
 /* One FILTER_ACK as the client keeps it: W[i]. */
 struct bft_reply {
@@ -98,12 +100,14 @@ enum bft_fast_verdict {
  * (a rebuild) has no k_W but its own k_i: it checks its entry of the MAC
  * vector over (ts, ts.mac, H(N)), which only a writer, holding every
  * k_i, can make either, and which binds the nonce too.  A read-only
- * client has neither, and no candidate passes.
+ * client has neither, and no candidate passes.  During a MAC key
+ * rotation each key has its other epoch's beside it (crypto.h).
  */
 struct bft_written_key {
 	const uint8_t *kw;		/* k_W, or NULL */
 	const uint8_t *ki;		/* else k_self, or NULL */
 	unsigned self;			/* ki's server */
+	const uint8_t *kw_alt, *ki_alt;	/* the other epoch's, or NULL */
 };
 bool bft_cand_written(const struct bft_cand *c, uint64_t block,
     const struct bft_written_key *k);

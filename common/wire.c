@@ -57,6 +57,8 @@ const struct bft_status_field bft_status_fields[BFT_STATUS_NFIELDS] = {
 	STATUS_FIELD(snap_gc_total),
 	STATUS_FIELD(recovering),
 	STATUS_FIELD(recoveries),
+	STATUS_FIELD(mac_epoch),
+	STATUS_FIELD(mac_next_epoch),
 };
 #undef STATUS_FIELD
 _Static_assert(sizeof(struct bft_status_info) ==

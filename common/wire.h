@@ -276,8 +276,14 @@ struct bft_status_info {
 	 * than by recovering.
 	 */
 	uint64_t recovering, recoveries;
+	/*
+	 * Also from level 1: the MAC key epoch the server holds and the
+	 * next one it accepts beside it during a rotation, or 0
+	 * (docs/key-epochs.md).
+	 */
+	uint64_t mac_epoch, mac_next_epoch;
 };
-#define BFT_STATUS_NFIELDS	22
+#define BFT_STATUS_NFIELDS	24
 /* The fields release 0.2.0 sends and takes: version to scrub_total. */
 #define BFT_STATUS_NFIELDS_0	15
 

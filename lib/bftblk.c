@@ -286,6 +286,8 @@ bftblk_connect(struct bftblk *h)
 		return r;
 	p = (struct bft_engine_params){
 		.cfg = &h->cfg, .config_path = h->config_path, .key = &h->key,
+		.key_path = h->keys_path != NULL ? h->keys_path :
+		    h->server_key_path,
 		.ec = h->ec,
 		.vc = h->encrypt ? &h->vc : NULL,
 		.timeout_ms = h->timeout_s * 1000,

@@ -84,6 +84,14 @@ struct engine_loop {
 	/* bftblk.conf as last seen, for replaced servers (engine.c). */
 	uint64_t cfg_next_ms;
 	struct timespec cfg_mtime;
+	/*
+	 * The key file as last seen, and the MAC epochs each server said
+	 * it accepts in its STATUS (engine_keys.c).
+	 */
+	uint64_t key_next_ms;
+	struct timespec key_mtime;
+	uint32_t srv_epoch[BFT_MAX_N], srv_next[BFT_MAX_N];
+	uint32_t epochs_known;
 	/* Per-server evidence as last reported (engine.c). */
 	uint64_t ev_next_ms;
 	uint64_t ev_last[BFT_MAX_N][EV_KINDS];
@@ -122,6 +130,13 @@ void bftblk__conn_set_state(struct conn *c, enum conn_state st);
 void bftblk__engine_watch(struct engine_loop *lp, uint64_t now);
 /* The loop is stopping: the stats file's last version. */
 void bftblk__engine_watch_stop(struct engine_loop *lp);
+/*
+ * engine_keys.c: the key file, every tick, and the servers' MAC epochs
+ * from their STATUS, which a writer signs under the next epoch by.
+ */
+void bftblk__engine_keys_watch(struct engine_loop *lp, uint64_t now);
+void bftblk__engine_note_status(struct conn *c,
+    const struct bft_status_info *s);
 /* stats_file.c: writes stats-file=; 0, or -1 with the error recorded. */
 int bftblk__eng_stats_file_write(struct bft_engine *cl,
     const uint64_t recent[][EV_KINDS], bool closing);

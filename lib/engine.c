@@ -231,6 +231,12 @@ bftblk__engine_dispatch(struct conn *c, const struct bft_msg *m)
 	uint32_t slot = (uint32_t)(m->id >> 32), bit = 1u << c->idx;
 	struct op *op;
 
+	if (m->id == 0) {
+		/* A probe's (engine_watch.c, engine_keys.c), of no round. */
+		if (m->type == (BFT_STATUS | BFT_ACK) && m->status == BFT_OK)
+			bftblk__engine_note_status(c, &m->info);
+		return;
+	}
 	if (slot >= MAX_OPS || (op = lp->slots[slot]) == NULL ||
 	    op->gen != (uint32_t)m->id || !(op->sent & bit) ||
 	    (op->replied & bit))
@@ -385,6 +391,7 @@ on_tick(uv_timer_t *t)
 
 	bftblk__engine_tick(lp, now);
 	bftblk__engine_watch(lp, now);
+	bftblk__engine_keys_watch(lp, now);
 }
 
 static void
@@ -439,6 +446,8 @@ bftblk__engine_new(const struct bft_engine_params *p)
 		return NULL;
 	}
 	cl->p = *p;
+	cl->key = *p->key;
+	cl->p.key = &cl->key;
 	cl->n = p->cfg->n;
 	cl->t = p->cfg->t;
 	cl->writer_id = p->writer_id;
@@ -488,6 +497,7 @@ bftblk__engine_free(struct bft_engine *cl)
 	pthread_mutex_destroy(&cl->pool_lock);
 	bftblk__block_locks_destroy(&cl->locks);
 	bftblk__coalesce_destroy(&cl->co);
+	bft_wipe(&cl->key, sizeof cl->key);
 	free(lp);
 	free(cl);
 }

@@ -104,6 +104,7 @@ struct op {
 	unsigned nc;
 	uint32_t unhashed;		/* replies whose fragment is not checked yet */
 	uint32_t wrong_len;		/* replies with a fragment of another size */
+	uint32_t unsigned_lc;		/* replies whose lc failed our MACs */
 	struct bft_cand chosen;
 	uint32_t quorum;
 	bool zero;			/* C came out empty: the block reads as 0 */
@@ -183,7 +184,13 @@ struct bft_engine_params {
 	 */
 	struct bft_config *cfg;
 	const char *config_path;	/* NULL: not watched */
+	/*
+	 * The engine signs and checks under its own copy of key's MAC
+	 * keys, taken anew from key_path when that changes (NULL: not
+	 * watched): a MAC key rotation (engine_keys.c).
+	 */
 	const struct bft_client_key *key;
+	const char *key_path;
 	struct bft_ec *ec;		/* for values of BFT_SEALED_LEN with vc */
 	const struct bft_volcrypt *vc;	/* NULL unless encrypt=on */
 	unsigned timeout_ms;		/* per round */

@@ -27,6 +27,7 @@ bftblk__read_start(struct op *op)
 	op->quorum = 0;
 	op->unhashed = 0;
 	op->wrong_len = 0;
+	op->unsigned_lc = 0;
 	memset(op->W, 0, op->cl->n * sizeof op->W[0]);
 	bftblk__fast_read_start(op);
 	bftblk__round_start(op, PH_COLLECT);
@@ -70,16 +71,12 @@ add_candidate(struct op *op, unsigned i, const struct bft_cand *c)
 	 * read-only client has no k_W and relies on the outvoting, as the
 	 * paper's readers do.
 	 */
-	if (cl->p.key->role == BFT_ROLE_RW &&
-	    !bft_ts_verify(&c->ts, op->block, cl->p.key->kw)) {
-		STAT_ADD(cl, forged_ts, 1);
-		STAT_ADD(cl, server[i].forged_ts, 1);
-		return;
-	}
-	if (cl->p.key->role == BFT_ROLE_PEER &&
+	if ((cl->p.key->role == BFT_ROLE_RW ||
+	    cl->p.key->role == BFT_ROLE_PEER) &&
 	    !bft_cand_written(c, op->block, &wkey)) {
 		STAT_ADD(cl, forged_ts, 1);
 		STAT_ADD(cl, server[i].forged_ts, 1);
+		op->unsigned_lc |= 1u << i;
 		return;
 	}
 	for (unsigned j = 0; j < op->nc; j++)
@@ -152,6 +149,29 @@ safe_lazily(struct op *op, const struct bft_ts *ts)
 }
 
 /*
+ * t+1 servers whose lc does not verify under this reader's MAC keys
+ * include a correct one, whose lc a writer made: under keys this reader
+ * does not hold, a MAC key epoch its key file lacks
+ * (docs/key-epochs.md).  Dropping them all would read the block as
+ * never written, or as an older value; failing says what is wrong.
+ */
+static bool
+keys_out_of_date(struct op *op)
+{
+	if (popcount32(op->unsigned_lc) <= op->cl->t)
+		return false;
+	bftblk__eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: %u servers "
+	    "hold a value whose MAC does not verify under this client's keys "
+	    "(epoch %u%s): its key file is out of date",
+	    (unsigned long long)op->block, popcount32(op->unsigned_lc),
+	    op->cl->p.key->epoch, op->cl->p.key->has_alt ? " and the next" :
+	    " only");
+	bftblk__op_done(op, EIO, "the servers' values are under MAC keys "
+	    "this client does not hold");
+	return true;
+}
+
+/*
  * t+1 servers answering ts with fragments of another size include a
  * correct one, which stores what the writer sent: the value was coded
  * with another length (the other encrypt= setting), and this reader can
@@ -177,7 +197,7 @@ filter_check(struct op *op, bool all_in)
 	unsigned n = cl->n, t = cl->t;
 	int h;
 
-	if (popcount32(op->ok) < n - t)
+	if (popcount32(op->ok) < n - t || keys_out_of_date(op))
 		return;
 	op->nc = bft_drop_invalid(op->C, op->nc, op->W, n, t);
 	if (op->nc == 0) {
@@ -238,7 +258,7 @@ collect_check(struct op *op)
 {
 	struct bft_engine *cl = op->cl;
 
-	if (popcount32(op->ok) < cl->n - cl->t)
+	if (popcount32(op->ok) < cl->n - cl->t || keys_out_of_date(op))
 		return;
 	/*
 	 * No candidate among n-t answers: no write had completed when we

@@ -258,6 +258,7 @@ bftblk__write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 {
 	struct bft_engine *cl = op->cl;
 	unsigned quorum = cl->n - cl->t;
+	struct bft_mac_keys kw = bft_client_mac_keys(cl->p.key, BFT_MAX_N);
 
 	if (m->status != BFT_OK) {
 		/*
@@ -279,7 +280,7 @@ bftblk__write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	if (op->fast && op->phase == PH_STORE &&
 	    (bft_ts_cmp(&m->ts, &op->ts) >= 0 ||
 	    (op->based && bft_ts_cmp(&m->ts, &op->base) > 0)) &&
-	    bft_ts_verify(&m->ts, op->block, cl->p.key->kw)) {
+	    bft_ts_check(&m->ts, op->block, &kw)) {
 		if (op->based)
 			write_stale(op, true);
 		else
@@ -289,7 +290,7 @@ bftblk__write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	op->ok |= 1u << i;
 	if (op->phase == PH_CLOCK && bft_ts_cmp(&m->ts, &op->ts) > 0) {
 		/* Skip fabricated timestamps: they would let a liar exhaust num. */
-		if (bft_ts_verify(&m->ts, op->block, cl->p.key->kw))
+		if (bft_ts_check(&m->ts, op->block, &kw))
 			op->ts = m->ts;
 		else {
 			STAT_ADD(cl, forged_ts, 1);

@@ -26,6 +26,11 @@ struct tscache_entry {
 
 struct bft_engine {
 	struct bft_engine_params p;
+	/*
+	 * The MAC keys p.key points to: a copy of the handle's, which the
+	 * loop thread changes when a rotation comes (engine_keys.c).
+	 */
+	struct bft_client_key key;
 	unsigned n, t;
 	uint64_t writer_id;		/* loop thread only */
 	/*
@@ -118,12 +123,14 @@ static inline struct bft_written_key
 eng_written_key(const struct bft_engine *cl)
 {
 	const struct bft_client_key *k = cl->p.key;
-	struct bft_written_key w = { NULL, NULL, 0 };
+	struct bft_written_key w = { NULL, NULL, 0, NULL, NULL };
 
 	if (k->role == BFT_ROLE_RW) {
 		w.kw = k->kw;
+		w.kw_alt = k->has_alt ? k->kw_alt : NULL;
 	} else if (k->role == BFT_ROLE_PEER) {
 		w.ki = k->k[k->self];
+		w.ki_alt = k->has_alt ? k->k_alt[k->self] : NULL;
 		w.self = k->self;
 	}
 	return w;

@@ -21,6 +21,7 @@ bft_handler_init(struct bft_handler *h, const struct bft_config *cfg,
 	memset(h, 0, sizeof *h);
 	h->cfg = cfg;
 	h->key = key;
+	h->macs = bft_server_mac_keys(key);
 	h->st = st;
 	h->max_pending = max_pending ? max_pending : BFT_DEFAULT_MAX_PENDING;
 	h->fragbuf = malloc(BFT_MAX_FRAG);
@@ -29,6 +30,12 @@ bft_handler_init(struct bft_handler *h, const struct bft_config *cfg,
 		return -1;
 	}
 	return 0;
+}
+
+void
+bft_handler_keys_changed(struct bft_handler *h)
+{
+	h->macs = bft_server_mac_keys(h->key);
 }
 
 void
@@ -208,7 +215,7 @@ handle_store(struct bft_handler *h, const char *peer,
 	 * The paper's server stores whatever arrives; checking vec[i] first
 	 * keeps anyone without the writer's keys from filling Hist.
 	 */
-	if (!bft_vec_verify(&req->ts, req->block, req->nh, h->key->k,
+	if (!bft_vec_check(&req->ts, req->block, req->nh, &h->macs,
 	    req->vec[i])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: STORE block %" PRIu64 " ts %" PRIu64
@@ -320,7 +327,7 @@ handle_complete(struct bft_handler *h, const char *peer,
 	 * check is that authentication, and it keeps lc a proof of writing.
 	 */
 	bft_hash(req->nonce, BFT_NONCE_LEN, nh);
-	if (!bft_vec_verify(&req->ts, req->block, nh, h->key->k,
+	if (!bft_vec_check(&req->ts, req->block, nh, &h->macs,
 	    req->vec[h->key->index])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: COMPLETE block %" PRIu64 " ts %"

@@ -36,7 +36,7 @@ bft_handle_drop(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EPROTO;
 		return;
 	}
-	if (!bft_drop_verify(vol, h->key->k, req->vec[h->key->index])) {
+	if (!bft_drop_check(vol, &h->macs, req->vec[h->key->index])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: DROP volume %" PRIu32 ": bad MAC (%"
 			    PRIu64 " so far)", peer, vol, h->stats.eauth);

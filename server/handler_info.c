@@ -205,6 +205,8 @@ handle_status(struct bft_handler *h, struct bft_msg *rep)
 	    &in->snap_gc_total);
 	in->recovering = hp->recovering;
 	in->recoveries = hp->recoveries;
+	in->mac_epoch = h->key->epoch;
+	in->mac_next_epoch = h->key->has_alt ? h->key->alt_epoch : 0;
 }
 
 void

@@ -222,7 +222,7 @@ writable_back(const struct regview *v, const struct bft_cand *c,
 {
 	return bft_view_admits(&c->ts, v->gen) && bft_valid(c,
 	    rv_hist_meta(v, &c->ts, buf), v->block, v->h->key->index,
-	    v->h->key->k);
+	    &v->h->macs);
 }
 
 /*

@@ -38,7 +38,7 @@ bft_handle_snap(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EPROTO;
 		return;
 	}
-	if (!bft_snap_verify(vol, req->gen, req->snap_op, h->key->k,
+	if (!bft_snap_check(vol, req->gen, req->snap_op, &h->macs,
 	    req->vec[h->key->index])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: SNAP volume %" PRIu32 ": bad MAC (%"

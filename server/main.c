@@ -40,6 +40,9 @@ struct server {
 	const char *config;
 	struct bft_config *cfg;
 	unsigned self;			/* this server's index */
+	const char *key_path;		/* its key file, for MAC epochs */
+	struct bft_server_key *key;
+	struct bft_handler *h;
 	struct bft_rebuild *rb;
 	struct bft_scrub *scrub;
 	struct bft_compact_timer *compact;	/* compaction when idle */
@@ -195,6 +198,8 @@ on_sighup(uv_signal_t *sig, int signum)
 	notify_reloading();
 	if (bft_reload_clients(srv->config, srv->cfg, srv->self) == 0)
 		bft_net_reload(srv->net);
+	if (bft_reload_key(srv->key_path, srv->key) == 1)
+		bft_handler_keys_changed(srv->h);
 	notify_ready(srv);
 }
 
@@ -410,6 +415,9 @@ main(int argc, char **argv)
 	srv.config = o.config;
 	srv.cfg = &cfg;
 	srv.self = key.index;
+	srv.key_path = o.key;
+	srv.key = &key;
+	srv.h = &h;
 	srv.net = bft_net_new(&loop, &h, &key, &o.lim);
 	if (srv.net == NULL) {
 		bft_error("out of memory");

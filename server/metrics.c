@@ -246,6 +246,12 @@ put_heal(struct bft_prom *p, const struct bft_net *net)
 	bft_prom_one(p, P "recoveries_total", "counter",
 	    "Proactive recoveries finished since the server last started "
 	    "other than for one.", hp->recoveries);
+	bft_prom_one(p, P "mac_epoch", "gauge",
+	    "The MAC key epoch the server holds (docs/key-epochs.md).",
+	    net->h->key->epoch);
+	bft_prom_one(p, P "mac_next_epoch", "gauge",
+	    "The next MAC key epoch it accepts beside it during a rotation, "
+	    "or 0.", net->h->key->has_alt ? net->h->key->alt_epoch : 0);
 }
 
 static void

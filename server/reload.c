@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "channel.h"
+#include "crypto.h"
+#include "keys.h"
 #include "log.h"
 #include "reload.h"
 
@@ -83,4 +85,62 @@ bft_reload_clients(const char *path, struct bft_config *cfg, unsigned self)
 	cfg->nclients = next.nclients;
 	bft_log("reload: %u clients allowed in", cfg->nclients);
 	return 0;
+}
+
+/*
+ * Only two changes are a reload's: a next epoch added (a rotation
+ * begins), or the same one again.  Dropping the next epoch is refused:
+ * writers may sign under it already, and their writes would be
+ * refused here.  Dropping the current one (retiring it) is refused
+ * too: versions stored under it would stop passing the checks, and
+ * this release has no pass that re-authenticates them first.
+ */
+int
+bft_reload_key(const char *path, struct bft_server_key *key)
+{
+	static struct bft_server_key next;
+	char err[1024];
+	int rc = -1;
+
+	if (bft_server_key_load(path, &next, err, sizeof err) < 0) {
+		bft_error("reload: %s; keeping the MAC keys as they were", err);
+		goto out_wipe;
+	}
+	if (!bft_equal(next.cluster_id, key->cluster_id,
+	    BFT_CLUSTER_ID_LEN) || next.index != key->index) {
+		bft_error("reload: %s is now another server's key; keeping the "
+		    "keys as they were", path);
+		goto out_wipe;
+	}
+	if (next.epoch != key->epoch) {
+		bft_error("reload: %s holds MAC key epoch %u, this server %u%s; "
+		    "keeping the keys as they were (a reload takes a next "
+		    "epoch only)", path, next.epoch, key->epoch,
+		    key->has_alt ? " and the next" : "");
+		goto out_wipe;
+	}
+	if (!bft_equal(next.k, key->k, BFT_KEY_LEN)) {
+		bft_error("reload: %s has another key for MAC epoch %u; "
+		    "keeping the keys as they were", path, key->epoch);
+		goto out_wipe;
+	}
+	if (key->has_alt && (!next.has_alt ||
+	    !bft_equal(next.k_alt, key->k_alt, BFT_KEY_LEN))) {
+		bft_error("reload: %s %s MAC key epoch %u, which writers may "
+		    "sign under already; keeping it", path, next.has_alt ?
+		    "changes the key of" : "drops", key->alt_epoch);
+		goto out_wipe;
+	}
+	rc = 0;
+	if (next.has_alt && !key->has_alt) {
+		memcpy(key->k_alt, next.k_alt, BFT_KEY_LEN);
+		key->alt_epoch = next.alt_epoch;
+		key->has_alt = true;
+		bft_log("reload: MAC key epoch %u accepted beside %u from now "
+		    "on", key->alt_epoch, key->epoch);
+		rc = 1;
+	}
+out_wipe:
+	bft_wipe(&next, sizeof next);
+	return rc;
 }

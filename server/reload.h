@@ -12,4 +12,15 @@
 int bft_reload_clients(const char *path, struct bft_config *cfg,
     unsigned self);
 
+/*
+ * Loads the server's key file at path and takes its MAC key epochs into
+ * key (docs/key-epochs.md): a next epoch it names is accepted from now
+ * on beside the one the server holds.  The rest of the file (the
+ * channel key, the index) takes effect at a restart.  1 when key
+ * changed, 0 when not, -1 (logged) when the file does not load or asks
+ * for what a reload does not do; key is then as it was.
+ */
+struct bft_server_key;
+int bft_reload_key(const char *path, struct bft_server_key *key);
+
 #endif

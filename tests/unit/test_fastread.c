@@ -449,7 +449,7 @@ test_peer_key(void **state)
 	struct fx *f = *state;
 	uint8_t ki[BFT_KEY_LEN], nh[BFT_HASH_LEN];
 	unsigned self = f->n - 1;
-	struct bft_written_key wk = { NULL, ki, self };
+	struct bft_written_key wk = { NULL, ki, self, NULL, NULL };
 	uint32_t have;
 	int pick;
 

@@ -21,6 +21,7 @@ test_feature_levels(void **state)
 	assert_int_equal(bft_feature_level(BFT_FEAT_CLONE_ENTRIES), 1);
 	assert_int_equal(bft_feature_level(BFT_FEAT_LOCK_CLAIMS), 1);
 	assert_int_equal(bft_feature_level(BFT_FEAT_SERVER_KEY_ROTATION), 1);
+	assert_int_equal(bft_feature_level(BFT_FEAT_MAC_EPOCHS), 1);
 	assert_int_equal(bft_feature_level(BFT_FEAT_COUNT), -EINVAL);
 	/* Every feature is one this build's level has. */
 	for (unsigned f = 0; f < BFT_FEAT_COUNT; f++) {

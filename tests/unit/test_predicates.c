@@ -15,6 +15,56 @@
  * test_predicates_safe.c; the fixture is predicates_fixture.h.
  */
 
+/* bft_valid with one epoch's key ki, as outside a rotation. */
+static bool
+valid(const struct bft_cand *c, const struct bft_hist_meta *h,
+    uint64_t block, unsigned i, const uint8_t *ki)
+{
+	return bft_valid(c, h, block, i, &(struct bft_mac_keys){ ki, NULL });
+}
+
+/*
+ * During a MAC key rotation (docs/key-epochs.md) a server accepts its
+ * entry under either epoch's key, and nothing under a key it does not
+ * hold: a write signed under the next epoch is valid at a server that
+ * took the next key, refused by one that did not, and the old epoch's
+ * writes stay valid beside it.  Another server's key of either epoch
+ * proves nothing.
+ */
+static void
+test_valid_epochs(void **state)
+{
+	struct world *w = *state;
+	struct write a;
+	uint8_t next[BFT_MAX_N][BFT_KEY_LEN];
+	uint8_t nh[BFT_HASH_LEN];
+	struct bft_cand c;
+
+	bft_random(next, sizeof next);
+	make_write(w, 5, 1, &a);
+	c = a.c;
+	bft_hash(c.nonce, BFT_NONCE_LEN, nh);
+	for (unsigned i = 0; i < w->n; i++)
+		bft_vec_mac(&c.ts, w->block, nh, next[i], c.vec[i]);
+	for (unsigned i = 0; i < w->n; i++) {
+		struct bft_mac_keys both = { w->k[i], next[i] };
+		struct bft_mac_keys swapped = { next[i], w->k[i] };
+		struct bft_mac_keys other = { w->k[i],
+		    next[(i + 1) % w->n] };
+
+		assert_true(bft_valid(&c, NULL, w->block, i, &both));
+		assert_true(bft_valid(&c, NULL, w->block, i, &swapped));
+		assert_true(bft_valid(&a.c, NULL, w->block, i, &both));
+		assert_true(bft_valid(&a.c, NULL, w->block, i, &swapped));
+		/* Not yet holding the next key: refused. */
+		assert_false(valid(&c, NULL, w->block, i, w->k[i]));
+		assert_false(bft_valid(&c, NULL, w->block, i, &other));
+		/* Retired: the old epoch's write is refused. */
+		assert_false(valid(&a.c, NULL, w->block, i, next[i]));
+	}
+	free_write(w, &a);
+}
+
 static void
 test_valid_by_hist(void **state)
 {
@@ -53,19 +103,19 @@ test_valid_by_hist(void **state)
 		c.ts.mac[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		assert_false(bft_valid_by_hist(&c, &a.h));
 		for (unsigned i = 0; i < w->n; i++)
-			assert_false(bft_valid(&c, &a.h, w->block, i, w->k[i]));
+			assert_false(valid(&c, &a.h, w->block, i, w->k[i]));
 	}
 	/* valid() through the history ignores a garbage vector. */
 	c = a.c;
 	bft_random(c.vec, sizeof c.vec);
 	for (unsigned i = 0; i < w->n; i++)
-		assert_true(bft_valid(&c, &a.h, w->block, i, w->k[i]));
+		assert_true(valid(&c, &a.h, w->block, i, w->k[i]));
 	/* The zero timestamp is never valid, even with a matching entry. */
 	memset(&c.ts, 0, sizeof c.ts);
 	h = a.h;
 	memset(&h.ts, 0, sizeof h.ts);
 	assert_true(bft_valid_by_hist(&c, &h));
-	assert_false(bft_valid(&c, &h, w->block, 0, w->k[0]));
+	assert_false(valid(&c, &h, w->block, 0, w->k[0]));
 	free_write(w, &a);
 	free_write(w, &b);
 }
@@ -81,39 +131,39 @@ test_valid_by_mac(void **state)
 	make_write(w, 5, 1, &a);
 	for (unsigned i = 0; i < w->n; i++) {
 		/* The full vector: server i needs no history. */
-		assert_true(bft_valid(&a.c, NULL, w->block, i, w->k[i]));
+		assert_true(valid(&a.c, NULL, w->block, i, w->k[i]));
 		for (unsigned j = 0; j < w->n; j++)
 			if (j != i)
-				assert_false(bft_valid(&a.c, NULL, w->block, i,
+				assert_false(valid(&a.c, NULL, w->block, i,
 				    w->k[j]));
 		/* (d) only vec[i] is right: valid at i alone. */
 		c = a.c;
 		bft_random(c.vec, sizeof c.vec);
 		memcpy(c.vec[i], a.c.vec[i], BFT_MAC_LEN);
 		for (unsigned j = 0; j < w->n; j++)
-			assert_true(bft_valid(&c, NULL, w->block, j, w->k[j]) == (i == j));
+			assert_true(valid(&c, NULL, w->block, j, w->k[j]) == (i == j));
 		/* vec[i] copied to every slot still proves nothing to j. */
 		for (unsigned j = 0; j < w->n; j++)
 			memcpy(c.vec[j], a.c.vec[i], BFT_MAC_LEN);
 		for (unsigned j = 0; j < w->n; j++)
-			assert_true(bft_valid(&c, NULL, w->block, j, w->k[j]) == (i == j));
+			assert_true(valid(&c, NULL, w->block, j, w->k[j]) == (i == j));
 	}
 	/* The MAC binds H(N) and the whole (num, wid). */
 	c = a.c;
 	c.nonce[0] ^= 1;
-	assert_false(bft_valid(&c, NULL, w->block, 0, w->k[0]));
+	assert_false(valid(&c, NULL, w->block, 0, w->k[0]));
 	c = a.c;
 	c.ts.wid = 2;
-	assert_false(bft_valid(&c, NULL, w->block, 0, w->k[0]));
+	assert_false(valid(&c, NULL, w->block, 0, w->k[0]));
 	c = a.c;
 	c.ts.num = 6;
-	assert_false(bft_valid(&c, NULL, w->block, 0, w->k[0]));
+	assert_false(valid(&c, NULL, w->block, 0, w->k[0]));
 	/* A correct MAC over the zero timestamp does not make it valid. */
 	memset(&c, 0, sizeof c);
 	bft_random(c.nonce, BFT_NONCE_LEN);
 	bft_hash(c.nonce, BFT_NONCE_LEN, nh);
 	bft_vec_mac(&c.ts, w->block, nh, w->k[0], c.vec[0]);
-	assert_false(bft_valid(&c, NULL, w->block, 0, w->k[0]));
+	assert_false(valid(&c, NULL, w->block, 0, w->k[0]));
 	/*
 	 * Server indices past the vector, on a copy that ends at a guard
 	 * page: reading vec[BFT_MAX_N] faults even inside libsodium, which
@@ -130,9 +180,9 @@ test_valid_by_mac(void **state)
 		hc = (struct bft_cand *)(map + pg - sizeof *hc);
 		*hc = a.c;
 		/* The last slot is readable (and holds no MAC of k_0). */
-		assert_false(bft_valid(hc, NULL, w->block, BFT_MAX_N - 1, w->k[0]));
-		assert_false(bft_valid(hc, NULL, w->block, BFT_MAX_N, w->k[0]));
-		assert_false(bft_valid(hc, NULL, w->block, ~0u, w->k[0]));
+		assert_false(valid(hc, NULL, w->block, BFT_MAX_N - 1, w->k[0]));
+		assert_false(valid(hc, NULL, w->block, BFT_MAX_N, w->k[0]));
+		assert_false(valid(hc, NULL, w->block, ~0u, w->k[0]));
 		munmap(map, 2 * (size_t)pg);
 	}
 	free_write(w, &a);
@@ -171,15 +221,15 @@ test_forged_candidate(void **state)
 				for (unsigned i = 0; i < n; i++)
 					bft_vec_mac(&forged.c.ts, w->block, nh, w->k[b],
 					    forged.c.vec[i]);
-				assert_true(bft_valid(&forged.c, NULL, w->block, b,
+				assert_true(valid(&forged.c, NULL, w->block, b,
 				    w->k[b]));
 			}
 			for (unsigned i = 0; i < n; i++) {
 				if (IN(byz, i))
 					continue;
-				assert_false(bft_valid(&forged.c, NULL, w->block, i,
+				assert_false(valid(&forged.c, NULL, w->block, i,
 				    w->k[i]));
-				assert_false(bft_valid(&forged.c, &real.h, w->block, i,
+				assert_false(valid(&forged.c, &real.h, w->block, i,
 				    w->k[i]));
 			}
 		}
@@ -486,6 +536,7 @@ main(void)
 		BOTH(test_forged_candidate),
 		BOTH(test_no_exclusion),
 		BOTH(test_drop_invalid),
+		BOTH(test_valid_epochs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

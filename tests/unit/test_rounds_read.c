@@ -544,6 +544,7 @@ test_peer_drops_foreign_nonce(void **state)
 	for (unsigned i = 0; i < f->n; i++)
 		if (i != self)
 			memset(f->ck.k[i], 0, BFT_KEY_LEN);
+	f->cl->key = f->ck;	/* the engine's copy (engine_keys.c) */
 	set_up(f, f->all & ~(1u << self));
 	run_start(f, &r, OP_READ, BLOCK, NULL);
 	/* The liar answers first, so that its candidate would come first. */
@@ -558,6 +559,31 @@ test_peer_drops_foreign_nonce(void **state)
 	assert_memory_equal(r.op->chosen.nonce, lc_at(f, 2, BLOCK)->nonce,
 	    BFT_NONCE_LEN);
 	assert_int_equal(stat_of(&f->cl->stats.forged_ts), 1);
+	run_end(&r);
+	free(value);
+}
+
+/*
+ * A writer whose MAC keys are not the ones the block was written under
+ * (a key file without the epoch a rotation brought) drops every
+ * server's candidate as forged.  t of them it would take for liars and
+ * read on; all of them mean its keys are out of date, and the read must
+ * fail, not return the zeros of a never-written block.
+ */
+static void
+test_keys_out_of_date(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *value = new_value();
+	struct run r;
+
+	write_all(f, BLOCK, value);
+	bft_random(f->cl->key.kw, sizeof f->cl->key.kw);
+	run_start(f, &r, OP_READ, BLOCK, NULL);
+	serve_all(f, f->all);
+	assert_true(run_done(&r));
+	assert_int_equal(r.op->err, EIO);
+	assert_true(stat_of(&f->cl->stats.forged_ts) > f->t);
 	run_end(&r);
 	free(value);
 }
@@ -680,6 +706,7 @@ main(void)
 		BOTH_ROUNDS(test_fast_liars_first),
 		BOTH_ROUNDS(test_forged_candidate_dropped),
 		BOTH_ROUNDS(test_peer_drops_foreign_nonce),
+		BOTH_ROUNDS(test_keys_out_of_date),
 		BOTH_ROUNDS(test_stale_servers_cannot_roll_back),
 		BOTH_ROUNDS(test_repair_altered_vec),
 		BOTH_ROUNDS(test_late_replies_change_nothing),

@@ -218,6 +218,9 @@ test_text(void **state)
 	/* Server 2 upgraded, the others not yet. */
 	r.servers[2].info.release = bft_release_code(0, 3, 0);
 	r.servers[2].info.level = 1;
+	/* A MAC key rotation: servers 0 and 2 took the next epoch. */
+	r.servers[0].info.mac_next_epoch = 1;
+	r.servers[2].info.mac_next_epoch = 1;
 	status_assess(&r);
 	print(status_print_text);
 	assert_string_equal(text,
@@ -227,6 +230,8 @@ test_text(void **state)
 	    "cluster: t=1 n=4, 3 of 4 servers answer, I/O needs 3\n"
 	    "releases: 0.2.0 on servers 0 1, 0.3.0 on servers 2 (mixed: an "
 	    "upgrade is under way); not finalized\n"
+	    "MAC keys: rotating from epoch 0 to 1: 2 of 4 servers accept 1 "
+	    "(not yet: 1 3); writers sign under it once every server does\n"
 	    "server 0 10.0.0.1:7700: reachable, release 0.2.0, version 2, up "
 	    "1h02m, 1234 "
 	    "blocks, 3.0 MiB on disk (1.5 MiB live), 0 damaged, 0 repaired, "
@@ -325,6 +330,7 @@ test_json(void **state)
 	    "\"scrub_done\":0,\"scrub_total\":18446744073709551615,"
 	    "\"release\":768,\"level\":1,\"finalized\":1,\"snap_gc_done\":0,"
 	    "\"snap_gc_total\":0,\"recovering\":0,\"recoveries\":0,"
+	    "\"mac_epoch\":0,\"mac_next_epoch\":0,"
 	    "\"release_name\":\"0.3.0\","
 	    "\"rebuild_state_name\":\"waiting for peers\","
 	    "\"volumes\":[{\"id\":0,\"end\":1024,\"bytes_live\":1572864},"
@@ -333,7 +339,8 @@ test_json(void **state)
 	    "{\"index\":1,\"address\":\"10.0.0.2:7700\",\"reachable\":false,"
 	    "\"error\":\"say \\\"no\\\"\\\\\\n\"}],\"releases\":{"
 	    "\"mixed\":false,\"newest\":\"0.3.0\",\"finalized\":true,"
-	    "\"finalized_servers\":1},\"leases\":[],"
+	    "\"finalized_servers\":1},\"mac_epochs\":{\"oldest\":0,"
+	    "\"newest\":0,\"accepting_newest\":1},\"leases\":[],"
 	    "\"clients\":[]}\n");
 }
 

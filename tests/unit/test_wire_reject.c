@@ -335,7 +335,8 @@ test_reject_heal(void **state)
 {
 	static const char info_shape[] = "STATUS_ACK: info is not an array "
 	    "of BFT_STATUS_NFIELDS_0 uints, maybe with the nested ones";
-	msgpack_object info[BFT_STATUS_NFIELDS + 1], nested[8];
+	msgpack_object info[BFT_STATUS_NFIELDS + 1];
+	msgpack_object nested[BFT_STATUS_NFIELDS - BFT_STATUS_NFIELDS_0 + 1];
 	struct tree t;
 	unsigned i;
 
@@ -441,24 +442,25 @@ test_reject_heal(void **state)
 	/* The one more is the nested array, not a uint. */
 	t.a[4].via.array.size = BFT_STATUS_NFIELDS_0 + 1;
 	texpect(&t, info_shape);
-	for (i = 0; i < 8; i++) {
+	for (i = 0; i < 10; i++) {
 		nested[i].type = MSGPACK_OBJECT_POSITIVE_INTEGER;
-		nested[i].via.u64 = 7 - i;
+		nested[i].via.u64 = 9 - i;
 	}
 	info[BFT_STATUS_NFIELDS_0].type = MSGPACK_OBJECT_ARRAY;
 	info[BFT_STATUS_NFIELDS_0].via.array.ptr = nested;
-	info[BFT_STATUS_NFIELDS_0].via.array.size = 7;
+	info[BFT_STATUS_NFIELDS_0].via.array.size = 9;
 	texpect(&t, NULL);
-	assert_true(dec.info.release == 7 && dec.info.level == 6 &&
-	    dec.info.finalized == 5 && dec.info.snap_gc_done == 4 &&
-	    dec.info.snap_gc_total == 3 && dec.info.recovering == 2 &&
-	    dec.info.recoveries == 1 && dec.info.scrub_total ==
+	assert_true(dec.info.release == 9 && dec.info.level == 8 &&
+	    dec.info.finalized == 7 && dec.info.snap_gc_done == 6 &&
+	    dec.info.snap_gc_total == 5 && dec.info.recovering == 4 &&
+	    dec.info.recoveries == 3 && dec.info.mac_epoch == 2 &&
+	    dec.info.mac_next_epoch == 1 && dec.info.scrub_total ==
 	    BFT_STATUS_NFIELDS_0 - 1);
-	info[BFT_STATUS_NFIELDS_0].via.array.size = 6;
-	texpect(&t, info_shape);
 	info[BFT_STATUS_NFIELDS_0].via.array.size = 8;
 	texpect(&t, info_shape);
-	info[BFT_STATUS_NFIELDS_0].via.array.size = 7;
+	info[BFT_STATUS_NFIELDS_0].via.array.size = 10;
+	texpect(&t, info_shape);
+	info[BFT_STATUS_NFIELDS_0].via.array.size = 9;
 	/* Nested fields say a level; level 0 is the shape without them. */
 	nested[1].via.u64 = 0;
 	texpect(&t, "STATUS_ACK: nested info fields with level 0");

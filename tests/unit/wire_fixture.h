@@ -206,7 +206,8 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 		if (rnd() & 1)
 			m->info.release = m->info.level = m->info.finalized =
 			    m->info.snap_gc_done = m->info.snap_gc_total =
-			    m->info.recovering = m->info.recoveries = 0;
+			    m->info.recovering = m->info.recoveries =
+			    m->info.mac_epoch = m->info.mac_next_epoch = 0;
 		else if (m->info.level == 0)
 			m->info.level = 1;
 		break;

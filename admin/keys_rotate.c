@@ -1,0 +1,310 @@
+/*
+ * bftblk keys rotate: the next epoch of the cluster's MAC keys
+ * (docs/key-epochs.md).
+ *
+ *   rotate            makes epoch E+1's keys (a k_i per server and k_W)
+ *                     and adds them, as next-*, to DIR/client.key
+ *                     first, then to each writer's DIR/NAME.key and each
+ *                     server's DIR/server-I.key.
+ *   (the operator)    installs every writer's file on its host (libbftblk
+ *                     takes it within two seconds), then every server's,
+ *                     sending each SIGHUP.  A writer signs under E+1 once
+ *                     every server accepts it (bftblk status says how
+ *                     many do); until then, and after, both epochs pass.
+ *
+ * Writers before servers: a writer checks the MACs of what it reads
+ * under the epochs it holds, so one without the new file would take a
+ * value signed under E+1 for a forgery.  Writers switch only once every
+ * server holds E+1, which the servers get last.
+ *
+ * Every file is replaced through a temporary one renamed over it, and
+ * DIR/client.key goes first: run again after a crash, rotate finds the
+ * next keys there and writes the same ones into the files it had not
+ * reached.  Release 0.2.0 refuses key files with epochs, so rotating
+ * needs the cluster finalized (BFT_FEAT_MAC_EPOCHS).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "bftblk.h"
+#include "cluster_int.h"
+#include "config.h"
+#include "crypto.h"
+#include "featureset.h"
+#include "keys.h"
+#include "log.h"
+
+struct keys_args {
+	const char *dir, *keys;
+	unsigned timeout_s;
+	char keypath[ADMIN_PATH_MAX];
+};
+
+/* path.tmp, for a file replaced by rename. */
+static int
+tmp_path(char *out, const char *path)
+{
+	int n = snprintf(out, ADMIN_PATH_MAX, "%s.tmp", path);
+
+	return n < 0 || n >= ADMIN_PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+/* Replaces path with ck (a writer's file); 0 or a negative errno. */
+static int
+replace_client_key(const char *path, const struct bft_client_key *ck)
+{
+	char tmp[ADMIN_PATH_MAX];
+	int r;
+
+	if ((r = tmp_path(tmp, path)) != 0)
+		return r;
+	(void)unlink(tmp);
+	if ((r = bft_client_key_write(tmp, ck)) != 0)
+		return r;
+	if (rename(tmp, path) != 0) {
+		r = -errno;
+		(void)unlink(tmp);
+	}
+	return r;
+}
+
+static int
+replace_server_key(const char *path, const struct bft_server_key *sk)
+{
+	char tmp[ADMIN_PATH_MAX];
+	int r;
+
+	if ((r = tmp_path(tmp, path)) != 0)
+		return r;
+	(void)unlink(tmp);
+	if ((r = bft_server_key_write(tmp, sk)) != 0)
+		return r;
+	if (rename(tmp, path) != 0) {
+		r = -errno;
+		(void)unlink(tmp);
+	}
+	return r;
+}
+
+/* dst's MAC keys and epochs made src's, keeping dst's identity. */
+static void
+copy_macs(struct bft_client_key *dst, const struct bft_client_key *src)
+{
+	memcpy(dst->k, src->k, sizeof dst->k);
+	memcpy(dst->kw, src->kw, sizeof dst->kw);
+	memcpy(dst->k_alt, src->k_alt, sizeof dst->k_alt);
+	memcpy(dst->kw_alt, src->kw_alt, sizeof dst->kw_alt);
+	dst->epoch = src->epoch;
+	dst->has_alt = src->has_alt;
+	dst->alt_epoch = src->alt_epoch;
+}
+
+/*
+ * Every other writer's DIR/NAME.key that bftblk.conf lists, given ck's
+ * MAC keys.  A listed writer without a file here is said: its host
+ * needs the keys by other means.  The number of files not written.
+ */
+static unsigned
+rotate_writers(const struct keys_args *a, const struct bft_config *cfg,
+    const struct bft_client_key *ck)
+{
+	static struct bft_client_key wk;
+	char path[ADMIN_PATH_MAX], err[512];
+	unsigned failed = 0;
+	int r;
+
+	for (unsigned i = 0; i < cfg->nclients; i++) {
+		const struct bft_client_ident *c = &cfg->clients[i];
+
+		if (c->role != BFT_ROLE_RW || strcmp(c->name, ck->name) == 0)
+			continue;
+		if (snprintf(path, sizeof path, "%s/%s.key", a->dir,
+		    c->name) >= (int)sizeof path)
+			continue;
+		if (bft_client_key_load(path, &wk, err, sizeof err) != 0) {
+			bft_log("writer %s: %s; give its host the MAC keys of "
+			    "%s", c->name, err, a->keypath);
+			failed++;
+			continue;
+		}
+		copy_macs(&wk, ck);
+		if ((r = replace_client_key(path, &wk)) != 0) {
+			bft_log("%s: %s", path, strerror(-r));
+			failed++;
+		} else {
+			printf("writer %s: %s\n", c->name, path);
+		}
+	}
+	bft_wipe(&wk, sizeof wk);
+	return failed;
+}
+
+/* Each server's DIR/server-I.key, given its k_i of both epochs. */
+static unsigned
+rotate_servers(const struct keys_args *a, const struct bft_config *cfg,
+    const struct bft_client_key *ck)
+{
+	static struct bft_server_key sk;
+	char path[ADMIN_PATH_MAX], name[32], err[512];
+	unsigned failed = 0;
+	int r;
+
+	for (unsigned i = 0; i < cfg->n; i++) {
+		snprintf(name, sizeof name, "server-%u.key", i);
+		if (admin_path_in(path, sizeof path, a->dir, name) != 0 ||
+		    bft_server_key_load(path, &sk, err, sizeof err) != 0) {
+			bft_log("server %u: %s; it needs epoch %u's key from "
+			    "%s (next-key.%u)", i, err, ck->alt_epoch,
+			    a->keypath, i);
+			failed++;
+			continue;
+		}
+		if (sk.index != i || !bft_equal(sk.k, ck->k[i], BFT_KEY_LEN)) {
+			bft_log("%s is not server %u's key of epoch %u; left "
+			    "alone", path, i, ck->epoch);
+			failed++;
+			continue;
+		}
+		sk.epoch = ck->epoch;
+		sk.has_alt = true;
+		sk.alt_epoch = ck->alt_epoch;
+		memcpy(sk.k_alt, ck->k_alt[i], BFT_KEY_LEN);
+		if ((r = replace_server_key(path, &sk)) != 0) {
+			bft_log("%s: %s", path, strerror(-r));
+			failed++;
+		} else {
+			printf("server %u: %s\n", i, path);
+		}
+	}
+	bft_wipe(&sk, sizeof sk);
+	return failed;
+}
+
+/* 1 when the cluster may use epochs, 0 when not, -1 unknown. */
+static int
+finalized(const struct keys_args *a)
+{
+	struct bftblk *h;
+	int r;
+
+	if ((h = admin_open_cluster(a->dir, a->keys, a->timeout_s)) == NULL)
+		return -1;
+	r = bftblk__cluster_finalized(h, BFT_FEAT_MAC_EPOCHS);
+	if (r < 0)
+		bft_log("%s", bftblk_errmsg(h));
+	bftblk_close(h);
+	return r < 0 ? -1 : r;
+}
+
+static int
+rotate(struct keys_args *a)
+{
+	static struct bft_config cfg;
+	static struct bft_client_key ck;
+	char err[1024], conf[ADMIN_PATH_MAX];
+	unsigned failed;
+	int r, rc = 1;
+
+	if (admin_load_cluster(a->dir, a->keys, &cfg, &ck, err,
+	    sizeof err) != 0) {
+		bft_log("%s", err);
+		goto out_wipe;
+	}
+	(void)admin_cluster_paths(a->dir, a->keys, conf, a->keypath);
+	if (ck.role != BFT_ROLE_RW) {
+		bft_log("%s is not a writer's key file: it holds no MAC keys",
+		    a->keypath);
+		goto out_wipe;
+	}
+	if ((r = finalized(a)) <= 0) {
+		if (r == 0)
+			bft_log("MAC keys can be rotated only once the cluster "
+			    "is finalized (every server and client on release "
+			    "%s or later, then bftblk cluster finalize): "
+			    "release 0.2.0 refuses key files with epochs",
+			    BFTBLK_VERSION_STRING);
+		goto out_wipe;
+	}
+	if (ck.has_alt && ck.alt_epoch < ck.epoch) {
+		bft_log("%s signs under epoch %u already", a->keypath,
+		    ck.epoch);
+		goto out_wipe;
+	}
+	if (ck.has_alt) {
+		printf("a rotation to epoch %u is under way (%s has its "
+		    "keys); writing them where they are missing\n",
+		    ck.alt_epoch, a->keypath);
+	} else {
+		ck.has_alt = true;
+		ck.alt_epoch = ck.epoch + 1;
+		bft_random(ck.k_alt, sizeof ck.k_alt);
+		bft_random(ck.kw_alt, sizeof ck.kw_alt);
+		if ((r = replace_client_key(a->keypath, &ck)) != 0) {
+			bft_log("%s: %s", a->keypath, strerror(-r));
+			goto out_wipe;
+		}
+		printf("epoch %u: new MAC keys for %u servers and the "
+		    "writers\n", ck.alt_epoch, cfg.n);
+	}
+	printf("writer %s: %s\n", ck.name, a->keypath);
+	failed = rotate_writers(a, &cfg, &ck) + rotate_servers(a, &cfg, &ck);
+	printf("Install every writer's file on its host first (libbftblk "
+	    "takes it within\n2 s), then every server's, with SIGHUP. "
+	    "Writers sign under epoch %u once\nevery server accepts it: "
+	    "bftblk status --dir %s says how many do.\n", ck.alt_epoch,
+	    a->dir);
+	rc = failed ? 1 : 0;
+out_wipe:
+	bft_wipe(&ck, sizeof ck);
+	return rc;
+}
+
+int
+admin_keys(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "keys", required_argument, NULL, 'k' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct keys_args a = { .timeout_s = 5 };
+	int c;
+
+	if (argc < 2 || strcmp(argv[1], "rotate") != 0) {
+		admin_usage(stderr);
+		return 2;
+	}
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "d:k:t:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			a.dir = optarg;
+			break;
+		case 'k':
+			a.keys = optarg;
+			break;
+		case 't':
+			if (admin_parse_timeout(optarg, &a.timeout_s) != 0)
+				return 2;
+			break;
+		case 'h':
+			admin_usage(stdout);
+			return 0;
+		default:
+			admin_usage(stderr);
+			return 2;
+		}
+	}
+	if (a.dir == NULL || optind != argc) {
+		admin_usage(stderr);
+		return 2;
+	}
+	return rotate(&a);
+}

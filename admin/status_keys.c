@@ -1,0 +1,83 @@
+/*
+ * bftblk status: the MAC key epochs the servers hold, and how far a
+ * rotation has come (docs/key-epochs.md).  Pure over the report, as
+ * status_format.c is.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "status_format.h"
+
+void
+status_mac_epochs(const struct status_report *r, struct status_epochs *out)
+{
+	bool first = true;
+
+	memset(out, 0, sizeof *out);
+	for (unsigned i = 0; i < r->n; i++) {
+		const struct bft_status_info *in = &r->servers[i].info;
+		uint64_t top = in->mac_next_epoch ? in->mac_next_epoch :
+		    in->mac_epoch;
+
+		if (!r->servers[i].reachable)
+			continue;
+		if (first || top > out->newest)
+			out->newest = top;
+		if (first || in->mac_epoch < out->oldest)
+			out->oldest = in->mac_epoch;
+		out->nanswered++;
+		first = false;
+	}
+	for (unsigned i = 0; i < r->n; i++) {
+		const struct bft_status_info *in = &r->servers[i].info;
+
+		if (r->servers[i].reachable && (in->mac_epoch ==
+		    out->newest || in->mac_next_epoch == out->newest))
+			out->naccept++;
+	}
+}
+
+void
+status_print_mac_epochs(const struct status_report *r, FILE *fp)
+{
+	struct status_epochs ep;
+
+	status_mac_epochs(r, &ep);
+	if (ep.nanswered == 0)
+		return;
+	if (ep.oldest == ep.newest) {
+		fprintf(fp, "MAC keys: epoch %llu on %s server that answered\n",
+		    (unsigned long long)ep.newest, ep.nanswered == r->n ?
+		    "every" : "each");
+		return;
+	}
+	fprintf(fp, "MAC keys: rotating from epoch %llu to %llu: %u of %u "
+	    "servers accept %llu", (unsigned long long)ep.oldest,
+	    (unsigned long long)ep.newest, ep.naccept, r->n,
+	    (unsigned long long)ep.newest);
+	if (ep.naccept < r->n) {
+		fputs(" (not yet:", fp);
+		for (unsigned i = 0; i < r->n; i++) {
+			const struct status_server *s = &r->servers[i];
+
+			if (!s->reachable || (s->info.mac_epoch != ep.newest &&
+			    s->info.mac_next_epoch != ep.newest))
+				fprintf(fp, " %u", s->index);
+		}
+		fputs("); writers sign under it once every server does\n",
+		    fp);
+	} else {
+		fputs("; writers sign under it\n", fp);
+	}
+}
+
+void
+status_json_mac_epochs(const struct status_report *r, FILE *fp)
+{
+	struct status_epochs ep;
+
+	status_mac_epochs(r, &ep);
+	fprintf(fp, ",\"mac_epochs\":{\"oldest\":%llu,\"newest\":%llu,"
+	    "\"accepting_newest\":%u}", (unsigned long long)ep.oldest,
+	    (unsigned long long)ep.newest, ep.naccept);
+}
