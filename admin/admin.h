@@ -82,6 +82,13 @@ extern bool admin_verbose;
 int admin_ping(int argc, char **argv);
 int admin_scrub(int argc, char **argv);
 int admin_cluster(int argc, char **argv);
+/*
+ * Whether the cluster of DIR may use feature (featureset.h): 1 when
+ * every server says it is finalized at a level that has it, 0 when
+ * not, -1 after saying why it cannot tell.
+ */
+int admin_feature_usable(const char *dir, const char *keys,
+    unsigned timeout_s, unsigned feature);
 int admin_server(int argc, char **argv);
 /* bftblk server rotate (server_rotate.c), from admin_server. */
 int admin_server_rotate(int argc, char **argv);

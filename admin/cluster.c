@@ -15,6 +15,7 @@
 
 #include "admin.h"
 #include "bftblk.h"
+#include "cluster_int.h"
 #include "config.h"
 #include "featureset.h"
 #include "keys.h"
@@ -134,6 +135,22 @@ finalize(const char *dir, const char *keys)
 	    "clients of older releases are refused from now on\n", BFT_LEVEL,
 	    BFTBLK_VERSION_STRING);
 	return 0;
+}
+
+int
+admin_feature_usable(const char *dir, const char *keys, unsigned timeout_s,
+    unsigned feature)
+{
+	struct bftblk *h;
+	int r;
+
+	if ((h = admin_open_cluster(dir, keys, timeout_s)) == NULL)
+		return -1;
+	r = bftblk__cluster_finalized(h, feature);
+	if (r < 0)
+		bft_log("%s", bftblk_errmsg(h));
+	bftblk_close(h);
+	return r < 0 ? -1 : r;
 }
 
 int

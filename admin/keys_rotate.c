@@ -32,7 +32,6 @@
 
 #include "admin.h"
 #include "bftblk.h"
-#include "cluster_int.h"
 #include "config.h"
 #include "crypto.h"
 #include "featureset.h"
@@ -185,22 +184,6 @@ rotate_servers(const struct keys_args *a, const struct bft_config *cfg,
 	return failed;
 }
 
-/* 1 when the cluster may use epochs, 0 when not, -1 unknown. */
-static int
-finalized(const struct keys_args *a)
-{
-	struct bftblk *h;
-	int r;
-
-	if ((h = admin_open_cluster(a->dir, a->keys, a->timeout_s)) == NULL)
-		return -1;
-	r = bftblk__cluster_finalized(h, BFT_FEAT_MAC_EPOCHS);
-	if (r < 0)
-		bft_log("%s", bftblk_errmsg(h));
-	bftblk_close(h);
-	return r < 0 ? -1 : r;
-}
-
 static int
 rotate(struct keys_args *a)
 {
@@ -221,7 +204,8 @@ rotate(struct keys_args *a)
 		    a->keypath);
 		goto out_wipe;
 	}
-	if ((r = finalized(a)) <= 0) {
+	if ((r = admin_feature_usable(a->dir, a->keys, a->timeout_s,
+	    BFT_FEAT_MAC_EPOCHS)) <= 0) {
 		if (r == 0)
 			bft_log("MAC keys can be rotated only once the cluster "
 			    "is finalized (every server and client on release "

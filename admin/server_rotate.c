@@ -40,7 +40,6 @@
 #include "admin.h"
 #include "bftblk.h"
 #include "channel.h"
-#include "cluster_int.h"
 #include "config.h"
 #include "crypto.h"
 #include "featureset.h"
@@ -109,22 +108,6 @@ rewrite_conf(struct rotate_args *a, const char *pk, const char *add)
 	    add != NULL ? line : NULL);
 }
 
-/* 1 when the cluster may carry a .next line, 0 when not, -1 unknown. */
-static int
-finalized(const struct rotate_args *a)
-{
-	struct bftblk *h;
-	int r;
-
-	if ((h = admin_open_cluster(a->dir, a->keys, a->timeout_s)) == NULL)
-		return -1;
-	r = bftblk__cluster_finalized(h, BFT_FEAT_SERVER_KEY_ROTATION);
-	if (r < 0)
-		bft_log("%s", bftblk_errmsg(h));
-	bftblk_close(h);
-	return r < 0 ? -1 : r;
-}
-
 /*
  * Server I's key file as it is, for its MAC key: DIR/server-I.key, or
  * else the writer's key file, which holds every server's (as server
@@ -174,7 +157,8 @@ start(struct rotate_args *a, const struct bft_config *cfg)
 		    "--index %u --finish", a->index, a->newf, a->dir, a->index);
 		return 1;
 	}
-	if ((r = finalized(a)) < 0)
+	if ((r = admin_feature_usable(a->dir, a->keys, a->timeout_s,
+	    BFT_FEAT_SERVER_KEY_ROTATION)) < 0)
 		return 1;
 	if (r == 0) {
 		bft_log("server keys can be rotated only once the cluster is "

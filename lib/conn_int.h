@@ -135,6 +135,8 @@ void bftblk__engine_watch_stop(struct engine_loop *lp);
  * from their STATUS, which a writer signs under the next epoch by.
  */
 void bftblk__engine_keys_watch(struct engine_loop *lp, uint64_t now);
+/* At once for a server just connected: a new engine switches soon. */
+void bftblk__engine_keys_probe(struct conn *c);
 void bftblk__engine_note_status(struct conn *c,
     const struct bft_status_info *s);
 /* stats_file.c: writes stats-file=; 0, or -1 with the error recorded. */

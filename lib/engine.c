@@ -281,6 +281,7 @@ bftblk__engine_conn_ready(struct conn *c)
 		if (op != NULL && !(op->sent & (1u << c->idx)))
 			send_round(op, c->idx);
 	}
+	bftblk__engine_keys_probe(c);
 }
 
 /*

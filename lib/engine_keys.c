@@ -149,14 +149,15 @@ watch_key_file(struct engine_loop *lp, struct bft_engine *cl)
 	struct stat sb;
 	int r;
 
+	/*
+	 * The first look loads it too: an engine started long after its
+	 * handle loaded the file (a lease's, a volume table's) starts with
+	 * the keys of that moment.
+	 */
 	if (cl->p.key_path == NULL || stat(cl->p.key_path, &sb) != 0 ||
 	    (sb.st_mtim.tv_sec == lp->key_mtime.tv_sec &&
 	    sb.st_mtim.tv_nsec == lp->key_mtime.tv_nsec))
 		return;
-	if (lp->key_mtime.tv_sec == 0 && lp->key_mtime.tv_nsec == 0) {
-		lp->key_mtime = sb.st_mtim;	/* as loaded at start */
-		return;
-	}
 	lp->key_mtime = sb.st_mtim;
 	if (cl->key.role == BFT_ROLE_PEER) {
 		r = bft_server_key_load(cl->p.key_path, &sk, err, sizeof err);
@@ -174,25 +175,41 @@ watch_key_file(struct engine_loop *lp, struct bft_engine *cl)
 	bft_wipe(&k, sizeof k);
 }
 
+bool
+bftblk__engine_keys_recheck(struct bft_engine *cl)
+{
+	uint32_t epoch = cl->key.epoch, alt = cl->key.alt_epoch;
+	bool has_alt = cl->key.has_alt;
+
+	watch_key_file(cl->lp, cl);
+	return cl->key.epoch != epoch || cl->key.has_alt != has_alt ||
+	    cl->key.alt_epoch != alt;
+}
+
+/* Asks c's server for its STATUS, when a switch waits on it. */
 void
-bftblk__engine_keys_watch(struct engine_loop *lp, uint64_t now)
+bftblk__engine_keys_probe(struct conn *c)
 {
 	/* Large, so static; per thread, as each engine has its own loop. */
 	static _Thread_local struct bft_msg probe;
+
+	if (c->state != C_READY || !switch_pending(c->cl))
+		return;
+	/* Id 0 matches no round: bftblk__engine_dispatch notes it. */
+	memset(&probe, 0, sizeof probe);
+	probe.type = BFT_STATUS;
+	bftblk__conn_send(c, &probe);
+}
+
+void
+bftblk__engine_keys_watch(struct engine_loop *lp, uint64_t now)
+{
 	struct bft_engine *cl = lp->conns[0].cl;
 
 	if (now < lp->key_next_ms)
 		return;
 	lp->key_next_ms = now + KEY_CHECK_MS;
 	watch_key_file(lp, cl);
-	if (!switch_pending(cl))
-		return;
-	for (unsigned i = 0; i < cl->n; i++) {
-		if (lp->conns[i].state != C_READY)
-			continue;
-		/* Id 0 matches no round: bftblk__engine_dispatch notes it. */
-		memset(&probe, 0, sizeof probe);
-		probe.type = BFT_STATUS;
-		bftblk__conn_send(&lp->conns[i], &probe);
-	}
+	for (unsigned i = 0; i < cl->n; i++)
+		bftblk__engine_keys_probe(&lp->conns[i]);
 }

@@ -154,12 +154,18 @@ safe_lazily(struct op *op, const struct bft_ts *ts)
  * does not hold, a MAC key epoch its key file lacks
  * (docs/key-epochs.md).  Dropping them all would read the block as
  * never written, or as an older value; failing says what is wrong.
+ * The key file may hold that epoch already, not looked at yet: then
+ * the read starts again under the keys it holds.
  */
 static bool
 keys_out_of_date(struct op *op)
 {
 	if (popcount32(op->unsigned_lc) <= op->cl->t)
 		return false;
+	if (bftblk__engine_keys_recheck(op->cl)) {
+		restart(op, "MAC keys taken from the key file");
+		return true;
+	}
 	bftblk__eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: %u servers "
 	    "hold a value whose MAC does not verify under this client's keys "
 	    "(epoch %u%s): its key file is out of date",

@@ -152,6 +152,7 @@ bftblk__write_start(struct op *op)
 		return;
 	}
 	memset(&op->ts, 0, sizeof op->ts);
+	op->unsigned_lc = 0;
 	op->fast = e->valid && e->block == op->block;
 	/* A write newer than the cached value is known already. */
 	if (op->based && op->fast && e->num > op->base.num) {
@@ -188,7 +189,46 @@ fast_fallback(struct op *op)
 	bft_random(op->nonce, BFT_NONCE_LEN);
 	bft_hash(op->nonce, BFT_NONCE_LEN, op->nh);
 	memset(&op->ts, 0, sizeof op->ts);
+	op->unsigned_lc = 0;
 	bftblk__round_start(op, PH_CLOCK);
+}
+
+/*
+ * Server i answered with a timestamp newer than this write's that its
+ * MAC keys do not verify.  t liars may do that; t+1 servers include a
+ * correct one, whose timestamp a writer signed under keys this one
+ * lacks (a MAC key epoch its key file does not have yet,
+ * docs/key-epochs.md).  Ignoring them, CLOCK would pick a timestamp
+ * below a completed write, and a cache-built write would not see that
+ * it was overtaken: a write that completes and is never read.  So the
+ * key file is looked at again and the write starts over under the
+ * keys it holds, or fails.  True when op is done or restarted.
+ */
+static bool
+unsigned_newer(struct op *op, unsigned i)
+{
+	struct bft_engine *cl = op->cl;
+
+	STAT_ADD(cl, forged_ts, 1);
+	STAT_ADD(cl, server[i].forged_ts, 1);
+	op->unsigned_lc |= 1u << i;
+	if (popcount32(op->unsigned_lc) <= cl->t)
+		return false;
+	if (bftblk__engine_keys_recheck(cl)) {
+		if (op->based)
+			write_stale(op, op->phase != PH_CLOCK);
+		else
+			fast_fallback(op);
+		return true;
+	}
+	bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: %u servers hold "
+	    "a timestamp whose MAC does not verify under this client's keys "
+	    "(epoch %u%s): its key file is out of date",
+	    (unsigned long long)op->block, popcount32(op->unsigned_lc),
+	    cl->p.key->epoch, cl->p.key->has_alt ? " and the next" : " only");
+	bftblk__op_done(op, EIO, "the servers' timestamps are under MAC keys "
+	    "this client does not hold");
+	return true;
 }
 
 void
@@ -279,24 +319,26 @@ bftblk__write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	 */
 	if (op->fast && op->phase == PH_STORE &&
 	    (bft_ts_cmp(&m->ts, &op->ts) >= 0 ||
-	    (op->based && bft_ts_cmp(&m->ts, &op->base) > 0)) &&
-	    bft_ts_check(&m->ts, op->block, &kw)) {
-		if (op->based)
-			write_stale(op, true);
-		else
-			fast_fallback(op);
-		return;
+	    (op->based && bft_ts_cmp(&m->ts, &op->base) > 0))) {
+		if (!bft_ts_check(&m->ts, op->block, &kw)) {
+			if (unsigned_newer(op, i))
+				return;
+		} else {
+			if (op->based)
+				write_stale(op, true);
+			else
+				fast_fallback(op);
+			return;
+		}
 	}
-	op->ok |= 1u << i;
 	if (op->phase == PH_CLOCK && bft_ts_cmp(&m->ts, &op->ts) > 0) {
 		/* Skip fabricated timestamps: they would let a liar exhaust num. */
 		if (bft_ts_check(&m->ts, op->block, &kw))
 			op->ts = m->ts;
-		else {
-			STAT_ADD(cl, forged_ts, 1);
-			STAT_ADD(cl, server[i].forged_ts, 1);
-		}
+		else if (unsigned_newer(op, i))
+			return;
 	}
+	op->ok |= 1u << i;
 	if (popcount32(op->ok) < quorum)
 		return;
 	switch (op->phase) {

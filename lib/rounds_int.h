@@ -118,6 +118,13 @@ bool bftblk__fast_read_try(struct op *op);
 /* The wait for fragments timed out: FILTER must run. */
 void bftblk__fast_read_expired(struct op *op);
 
+/*
+ * The key file looked at now, out of turn (engine_keys.c): true when
+ * the MAC keys changed, so that a read that found values under keys it
+ * lacked retries under the new ones.  Loop thread.
+ */
+bool bftblk__engine_keys_recheck(struct bft_engine *cl);
+
 /* How this reader tells a candidate a writer made (predicates.h). */
 static inline struct bft_written_key
 eng_written_key(const struct bft_engine *cl)

@@ -180,6 +180,8 @@ bftblk__plain_engine(struct bftblk *h, struct bft_ec **ecp)
 {
 	struct bft_engine_params p = {
 		.cfg = &h->cfg, .key = &h->key,
+		.key_path = h->keys_path != NULL ? h->keys_path :
+		    h->server_key_path,
 		.timeout_ms = h->timeout_s * 1000,
 		.io_timeout_ms = (h->io_timeout_s > h->timeout_s ?
 		    h->io_timeout_s : h->timeout_s) * 1000,

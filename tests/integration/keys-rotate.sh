@@ -165,6 +165,9 @@ for i in 0 1 2 3; do
 done
 status_has "4 of 4 servers accept 1; writers sign under it"
 nbdkit_start b
+# A new engine asks the servers as it connects: it switches at once.
+_wait_log "${NBDKIT_PID[b]}" "$TESTDIR/log/nbdkit-b.log" 0 \
+    "every server accepts epoch 1" "nbdkit b (signing under epoch 1)"
 after=$(sum_of b) || fail "reading back after the restart"
 [ "$before" = "$after" ] || fail "the data changed across the restart"
 log "ok: sha256 $after before and after"

@@ -211,8 +211,10 @@ _wait_log()
 {
 	local pid=$1 logf=$2 offset=$3 pattern=$4 what=$5 deadline
 	deadline=$((SECONDS + BFTBLK_WAIT))
+	# Not grep -q: leaving early would kill tail with SIGPIPE, and
+	# under pipefail a match in a large log would read as none.
 	while ! tail -c "+$((offset + 1))" "$logf" 2>/dev/null |
-	    grep -q -- "$pattern"; do
+	    grep -- "$pattern" >/dev/null; do
 		if ! _alive "$pid"; then
 			_reap "$pid"
 			_forget_pid "$pid"
