@@ -172,7 +172,7 @@ keys_out_of_date(struct op *op)
 	    (unsigned long long)op->block, popcount32(op->unsigned_lc),
 	    op->cl->p.key->epoch, op->cl->p.key->has_alt ? " and the next" :
 	    " only");
-	bftblk__op_done(op, EIO, "the servers' values are under MAC keys "
+	bftblk__op_done(op, EPERM, "the servers' values are under MAC keys "
 	    "this client does not hold");
 	return true;
 }

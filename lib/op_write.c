@@ -226,7 +226,7 @@ unsigned_newer(struct op *op, unsigned i)
 	    "(epoch %u%s): its key file is out of date",
 	    (unsigned long long)op->block, popcount32(op->unsigned_lc),
 	    cl->p.key->epoch, cl->p.key->has_alt ? " and the next" : " only");
-	bftblk__op_done(op, EIO, "the servers' timestamps are under MAC keys "
+	bftblk__op_done(op, EPERM, "the servers' timestamps are under MAC keys "
 	    "this client does not hold");
 	return true;
 }

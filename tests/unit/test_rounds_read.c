@@ -582,7 +582,7 @@ test_keys_out_of_date(void **state)
 	run_start(f, &r, OP_READ, BLOCK, NULL);
 	serve_all(f, f->all);
 	assert_true(run_done(&r));
-	assert_int_equal(r.op->err, EIO);
+	assert_int_equal(r.op->err, EPERM);
 	assert_true(stat_of(&f->cl->stats.forged_ts) > f->t);
 	run_end(&r);
 	free(value);

@@ -167,7 +167,7 @@ test_clock_keys_out_of_date(void **state)
 	run_start(f, &r, OP_WRITE, BLOCK, value);
 	serve_all(f, f->all);
 	assert_true(run_done(&r));
-	assert_int_equal(r.op->err, EIO);
+	assert_int_equal(r.op->err, EPERM);
 	assert_true(stat_of(&f->cl->stats.forged_ts) > f->t);
 	for (unsigned i = 0; i < f->n; i++)
 		assert_true(lc_at(f, i, BLOCK)->ts.num == 4);
