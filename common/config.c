@@ -487,6 +487,8 @@ bft_role_permits(enum bft_role role, uint8_t type)
 	case BFT_CLOCK:
 	case BFT_STORE:
 	case BFT_COMPLETE:
+	/* New MACs for a stored version: a writer's, as a STORE's are. */
+	case BFT_REAUTH:
 	/* Scrubbing costs the server disk reads: writers may ask for it. */
 	case BFT_SCRUB:
 	/* Forgetting a volume destroys data, as overwriting it does. */

@@ -15,22 +15,22 @@
 
 /* Array lengths by type & 0x7f; replies with status != 0 have 4. */
 const uint8_t bft_wire_req_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3, 4, 6, 5, 5, 5, 6, 4, 4,
+	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3, 4, 6, 5, 5, 5, 6, 4, 4, 6,
 };
 const uint8_t bft_wire_rep_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5, 4, 4, 7, 8, 4, 6, 4, 7,
+	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5, 4, 4, 7, 8, 4, 6, 4, 7, 4,
 };
 
 static const char *const type_names[BFT_MSG_NTYPES] = {
 	"HELLO", "CLOCK", "STORE", "COMPLETE", "COLLECT", "FILTER", "REPAIR",
 	"FLUSH", "SUMMARY", "LCLIST", "STATUS", "SCRUB", "VOLUMES", "DROP",
 	"SNAP", "VCOLLECT", "VFILTER", "VREPAIR", "VLIST", "FINALIZE",
-	"SNAPSPACE",
+	"SNAPSPACE", "REAUTH",
 	"HELLO_ACK", "CLOCK_ACK", "STORE_ACK", "COMPLETE_ACK", "COLLECT_ACK",
 	"FILTER_ACK", "REPAIR_ACK", "FLUSH_ACK", "SUMMARY_ACK", "LCLIST_ACK",
 	"STATUS_ACK", "SCRUB_ACK", "VOLUMES_ACK", "DROP_ACK", "SNAP_ACK",
 	"VCOLLECT_ACK", "VFILTER_ACK", "VREPAIR_ACK", "VLIST_ACK",
-	"FINALIZE_ACK", "SNAPSPACE_ACK",
+	"FINALIZE_ACK", "SNAPSPACE_ACK", "REAUTH_ACK",
 };
 
 #define STATUS_FIELD(f) { #f, offsetof(struct bft_status_info, f) }
@@ -235,6 +235,9 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n,
 	case BFT_COMPLETE:
 		return put_ts(pk, &m->ts) ||
 		    put_bin(pk, m->nonce, BFT_NONCE_LEN) ||
+		    put_bin(pk, m->vec, vl);
+	case BFT_REAUTH:
+		return put_ts(pk, &m->ts) || put_bin(pk, m->nh, BFT_HASH_LEN) ||
 		    put_bin(pk, m->vec, vl);
 	case BFT_FILTER:
 		if (msgpack_pack_array(pk, m->ncands))

@@ -68,6 +68,13 @@
  *             above from, where this server keeps to: what changed
  *             between two snapshots.  count 1..BFT_VOL_MAX_BLOCKS.
  *             EAGAIN when from is not a boundary kept here)
+ *   REAUTH   [type, id, block, ts, nh, vec]
+ *            (re-authenticate a version this server stores: lc, or a
+ *             Hist entry, of block with ts's (num, wid) and H(N) = nh
+ *             takes ts.mac and vec, checked as a STORE's vec[i] is,
+ *             so only a writer can send it (docs/key-epochs.md).  It
+ *             never stores a value the server did not have: EGONE when
+ *             it holds no such version.  From level 1 on)
  *   SNAPSPACE [type, id, block, gen]  (the space snapshot boundary gen
  *             of block's volume holds here, walked from block on, a
  *             bounded piece per request: from level 1 on, sent only to
@@ -170,9 +177,10 @@ enum bft_msg_type {
 	BFT_VLIST = 19,
 	BFT_FINALIZE = 20,
 	BFT_SNAPSPACE = 21,
+	BFT_REAUTH = 22,
 };
 /* The highest request type; replies are these | BFT_ACK. */
-#define BFT_MSG_TYPE_MAX	BFT_SNAPSPACE
+#define BFT_MSG_TYPE_MAX	BFT_REAUTH
 
 /* What a SNAP asks. */
 enum bft_snap_op {

@@ -103,7 +103,7 @@ static const char *const whys[BFT_MSG_NTYPES][E_COUNT] = {
 	WHYS("SUMMARY"), WHYS("LCLIST"), WHYS("STATUS"), WHYS("SCRUB"),
 	WHYS("VOLUMES"), WHYS("DROP"), WHYS("SNAP"), WHYS("VCOLLECT"),
 	WHYS("VFILTER"), WHYS("VREPAIR"), WHYS("VLIST"), WHYS("FINALIZE"),
-	WHYS("SNAPSPACE"), WHYS("HELLO_ACK"),
+	WHYS("SNAPSPACE"), WHYS("REAUTH"), WHYS("HELLO_ACK"),
 	WHYS("CLOCK_ACK"),
 	WHYS("STORE_ACK"), WHYS("COMPLETE_ACK"), WHYS("COLLECT_ACK"),
 	WHYS("FILTER_ACK"), WHYS("REPAIR_ACK"), WHYS("FLUSH_ACK"),
@@ -111,7 +111,7 @@ static const char *const whys[BFT_MSG_NTYPES][E_COUNT] = {
 	WHYS("SCRUB_ACK"), WHYS("VOLUMES_ACK"), WHYS("DROP_ACK"),
 	WHYS("SNAP_ACK"), WHYS("VCOLLECT_ACK"), WHYS("VFILTER_ACK"),
 	WHYS("VREPAIR_ACK"), WHYS("VLIST_ACK"), WHYS("FINALIZE_ACK"),
-	WHYS("SNAPSPACE_ACK"),
+	WHYS("SNAPSPACE_ACK"), WHYS("REAUTH_ACK"),
 };
 
 static int
@@ -315,6 +315,11 @@ get_base_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 		    (e = get_bin(&a[6], m->cc, cl, E_CC)))
 			return e;
 		return get_frag(&a[7], body, len, m);
+	case BFT_REAUTH:
+		if ((e = get_ts(&a[3], &m->ts)) ||
+		    (e = get_bin(&a[4], m->nh, BFT_HASH_LEN, E_NH)))
+			return e;
+		return get_bin(&a[5], m->vec, vl, E_VEC);
 	case BFT_COMPLETE:
 		if ((e = get_ts(&a[3], &m->ts)) ||
 		    (e = get_bin(&a[4], m->nonce, BFT_NONCE_LEN, E_NONCE)))

@@ -455,6 +455,9 @@ bft_handle(struct bft_handler *h, const char *peer,
 	case BFT_SNAPSPACE:
 		bft_handle_snapspace(h, req, rep);
 		break;
+	case BFT_REAUTH:
+		bft_handle_reauth(h, peer, req, rep);
+		break;
 	}
 	return 0;
 }

@@ -21,6 +21,7 @@
 struct bft_handler_stats {
 	uint64_t requests[BFT_MSG_TYPE_MAX + 1];	/* by request type */
 	uint64_t eauth;			/* STORE, COMPLETE, DROP: bad MAC */
+	uint64_t relabelled;		/* records REAUTH gave new MACs */
 	uint64_t ebusy;			/* STOREs refused by the pending cap */
 	uint64_t estale;
 	uint64_t superseded;		/* STOREs acked without storing */
@@ -177,6 +178,9 @@ void bft_handle_vlist(struct bft_handler *h, const struct bft_msg *req,
  * SNAPSPACE (wire.h): the bytes this server keeps only for a snapshot's
  * boundary, a bounded piece of the volume's retained blocks at a time.
  */
+/* REAUTH (wire.h): new MACs for a version this server stores. */
+void bft_handle_reauth(struct bft_handler *h, const char *peer,
+    const struct bft_msg *req, struct bft_msg *rep);
 void bft_handle_snapspace(struct bft_handler *h, const struct bft_msg *req,
     struct bft_msg *rep);
 

@@ -70,6 +70,9 @@ put_requests(struct bft_prom *p, const struct bft_net *net)
 	bft_prom_one(p, P "superseded_stores_total", "counter",
 	    "STOREs acknowledged without storing: a newer value was held.",
 	    s->superseded);
+	bft_prom_one(p, P "reauth_records_total", "counter",
+	    "Records REAUTH gave the next MAC key epoch's MACs.",
+	    s->relabelled);
 	bft_prom_one(p, P "writebacks_total", "counter",
 	    "Blocks whose lc a FILTER set (a reader's write-back).",
 	    s->writebacks);

@@ -139,17 +139,15 @@ st_append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
 /* read_rec's block for a record whose block is not known. */
 #define ANY_BLOCK	UINT64_MAX
 
-/* Compaction and the periodic checkpoint follow the appends. */
-static void
+void
 st_after_append(struct bft_store *st, size_t len)
 {
 	st_compact_step(st, len);
 	st_ckpt_after_append(st);
 }
 
-/* Whether block may take a record: 0, -ERANGE, or -EIDRM (dropped). */
-static int
-writable(const struct bft_store *st, uint64_t block)
+int
+st_writable(const struct bft_store *st, uint64_t block)
 {
 	if (!st_addr_ok(st, block))
 		return -ERANGE;
@@ -167,7 +165,7 @@ bft_store_put_hist(struct bft_store *st, uint64_t block,
 	size_t len;
 	int err;
 
-	if ((err = writable(st, block)) < 0)
+	if ((err = st_writable(st, block)) < 0)
 		return err;
 	if (meta->frag_len > BFT_MAX_FRAG || (meta->frag_len > 0 &&
 	    frag == NULL))
@@ -197,7 +195,7 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
 	size_t len;
 	int err;
 
-	if ((err = writable(st, block)) < 0)
+	if ((err = st_writable(st, block)) < 0)
 		return err;
 	/* Replay keeps the highest lc, so the index must never go back. */
 	if (bft_ts_cmp(&c->ts, &st_idx(st, block)->lc_ts) <= 0)

@@ -205,6 +205,19 @@ int bft_store_set_lc(struct bft_store *st, uint64_t block,
 		     const struct bft_cand *c);
 
 /*
+ * Re-authentication (REAUTH, docs/key-epochs.md): block's lc and its
+ * Hist entry, each where it has ts's (num, wid) and the nonce hash nh,
+ * take ts's MAC and vec (n entries) in a record appended again; the
+ * fragment, cc and nonce stay.  frag is BFT_MAX_FRAG bytes of scratch.
+ * The number of records relabelled (0 when both carried those MACs
+ * already); -ENOENT when the store holds no such version; -ERANGE,
+ * -EIDRM, or an append's error with the state unchanged.  Not synced.
+ */
+int bft_store_relabel(struct bft_store *st, uint64_t block,
+    const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
+    const uint8_t (*vec)[BFT_MAC_LEN], uint8_t *frag);
+
+/*
  * Forgets Hist[ts] of block, whose record was found damaged: it is no
  * longer served or counted as held, and its bytes become garbage for
  * compaction.  A fresh copy (the rebuild's STORE) may replace it.  0 or

@@ -275,6 +275,10 @@ int st_seg_create(struct bft_store *st);
  * Appends a record at the active segment's tail (a new segment when it
  * would pass seg_max); its location in *loc.  0 or a negative errno.
  */
+/* Whether block may take a record: 0, -ERANGE, or -EIDRM (dropped). */
+int st_writable(const struct bft_store *st, uint64_t block);
+/* Compaction and the periodic checkpoint follow the appends. */
+void st_after_append(struct bft_store *st, size_t len);
 int st_append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
 		  uint64_t *loc);
 /* The live bytes of the segment holding loc. */

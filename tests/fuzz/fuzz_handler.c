@@ -212,6 +212,7 @@ fixup(uint8_t flags)
 		return;
 	switch (req.type) {
 	case BFT_STORE:
+	case BFT_REAUTH:
 		bft_vec_mac(&req.ts, req.block, req.nh, ck.k[ME],
 		    req.vec[ME]);
 		break;

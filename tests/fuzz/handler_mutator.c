@@ -127,6 +127,12 @@ mut_msg(struct bft_msg *m, struct bft_msg *other, uint32_t *x)
 		/* ... or the space one holds, walked from anywhere. */
 		if ((r >> 24) % 16 == 1)
 			m->type = BFT_SNAPSPACE;
+		/* ... or new MACs for a version, maybe one it holds. */
+		if ((r >> 24) % 16 == 2) {
+			m->type = BFT_REAUTH;
+			if (other != NULL)
+				bft_hash(other->nonce, BFT_NONCE_LEN, m->nh);
+		}
 		if (m->type == BFT_SNAP) {
 			m->block = bft_addr(bft_addr_vol(m->block), 0);
 			m->snap_op &= 1;

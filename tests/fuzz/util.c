@@ -116,6 +116,10 @@ fields_equal(const struct bft_msg *m, const struct bft_msg *d, unsigned n)
 		return ts_equal(&d->ts, &m->ts) &&
 		    memcmp(d->nonce, m->nonce, BFT_NONCE_LEN) == 0 &&
 		    memcmp(d->vec, m->vec, vl) == 0;
+	case BFT_REAUTH:
+		return ts_equal(&d->ts, &m->ts) &&
+		    memcmp(d->nh, m->nh, BFT_HASH_LEN) == 0 &&
+		    memcmp(d->vec, m->vec, vl) == 0;
 	case BFT_DROP:
 		return memcmp(d->vec, m->vec, vl) == 0;
 	case BFT_FILTER:

@@ -205,7 +205,7 @@ test_roles(void **state)
 				break;
 			case BFT_CLOCK: case BFT_STORE: case BFT_COMPLETE:
 			case BFT_SCRUB: case BFT_DROP: case BFT_SNAP:
-			case BFT_FINALIZE:
+			case BFT_FINALIZE: case BFT_REAUTH:
 				want = role == BFT_ROLE_RW;
 				break;
 			default:

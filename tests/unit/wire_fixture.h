@@ -23,9 +23,9 @@
 #define NTYPES	BFT_MSG_NTYPES
 static const uint8_t all_types[NTYPES] = {
 	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-	21,
+	21, 22,
 	0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c,
-	0x8d, 0x8e, 0x8f, 0x90, 0x91, 0x92, 0x93, 0x94, 0x95,
+	0x8d, 0x8e, 0x8f, 0x90, 0x91, 0x92, 0x93, 0x94, 0x95, 0x96,
 };
 
 /*
@@ -135,6 +135,11 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 	case BFT_COMPLETE:
 		rnd_bytes(&m->ts, sizeof(m->ts));
 		rnd_bytes(m->nonce, sizeof(m->nonce));
+		rnd_bytes(m->vec, n * BFT_MAC_LEN);
+		break;
+	case BFT_REAUTH:
+		rnd_bytes(&m->ts, sizeof(m->ts));
+		rnd_bytes(m->nh, sizeof(m->nh));
 		rnd_bytes(m->vec, n * BFT_MAC_LEN);
 		break;
 	case BFT_DROP:
