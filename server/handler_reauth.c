@@ -2,8 +2,11 @@
  * REAUTH (wire.h, docs/key-epochs.md): a writer gives a version this
  * server stores the MACs of the next key epoch.  Only a writer may, as
  * for a STORE: its role (net.c refuses others with EPERM) and this
- * server's entry of the new MAC vector, checked under the keys the
- * server accepts.  The version must be one the server holds, lc or a
+ * server's entry of the new MAC vector, checked under the key the
+ * server holds for the newest epoch it accepts, and under that one
+ * alone: a REAUTH under an older epoch would take a version back to
+ * MACs that are about to be retired, which a leaked old key must not be
+ * able to do.  The version must be one the server holds, lc or a
  * Hist entry of the same (num, wid) and nonce hash: a REAUTH changes
  * MACs only, so it can never make the server hold a value it did not,
  * and needs no fencing.  The vector entry binds ts.mac too
@@ -17,6 +20,13 @@
 #include "handler.h"
 #include "log.h"
 
+/* This server's key of the newest MAC key epoch it accepts. */
+static const uint8_t *
+newest_key(const struct bft_server_key *k)
+{
+	return k->has_alt && k->alt_epoch > k->epoch ? k->k_alt : k->k;
+}
+
 void
 bft_handle_reauth(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
@@ -27,7 +37,7 @@ bft_handle_reauth(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EPROTO;
 		return;
 	}
-	if (!bft_vec_check(&req->ts, req->block, req->nh, &h->macs,
+	if (!bft_vec_verify(&req->ts, req->block, req->nh, newest_key(h->key),
 	    req->vec[h->key->index])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: REAUTH block %" PRIu64 " ts %" PRIu64

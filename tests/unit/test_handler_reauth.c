@@ -116,6 +116,17 @@ test_refusals(void **state)
 	bft_hash(c.nonce, BFT_NONCE_LEN, req.nh);
 	bft_vec_mac(&req.ts, 4, req.nh, k2[(ME + 1) % N], req.vec[ME]);
 	assert_int_equal(handle(), BFT_EAUTH);
+	/*
+	 * A downgrade: MACs under the old epoch, which the server still
+	 * accepts for writes, but which a REAUTH must never bring back
+	 * (a leaked old writer key would undo the pass with it).
+	 */
+	set_req(BFT_REAUTH, 4);
+	req.ts = c.ts;
+	bft_hash(c.nonce, BFT_NONCE_LEN, req.nh);
+	for (unsigned j = 0; j < N; j++)
+		bft_vec_mac(&req.ts, 4, req.nh, ck.k[j], req.vec[j]);
+	assert_int_equal(handle(), BFT_EAUTH);
 	/* The zero timestamp is no version. */
 	set_req(BFT_REAUTH, 4);
 	assert_int_equal(handle(), BFT_EPROTO);
