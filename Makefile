@@ -248,7 +248,8 @@ $(BUILD)/tests/test_op_pool: $(BUILD)/lib/op_pool.o
 # handler and store as the honest servers the rounds talk to.
 ROUNDS_TEST_OBJ = $(filter-out $(BUILD)/lib/conn.o,$(call obj,$(LIB_SRC))) \
 	$(BUILD)/tests/unit/fake_conn.o $(SERVER_LIB_OBJ)
-$(BUILD)/tests/test_rounds_write $(BUILD)/tests/test_rounds_read: \
+$(BUILD)/tests/test_rounds_write $(BUILD)/tests/test_rounds_read \
+	$(BUILD)/tests/test_rounds_keys: \
 	$(ROUNDS_TEST_OBJ)
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(LIBCOMMON) \

@@ -563,31 +563,6 @@ test_peer_drops_foreign_nonce(void **state)
 	free(value);
 }
 
-/*
- * A writer whose MAC keys are not the ones the block was written under
- * (a key file without the epoch a rotation brought) drops every
- * server's candidate as forged.  t of them it would take for liars and
- * read on; all of them mean its keys are out of date, and the read must
- * fail, not return the zeros of a never-written block.
- */
-static void
-test_keys_out_of_date(void **state)
-{
-	struct fx *f = *state;
-	uint8_t *value = new_value();
-	struct run r;
-
-	write_all(f, BLOCK, value);
-	bft_random(f->cl->key.kw, sizeof f->cl->key.kw);
-	run_start(f, &r, OP_READ, BLOCK, NULL);
-	serve_all(f, f->all);
-	assert_true(run_done(&r));
-	assert_int_equal(r.op->err, EPERM);
-	assert_true(stat_of(&f->cl->stats.forged_ts) > f->t);
-	run_end(&r);
-	free(value);
-}
-
 /* Server i answers req honestly but says nothing of Hist[lc.ts]. */
 static void
 answer_without_cc(struct fx *f, unsigned i, const struct bft_msg *req)
@@ -706,7 +681,6 @@ main(void)
 		BOTH_ROUNDS(test_fast_liars_first),
 		BOTH_ROUNDS(test_forged_candidate_dropped),
 		BOTH_ROUNDS(test_peer_drops_foreign_nonce),
-		BOTH_ROUNDS(test_keys_out_of_date),
 		BOTH_ROUNDS(test_stale_servers_cannot_roll_back),
 		BOTH_ROUNDS(test_repair_altered_vec),
 		BOTH_ROUNDS(test_late_replies_change_nothing),

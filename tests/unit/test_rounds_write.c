@@ -147,36 +147,6 @@ test_clock_forged_ts(void **state)
 }
 
 /*
- * A writer whose MAC keys lack the epoch the block was written under
- * (docs/key-epochs.md) sees the servers' timestamps as forged.  Were it
- * to skip them, as it skips t liars', CLOCK would come back below the
- * completed write, and this write would complete without ever being
- * read.  t+1 of them mean its keys are out of date: the write fails.
- */
-static void
-test_clock_keys_out_of_date(void **state)
-{
-	struct fx *f = *state;
-	struct write other;
-	uint8_t *value = new_value();
-	struct run r;
-
-	make_write(f->w, 4, 0x77, &other);
-	put_write(f, f->all, BLOCK, &other);
-	bft_random(f->cl->key.kw, sizeof f->cl->key.kw);
-	run_start(f, &r, OP_WRITE, BLOCK, value);
-	serve_all(f, f->all);
-	assert_true(run_done(&r));
-	assert_int_equal(r.op->err, EPERM);
-	assert_true(stat_of(&f->cl->stats.forged_ts) > f->t);
-	for (unsigned i = 0; i < f->n; i++)
-		assert_true(lc_at(f, i, BLOCK)->ts.num == 4);
-	run_end(&r);
-	free_write(f->w, &other);
-	free(value);
-}
-
-/*
  * A writer that completed the block's last write stores under the next
  * timestamp at once: two rounds, no CLOCK.
  */
@@ -500,7 +470,6 @@ main(void)
 		BOTH_ROUNDS(test_clock_forged_ts),
 		T1_ROUNDS(test_fast_write),
 		BOTH_ROUNDS(test_fast_write_fallback),
-		BOTH_ROUNDS(test_clock_keys_out_of_date),
 		T1_ROUNDS(test_fast_write_forged_lc),
 		T1_ROUNDS(test_error_replies),
 		BOTH_ROUNDS(test_t_errors_tolerated),
