@@ -90,19 +90,6 @@ replace_server_key(const char *path, const struct bft_server_key *sk)
 	return r;
 }
 
-/* dst's MAC keys and epochs made src's, keeping dst's identity. */
-static void
-copy_macs(struct bft_client_key *dst, const struct bft_client_key *src)
-{
-	memcpy(dst->k, src->k, sizeof dst->k);
-	memcpy(dst->kw, src->kw, sizeof dst->kw);
-	memcpy(dst->k_alt, src->k_alt, sizeof dst->k_alt);
-	memcpy(dst->kw_alt, src->kw_alt, sizeof dst->kw_alt);
-	dst->epoch = src->epoch;
-	dst->has_alt = src->has_alt;
-	dst->alt_epoch = src->alt_epoch;
-}
-
 /*
  * Every other writer's DIR/NAME.key that bftblk.conf lists, given ck's
  * MAC keys.  A listed writer without a file here is said: its host
@@ -131,7 +118,7 @@ rotate_writers(const struct keys_args *a, const struct bft_config *cfg,
 			failed++;
 			continue;
 		}
-		copy_macs(&wk, ck);
+		bft_client_key_take_macs(&wk, ck);
 		if ((r = replace_client_key(path, &wk)) != 0) {
 			bft_log("%s: %s", path, strerror(-r));
 			failed++;

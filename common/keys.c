@@ -254,6 +254,19 @@ bft_client_key_load(const char *path, struct bft_client_key *key, char *err,
 	return check_next(&ctx, (1u << key->n) - 1, path, err, errlen);
 }
 
+void
+bft_client_key_take_macs(struct bft_client_key *dst,
+    const struct bft_client_key *src)
+{
+	memcpy(dst->k, src->k, sizeof dst->k);
+	memcpy(dst->kw, src->kw, sizeof dst->kw);
+	memcpy(dst->k_alt, src->k_alt, sizeof dst->k_alt);
+	memcpy(dst->kw_alt, src->kw_alt, sizeof dst->kw_alt);
+	dst->epoch = src->epoch;
+	dst->has_alt = src->has_alt;
+	dst->alt_epoch = src->alt_epoch;
+}
+
 struct bft_mac_keys
 bft_server_mac_keys(const struct bft_server_key *key)
 {

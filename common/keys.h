@@ -92,6 +92,14 @@ int bft_server_key_write(const char *path, const struct bft_server_key *key);
 int bft_client_key_write(const char *path, const struct bft_client_key *key);
 
 /*
+ * dst's MAC keys and epochs made src's, every other field of dst (its
+ * identity: name, role, channel key) kept: a writer's file after a
+ * rotation, as `keys rotate` writes it and libbftblk takes it.
+ */
+void bft_client_key_take_macs(struct bft_client_key *dst,
+    const struct bft_client_key *src);
+
+/*
  * The keys a MAC check accepts (crypto.h): server i's k_i, or k_W
  * (i == BFT_MAX_N), in both epochs while a rotation is under way.
  */

@@ -117,13 +117,7 @@ take_keys(struct bft_engine *cl, struct bft_client_key *k)
 	if (cur->has_alt && k->has_alt && k->epoch == cur->alt_epoch &&
 	    k->alt_epoch == cur->epoch)
 		return;		/* the same two epochs, already swapped */
-	memcpy(cur->k, k->k, sizeof cur->k);
-	memcpy(cur->kw, k->kw, sizeof cur->kw);
-	memcpy(cur->k_alt, k->k_alt, sizeof cur->k_alt);
-	memcpy(cur->kw_alt, k->kw_alt, sizeof cur->kw_alt);
-	cur->epoch = k->epoch;
-	cur->has_alt = k->has_alt;
-	cur->alt_epoch = k->alt_epoch;
+	bft_client_key_take_macs(cur, k);
 	if (cur->has_alt && cur->alt_epoch == signing)
 		swap_epochs(cur);
 	if (cur->has_alt)
@@ -176,14 +170,23 @@ watch_key_file(struct engine_loop *lp, struct bft_engine *cl)
 }
 
 bool
-bftblk__engine_keys_recheck(struct bft_engine *cl)
+bftblk__engine_keys_stale(struct bft_engine *cl, uint64_t block,
+    uint32_t failed)
 {
 	uint32_t epoch = cl->key.epoch, alt = cl->key.alt_epoch;
 	bool has_alt = cl->key.has_alt;
 
 	watch_key_file(cl->lp, cl);
-	return cl->key.epoch != epoch || cl->key.has_alt != has_alt ||
-	    cl->key.alt_epoch != alt;
+	if (cl->key.epoch != epoch || cl->key.has_alt != has_alt ||
+	    cl->key.alt_epoch != alt)
+		return false;
+	bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: %u servers answered "
+	    "with what this client's MAC keys do not verify (epoch %u%s): "
+	    "%s is out of date", (unsigned long long)block,
+	    popcount32(failed), cl->key.epoch,
+	    cl->key.has_alt ? " and the next" : " only",
+	    cl->p.key_path != NULL ? cl->p.key_path : "its key file");
+	return true;
 }
 
 /* Asks c's server for its STATUS, when a switch waits on it. */

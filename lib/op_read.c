@@ -162,18 +162,10 @@ keys_out_of_date(struct op *op)
 {
 	if (popcount32(op->unsigned_lc) <= op->cl->t)
 		return false;
-	if (bftblk__engine_keys_recheck(op->cl)) {
+	if (bftblk__engine_keys_stale(op->cl, op->block, op->unsigned_lc))
+		bftblk__op_done(op, EPERM, BFTBLK__KEYS_WHY);
+	else
 		restart(op, "MAC keys taken from the key file");
-		return true;
-	}
-	bftblk__eng_log(op->cl, BFTBLK_LOG_ERROR, "block %llu: %u servers "
-	    "hold a value whose MAC does not verify under this client's keys "
-	    "(epoch %u%s): its key file is out of date",
-	    (unsigned long long)op->block, popcount32(op->unsigned_lc),
-	    op->cl->p.key->epoch, op->cl->p.key->has_alt ? " and the next" :
-	    " only");
-	bftblk__op_done(op, EPERM, "the servers' values are under MAC keys "
-	    "this client does not hold");
 	return true;
 }
 

@@ -214,20 +214,12 @@ unsigned_newer(struct op *op, unsigned i)
 	op->unsigned_lc |= 1u << i;
 	if (popcount32(op->unsigned_lc) <= cl->t)
 		return false;
-	if (bftblk__engine_keys_recheck(cl)) {
-		if (op->based)
-			write_stale(op, op->phase != PH_CLOCK);
-		else
-			fast_fallback(op);
-		return true;
-	}
-	bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: %u servers hold "
-	    "a timestamp whose MAC does not verify under this client's keys "
-	    "(epoch %u%s): its key file is out of date",
-	    (unsigned long long)op->block, popcount32(op->unsigned_lc),
-	    cl->p.key->epoch, cl->p.key->has_alt ? " and the next" : " only");
-	bftblk__op_done(op, EPERM, "the servers' timestamps are under MAC keys "
-	    "this client does not hold");
+	if (bftblk__engine_keys_stale(cl, op->block, op->unsigned_lc))
+		bftblk__op_done(op, EPERM, BFTBLK__KEYS_WHY);
+	else if (op->based)
+		write_stale(op, op->phase != PH_CLOCK);
+	else
+		fast_fallback(op);
 	return true;
 }
 
@@ -320,16 +312,15 @@ bftblk__write_reply(struct op *op, unsigned i, const struct bft_msg *m)
 	if (op->fast && op->phase == PH_STORE &&
 	    (bft_ts_cmp(&m->ts, &op->ts) >= 0 ||
 	    (op->based && bft_ts_cmp(&m->ts, &op->base) > 0))) {
-		if (!bft_ts_check(&m->ts, op->block, &kw)) {
-			if (unsigned_newer(op, i))
-				return;
-		} else {
+		if (bft_ts_check(&m->ts, op->block, &kw)) {
 			if (op->based)
 				write_stale(op, true);
 			else
 				fast_fallback(op);
 			return;
 		}
+		if (unsigned_newer(op, i))
+			return;
 	}
 	if (op->phase == PH_CLOCK && bft_ts_cmp(&m->ts, &op->ts) > 0) {
 		/* Skip fabricated timestamps: they would let a liar exhaust num. */

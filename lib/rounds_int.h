@@ -119,11 +119,18 @@ bool bftblk__fast_read_try(struct op *op);
 void bftblk__fast_read_expired(struct op *op);
 
 /*
- * The key file looked at now, out of turn (engine_keys.c): true when
- * the MAC keys changed, so that a read that found values under keys it
- * lacked retries under the new ones.  Loop thread.
+ * failed: more than t servers whose lc or timestamp for block did not
+ * verify under cl's MAC keys, so a correct one among them holds what a
+ * writer signed under keys cl lacks (docs/key-epochs.md).  The key file
+ * is looked at now, out of turn (engine_keys.c): false when the keys
+ * changed, and the op starts over under them; true, logged, when they
+ * are out of date, and the op fails with EPERM and BFTBLK__KEYS_WHY.
+ * Loop thread.
  */
-bool bftblk__engine_keys_recheck(struct bft_engine *cl);
+bool bftblk__engine_keys_stale(struct bft_engine *cl, uint64_t block,
+    uint32_t failed);
+#define BFTBLK__KEYS_WHY \
+	"the servers hold values under MAC keys this client does not hold"
 
 /* How this reader tells a candidate a writer made (predicates.h). */
 static inline struct bft_written_key
