@@ -21,7 +21,6 @@ bft_handler_init(struct bft_handler *h, const struct bft_config *cfg,
 	memset(h, 0, sizeof *h);
 	h->cfg = cfg;
 	h->key = key;
-	h->macs = bft_server_mac_keys(key);
 	h->st = st;
 	h->max_pending = max_pending ? max_pending : BFT_DEFAULT_MAX_PENDING;
 	h->fragbuf = malloc(BFT_MAX_FRAG);
@@ -30,12 +29,6 @@ bft_handler_init(struct bft_handler *h, const struct bft_config *cfg,
 		return -1;
 	}
 	return 0;
-}
-
-void
-bft_handler_keys_changed(struct bft_handler *h)
-{
-	h->macs = bft_server_mac_keys(h->key);
 }
 
 void
@@ -193,6 +186,7 @@ handle_store(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
 {
 	unsigned i = h->key->index, n = h->cfg->n;
+	struct bft_mac_keys ki = bft_server_mac_keys(h->key);
 	struct bft_hist_entry ebuf, *e;
 	struct bft_hist_meta meta;
 	uint8_t lcnh[BFT_HASH_LEN];
@@ -215,7 +209,7 @@ handle_store(struct bft_handler *h, const char *peer,
 	 * The paper's server stores whatever arrives; checking vec[i] first
 	 * keeps anyone without the writer's keys from filling Hist.
 	 */
-	if (!bft_vec_check(&req->ts, req->block, req->nh, &h->macs,
+	if (!bft_vec_check(&req->ts, req->block, req->nh, &ki,
 	    req->vec[i])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: STORE block %" PRIu64 " ts %" PRIu64
@@ -315,6 +309,7 @@ static void
 handle_complete(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
 {
+	struct bft_mac_keys ki = bft_server_mac_keys(h->key);
 	struct bft_ts lcts;
 	uint8_t nh[BFT_HASH_LEN];
 
@@ -327,7 +322,7 @@ handle_complete(struct bft_handler *h, const char *peer,
 	 * check is that authentication, and it keeps lc a proof of writing.
 	 */
 	bft_hash(req->nonce, BFT_NONCE_LEN, nh);
-	if (!bft_vec_check(&req->ts, req->block, nh, &h->macs,
+	if (!bft_vec_check(&req->ts, req->block, nh, &ki,
 	    req->vec[h->key->index])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: COMPLETE block %" PRIu64 " ts %"

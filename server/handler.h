@@ -37,11 +37,6 @@ struct bft_handler_stats {
 struct bft_handler {
 	const struct bft_config *cfg;
 	const struct bft_server_key *key;
-	/*
-	 * key's MAC keys as the checks take them: both epochs during a
-	 * rotation.  bft_handler_keys_changed() after key changes.
-	 */
-	struct bft_mac_keys macs;
 	struct bft_store *st;
 	unsigned max_pending;		/* STOREs above lc per writer and block */
 	struct bft_handler_stats stats;
@@ -121,8 +116,6 @@ bool bft_handler_lock_taken(struct bft_handler *h, const char *peer,
     uint64_t block, const struct bft_ts *ts);
 
 /* Sets up h over an open store; 0, or -1 when out of memory. */
-/* The server's key file was taken anew (reload.c): h->macs follows. */
-void bft_handler_keys_changed(struct bft_handler *h);
 int bft_handler_init(struct bft_handler *h, const struct bft_config *cfg,
     const struct bft_server_key *key, struct bft_store *st,
     unsigned max_pending);

@@ -27,6 +27,7 @@ void
 bft_handle_drop(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
 {
+	struct bft_mac_keys ki = bft_server_mac_keys(h->key);
 	uint32_t vol = bft_addr_vol(req->block);
 	uint64_t blocks = 0;
 	int err;
@@ -36,7 +37,7 @@ bft_handle_drop(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EPROTO;
 		return;
 	}
-	if (!bft_drop_check(vol, &h->macs, req->vec[h->key->index])) {
+	if (!bft_drop_check(vol, &ki, req->vec[h->key->index])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: DROP volume %" PRIu32 ": bad MAC (%"
 			    PRIu64 " so far)", peer, vol, h->stats.eauth);

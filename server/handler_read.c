@@ -220,9 +220,10 @@ static bool
 writable_back(const struct regview *v, const struct bft_cand *c,
     struct bft_hist_entry *buf)
 {
+	struct bft_mac_keys ki = bft_server_mac_keys(v->h->key);
+
 	return bft_view_admits(&c->ts, v->gen) && bft_valid(c,
-	    rv_hist_meta(v, &c->ts, buf), v->block, v->h->key->index,
-	    &v->h->macs);
+	    rv_hist_meta(v, &c->ts, buf), v->block, v->h->key->index, &ki);
 }
 
 /*

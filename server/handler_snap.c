@@ -29,6 +29,7 @@ void
 bft_handle_snap(struct bft_handler *h, const char *peer,
     const struct bft_msg *req, struct bft_msg *rep)
 {
+	struct bft_mac_keys ki = bft_server_mac_keys(h->key);
 	uint32_t vol = bft_addr_vol(req->block);
 	bool add = req->snap_op == BFT_SNAP_ADD, held;
 	int err;
@@ -38,7 +39,7 @@ bft_handle_snap(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EPROTO;
 		return;
 	}
-	if (!bft_snap_check(vol, req->gen, req->snap_op, &h->macs,
+	if (!bft_snap_check(vol, req->gen, req->snap_op, &ki,
 	    req->vec[h->key->index])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: SNAP volume %" PRIu32 ": bad MAC (%"

@@ -42,7 +42,6 @@ struct server {
 	unsigned self;			/* this server's index */
 	const char *key_path;		/* its key file, for MAC epochs */
 	struct bft_server_key *key;
-	struct bft_handler *h;
 	struct bft_rebuild *rb;
 	struct bft_scrub *scrub;
 	struct bft_compact_timer *compact;	/* compaction when idle */
@@ -198,8 +197,7 @@ on_sighup(uv_signal_t *sig, int signum)
 	notify_reloading();
 	if (bft_reload_clients(srv->config, srv->cfg, srv->self) == 0)
 		bft_net_reload(srv->net);
-	if (bft_reload_key(srv->key_path, srv->key) == 1)
-		bft_handler_keys_changed(srv->h);
+	(void)bft_reload_key(srv->key_path, srv->key);
 	notify_ready(srv);
 }
 
@@ -417,7 +415,6 @@ main(int argc, char **argv)
 	srv.self = key.index;
 	srv.key_path = o.key;
 	srv.key = &key;
-	srv.h = &h;
 	srv.net = bft_net_new(&loop, &h, &key, &o.lim);
 	if (srv.net == NULL) {
 		bft_error("out of memory");

@@ -35,7 +35,6 @@ take_next(void)
 	sk.has_alt = true;
 	sk.alt_epoch = 1;
 	memcpy(sk.k_alt, k2[ME], BFT_KEY_LEN);
-	bft_handler_keys_changed(&h);
 }
 
 static void
