@@ -220,7 +220,7 @@ $(BUILD)/tests/test_store_reset: $(call obj,$(STORE_TESTING_SRC)) $(LIBSTORE)
 $(BUILD)/tests/test_handler_info \
 	$(BUILD)/tests/test_handler $(BUILD)/tests/test_handler_vol \
 	$(BUILD)/tests/test_handler_fence $(BUILD)/tests/test_handler_view \
-	$(BUILD)/tests/test_handler_reauth \
+	$(BUILD)/tests/test_handler_reauth $(BUILD)/tests/test_keys_census \
 	$(BUILD)/tests/test_quota: $(SERVER_LIB_OBJ)
 # The library's handle, options and identities, without servers.
 $(BUILD)/tests/test_peer_key $(BUILD)/tests/test_voltab \

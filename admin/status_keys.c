@@ -3,6 +3,7 @@
  * rotation has come (docs/key-epochs.md).  Pure over the report, as
  * status_format.c is.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,6 +38,46 @@ status_mac_epochs(const struct status_report *r, struct status_epochs *out)
 	}
 }
 
+/*
+ * "MAC keys: versions under epoch 0: 12 on server 0, ..." while any
+ * server holds two epochs: what bftblk keys retire waits for.
+ */
+static void
+print_census(const struct status_report *r, const struct status_epochs *ep,
+    FILE *fp)
+{
+	const char *sep = "";
+	bool any = false;
+
+	for (unsigned i = 0; i < r->n; i++)
+		any |= r->servers[i].reachable &&
+		    r->servers[i].info.mac_next_epoch != 0;
+	if (!any)
+		return;
+	fprintf(fp, "MAC keys: versions still under epoch %llu:",
+	    (unsigned long long)ep->oldest);
+	for (unsigned i = 0; i < r->n; i++) {
+		const struct status_server *s = &r->servers[i];
+		const struct bft_status_info *in = &s->info;
+
+		if (!s->reachable || in->mac_next_epoch == 0)
+			continue;
+		fprintf(fp, "%s server %u ", sep, s->index);
+		sep = ",";
+		if (in->mac_census_passes == 0)
+			fprintf(fp, "counting (%llu/%llu blocks)",
+			    (unsigned long long)in->mac_census_done,
+			    (unsigned long long)in->mac_census_total);
+		else
+			fprintf(fp, "%llu", (unsigned long long)
+			    (in->mac_old_versions + in->mac_old_retained));
+		if (in->mac_retiring)
+			fputs(" (retiring it)", fp);
+	}
+	fputs("; bftblk keys reauth gives them the new MACs, bftblk keys "
+	    "retire needs none\n", fp);
+}
+
 void
 status_print_mac_epochs(const struct status_report *r, FILE *fp)
 {
@@ -69,6 +110,7 @@ status_print_mac_epochs(const struct status_report *r, FILE *fp)
 	} else {
 		fputs("; writers sign under it\n", fp);
 	}
+	print_census(r, &ep, fp);
 }
 
 void

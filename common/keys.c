@@ -267,9 +267,30 @@ bft_client_key_take_macs(struct bft_client_key *dst,
 	dst->alt_epoch = src->alt_epoch;
 }
 
+const uint8_t *
+bft_server_newest_key(const struct bft_server_key *key)
+{
+	return key->has_alt && key->alt_epoch > key->epoch ? key->k_alt :
+	    key->k;
+}
+
+uint32_t
+bft_server_newest_epoch(const struct bft_server_key *key)
+{
+	return key->has_alt && key->alt_epoch > key->epoch ? key->alt_epoch :
+	    key->epoch;
+}
+
+/*
+ * While retiring, the older key checks no new value: a leaked copy of
+ * it must get nothing accepted from then on, whatever the census finds.
+ */
 struct bft_mac_keys
 bft_server_mac_keys(const struct bft_server_key *key)
 {
+	if (key->has_alt && key->retiring)
+		return (struct bft_mac_keys){ bft_server_newest_key(key),
+		    NULL };
 	return (struct bft_mac_keys){ key->k,
 	    key->has_alt ? key->k_alt : NULL };
 }

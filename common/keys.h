@@ -44,6 +44,13 @@ struct bft_server_key {
 	bool has_alt;			/* a rotation is under way: */
 	uint32_t alt_epoch;		/* the other epoch accepted, */
 	uint8_t k_alt[BFT_KEY_LEN];	/* under this key */
+	/*
+	 * The older epoch is being retired (server/reload.c): new values
+	 * are checked under the newest alone, and the census
+	 * (server/keys_census.c) drops the older key once no version
+	 * stored here is under it.  Never in a key file.
+	 */
+	bool retiring;
 };
 
 struct bft_client_key {
@@ -101,9 +108,16 @@ void bft_client_key_take_macs(struct bft_client_key *dst,
 
 /*
  * The keys a MAC check accepts (crypto.h): server i's k_i, or k_W
- * (i == BFT_MAX_N), in both epochs while a rotation is under way.
+ * (i == BFT_MAX_N), in both epochs while a rotation is under way.  A
+ * server retiring its older epoch accepts the newest alone.
  */
 struct bft_mac_keys bft_server_mac_keys(const struct bft_server_key *key);
+/*
+ * A server's key of the newest epoch it holds, and that epoch: what
+ * REAUTH checks under, and what the census counts versions against.
+ */
+const uint8_t *bft_server_newest_key(const struct bft_server_key *key);
+uint32_t bft_server_newest_epoch(const struct bft_server_key *key);
 struct bft_mac_keys bft_client_mac_keys(const struct bft_client_key *key,
     unsigned i);
 

@@ -59,6 +59,13 @@ const struct bft_status_field bft_status_fields[BFT_STATUS_NFIELDS] = {
 	STATUS_FIELD(recoveries),
 	STATUS_FIELD(mac_epoch),
 	STATUS_FIELD(mac_next_epoch),
+	STATUS_FIELD(mac_old_versions),
+	STATUS_FIELD(mac_old_pending),
+	STATUS_FIELD(mac_census_done),
+	STATUS_FIELD(mac_census_total),
+	STATUS_FIELD(mac_census_passes),
+	STATUS_FIELD(mac_retiring),
+	STATUS_FIELD(mac_old_retained),
 };
 #undef STATUS_FIELD
 _Static_assert(sizeof(struct bft_status_info) ==

@@ -290,8 +290,24 @@ struct bft_status_info {
 	 * (docs/key-epochs.md).
 	 */
 	uint64_t mac_epoch, mac_next_epoch;
+	/*
+	 * Also from level 1: the MAC key census (server/keys_census.h),
+	 * all 0 while the server holds one epoch.  The counts are of the
+	 * last complete pass, versions whose entry for this server does
+	 * not verify under the newest epoch's key: lc with the Hist entry
+	 * backing it (old_versions), Hist entries above lc (old_pending)
+	 * and versions snapshots' views retain (old_retained).  done of
+	 * total: the current pass's live blocks.  passes: complete passes
+	 * since the newest epoch was taken.  retiring: 1 while the older
+	 * epoch is being retired; its key goes once a pass begun after
+	 * that counts no current or retained version under it.
+	 */
+	uint64_t mac_old_versions, mac_old_pending;
+	uint64_t mac_census_done, mac_census_total, mac_census_passes;
+	uint64_t mac_retiring;
+	uint64_t mac_old_retained;
 };
-#define BFT_STATUS_NFIELDS	24
+#define BFT_STATUS_NFIELDS	31
 /* The fields release 0.2.0 sends and takes: version to scrub_total. */
 #define BFT_STATUS_NFIELDS_0	15
 

@@ -18,6 +18,8 @@
 
 #define BFT_DEFAULT_MAX_PENDING 8
 
+struct bft_census_progress;
+
 struct bft_handler_stats {
 	uint64_t requests[BFT_MSG_TYPE_MAX + 1];	/* by request type */
 	uint64_t eauth;			/* STORE, COMPLETE, DROP: bad MAC */
@@ -72,6 +74,8 @@ struct bft_handler {
 	uint64_t started_ms;		/* CLOCK_MONOTONIC, for uptime */
 	/* Rebuild and scrub progress for STATUS; NULL reports zeros. */
 	const struct bft_heal_progress *heal;
+	/* The MAC key census (keys_census.h) for STATUS; NULL: zeros. */
+	const struct bft_census_progress *census;
 	/*
 	 * Reads and writes from the network (net.c counts them), which the
 	 * rebuild thread watches to give way to them.

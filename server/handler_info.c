@@ -10,6 +10,7 @@
 
 #include "bftblk.h"
 #include "handler.h"
+#include "keys_census.h"
 #include "summary.h"
 
 #define INFO_BUF_LEN	(BFT_LCLIST_MAX * BFT_LCENTRY_LEN)
@@ -174,7 +175,10 @@ static void
 handle_status(struct bft_handler *h, struct bft_msg *rep)
 {
 	static const struct bft_heal_progress none;
+	static const struct bft_census_progress no_census;
 	const struct bft_heal_progress *hp = h->heal ? h->heal : &none;
+	const struct bft_census_progress *cp = h->census ? h->census :
+	    &no_census;
 	struct bft_status_info *in = &rep->info;
 	struct bft_store_replay rp;
 	struct bft_store_stats ss;
@@ -207,6 +211,13 @@ handle_status(struct bft_handler *h, struct bft_msg *rep)
 	in->recoveries = hp->recoveries;
 	in->mac_epoch = h->key->epoch;
 	in->mac_next_epoch = h->key->has_alt ? h->key->alt_epoch : 0;
+	in->mac_old_versions = cp->old_current;
+	in->mac_old_pending = cp->old_pending;
+	in->mac_census_done = cp->done;
+	in->mac_census_total = cp->total;
+	in->mac_census_passes = cp->passes;
+	in->mac_retiring = h->key->has_alt && h->key->retiring;
+	in->mac_old_retained = cp->old_retained;
 }
 
 void

@@ -18,14 +18,8 @@
 
 #include "crypto.h"
 #include "handler.h"
+#include "keys.h"
 #include "log.h"
-
-/* This server's key of the newest MAC key epoch it accepts. */
-static const uint8_t *
-newest_key(const struct bft_server_key *k)
-{
-	return k->has_alt && k->alt_epoch > k->epoch ? k->k_alt : k->k;
-}
 
 void
 bft_handle_reauth(struct bft_handler *h, const char *peer,
@@ -37,8 +31,8 @@ bft_handle_reauth(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EPROTO;
 		return;
 	}
-	if (!bft_vec_verify(&req->ts, req->block, req->nh, newest_key(h->key),
-	    req->vec[h->key->index])) {
+	if (!bft_vec_verify(&req->ts, req->block, req->nh,
+	    bft_server_newest_key(h->key), req->vec[h->key->index])) {
 		if (bft_log_sampled(++h->stats.eauth))
 			bft_log("conn %s: REAUTH block %" PRIu64 " ts %" PRIu64
 			    "/%" PRIu64 ": bad MAC (%" PRIu64 " so far)", peer,

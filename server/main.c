@@ -20,6 +20,7 @@
 #include "config.h"
 #include "crypto.h"
 #include "keys.h"
+#include "keys_census.h"
 #include "log.h"
 #include "handler.h"
 #include "metrics.h"
@@ -44,6 +45,8 @@ struct server {
 	struct bft_server_key *key;
 	struct bft_rebuild *rb;
 	struct bft_scrub *scrub;
+	struct bft_census *census;	/* MAC key census and retire */
+	struct bft_handler *h;		/* what STATUS reads it through */
 	struct bft_compact_timer *compact;	/* compaction when idle */
 	struct bft_heal_progress heal;	/* what STATUS reports */
 	struct bft_metrics *metrics;	/* --metrics, or NULL */
@@ -143,6 +146,11 @@ stop(struct server *srv)
 	srv->rejuv = NULL;
 	bft_scrub_stop(srv->scrub);
 	srv->scrub = NULL;
+	/* STATUS and the metrics report zeros from here on. */
+	if (srv->census != NULL)
+		srv->h->census = NULL;
+	bft_census_stop(srv->census);
+	srv->census = NULL;
 	bft_compact_timer_stop(srv->compact);
 	srv->compact = NULL;
 	bft_rebuild_stop(srv->rb);
@@ -415,6 +423,7 @@ main(int argc, char **argv)
 	srv.self = key.index;
 	srv.key_path = o.key;
 	srv.key = &key;
+	srv.h = &h;
 	srv.net = bft_net_new(&loop, &h, &key, &o.lim);
 	if (srv.net == NULL) {
 		bft_error("out of memory");
@@ -449,6 +458,15 @@ main(int argc, char **argv)
 	    srv.rb);
 	if (srv.scrub == NULL)
 		bft_warn("cannot start the scrub; out of memory");
+	/*
+	 * Without the census the server still takes a rotation and
+	 * retiring's checks, but never drops the older key.
+	 */
+	srv.census = bft_census_start(&loop, &h, &key);
+	if (srv.census != NULL)
+		h.census = bft_census_progress(srv.census);
+	else
+		bft_warn("cannot start the MAC key census; out of memory");
 	srv.compact = bft_compact_timer_start(&loop, &h);
 	if (srv.compact == NULL)
 		bft_warn("cannot start compaction when idle; out of memory");

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "heal.h"
+#include "keys_census.h"
 #include "metrics.h"
 #include "net_int.h"
 #include "promhttp.h"
@@ -209,6 +210,32 @@ put_store(struct bft_prom *p, const struct bft_net *net)
 	put_store_index(p, net->h->st);
 }
 
+/* The MAC key census during a rotation (keys_census.h); else zeros. */
+static void
+put_census(struct bft_prom *p, const struct bft_net *net)
+{
+	static const struct bft_census_progress zero;
+	const struct bft_census_progress *cp = net->h->census ?
+	    net->h->census : &zero;
+
+	bft_prom_one(p, P "mac_old_versions", "gauge",
+	    "Versions (lc and its Hist entry) whose MAC entry for this "
+	    "server is not under the newest MAC key epoch, as the last "
+	    "census pass counted them; 0 with one epoch.", cp->old_current);
+	bft_prom_one(p, P "mac_old_pending", "gauge",
+	    "STOREs above lc not under the newest MAC key epoch, as the "
+	    "last census pass counted them.", cp->old_pending);
+	bft_prom_one(p, P "mac_old_retained", "gauge",
+	    "Versions kept for snapshots not under the newest MAC key "
+	    "epoch, as the last census pass counted them.", cp->old_retained);
+	bft_prom_one(p, P "mac_census_passes", "gauge",
+	    "Census passes completed since the newest MAC key epoch was "
+	    "taken.", cp->passes);
+	bft_prom_one(p, P "mac_retiring", "gauge",
+	    "1 while the older MAC key epoch is being retired, else 0.",
+	    net->h->key->has_alt && net->h->key->retiring);
+}
+
 static void
 put_heal(struct bft_prom *p, const struct bft_net *net)
 {
@@ -255,6 +282,7 @@ put_heal(struct bft_prom *p, const struct bft_net *net)
 	bft_prom_one(p, P "mac_next_epoch", "gauge",
 	    "The next MAC key epoch it accepts beside it during a rotation, "
 	    "or 0.", net->h->key->has_alt ? net->h->key->alt_epoch : 0);
+	put_census(p, net);
 }
 
 static void

@@ -88,12 +88,48 @@ bft_reload_clients(const char *path, struct bft_config *cfg, unsigned self)
 }
 
 /*
- * Only two changes are a reload's: a next epoch added (a rotation
- * begins), or the same one again.  Dropping the next epoch is refused:
- * writers may sign under it already, and their writes would be
- * refused here.  Dropping the current one (retiring it) is refused
- * too: versions stored under it would stop passing the checks, and
- * this release has no pass that re-authenticates them first.
+ * The file of both epochs the server holds: nothing to do, unless the
+ * older one is being retired, where it is the operator's undo: both
+ * are accepted again for new values, as before retiring began.
+ */
+static int
+both_again(const char *path, struct bft_server_key *key,
+    const struct bft_server_key *next)
+{
+	if (!key->retiring)
+		return 0;
+	key->retiring = false;
+	bft_log("reload: %s holds MAC key epochs %u and %u again: epoch %u "
+	    "is no longer being retired, and both are accepted", path,
+	    next->epoch, next->alt_epoch, key->epoch);
+	return 1;
+}
+
+/*
+ * A file that holds the server's next epoch as its current one and no
+ * other: the older epoch is to be retired.  From now on every new value
+ * is checked under the newest alone (bft_server_mac_keys); the census
+ * (keys_census.c) drops the older key once a pass begun after this
+ * finds no version stored here under it.
+ */
+static bool
+retires(const struct bft_server_key *key, const struct bft_server_key *next)
+{
+	return key->has_alt && key->alt_epoch > key->epoch &&
+	    next->epoch == key->alt_epoch && !next->has_alt &&
+	    bft_equal(next->k, key->k_alt, BFT_KEY_LEN);
+}
+
+/*
+ * Three changes are a reload's: a next epoch added (a rotation
+ * begins), the older epoch dropped from the file (retiring it begins),
+ * and, while retiring, the file of both epochs again (retiring is taken
+ * back); and the same file again.  Anything else is refused.  Dropping
+ * the next epoch: writers may sign under it already, and their writes
+ * would be refused here.  Changing a key: versions stored under it
+ * would stop passing the checks.  The older key itself is never
+ * dropped here: versions stored under it would become unreadable, so
+ * only the census drops it, once it counts none.
  */
 int
 bft_reload_key(const char *path, struct bft_server_key *key)
@@ -112,11 +148,23 @@ bft_reload_key(const char *path, struct bft_server_key *key)
 		    "keys as they were", path);
 		goto out_wipe;
 	}
+	if (retires(key, &next)) {
+		rc = 0;
+		if (!key->retiring) {
+			key->retiring = true;
+			bft_log("reload: retiring MAC key epoch %u: new values "
+			    "are accepted under epoch %u alone from now on; "
+			    "the old key goes once no version stored here "
+			    "is under it", key->epoch, key->alt_epoch);
+			rc = 1;
+		}
+		goto out_wipe;
+	}
 	if (next.epoch != key->epoch) {
 		bft_error("reload: %s holds MAC key epoch %u, this server %u%s; "
 		    "keeping the keys as they were (a reload takes a next "
-		    "epoch only)", path, next.epoch, key->epoch,
-		    key->has_alt ? " and the next" : "");
+		    "epoch, or retires the older of two)", path, next.epoch,
+		    key->epoch, key->has_alt ? " and the next" : "");
 		goto out_wipe;
 	}
 	if (!bft_equal(next.k, key->k, BFT_KEY_LEN)) {
@@ -132,7 +180,9 @@ bft_reload_key(const char *path, struct bft_server_key *key)
 		goto out_wipe;
 	}
 	rc = 0;
-	if (next.has_alt && !key->has_alt) {
+	if (key->has_alt) {
+		rc = both_again(path, key, &next);
+	} else if (next.has_alt) {
 		memcpy(key->k_alt, next.k_alt, BFT_KEY_LEN);
 		key->alt_epoch = next.alt_epoch;
 		key->has_alt = true;

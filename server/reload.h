@@ -15,8 +15,10 @@ int bft_reload_clients(const char *path, struct bft_config *cfg,
 /*
  * Loads the server's key file at path and takes its MAC key epochs into
  * key (docs/key-epochs.md): a next epoch it names is accepted from now
- * on beside the one the server holds.  The rest of the file (the
- * channel key, the index) takes effect at a restart.  1 when key
+ * on beside the one the server holds; a file of the next epoch alone
+ * sets key->retiring (the census drops the older key later), and the
+ * file of both again while retiring clears it.  The rest of the file
+ * (the channel key, the index) takes effect at a restart.  1 when key
  * changed, 0 when not, -1 (logged) when the file does not load or asks
  * for what a reload does not do; key is then as it was.
  */

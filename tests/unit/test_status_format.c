@@ -221,6 +221,13 @@ test_text(void **state)
 	/* A MAC key rotation: servers 0 and 2 took the next epoch. */
 	r.servers[0].info.mac_next_epoch = 1;
 	r.servers[2].info.mac_next_epoch = 1;
+	/* Server 0 counted 12 versions under epoch 0; server 2 counts. */
+	r.servers[0].info.mac_census_passes = 1;
+	r.servers[0].info.mac_old_versions = 10;
+	r.servers[0].info.mac_old_retained = 2;
+	r.servers[2].info.mac_census_done = 7;
+	r.servers[2].info.mac_census_total = 100;
+	r.servers[2].info.mac_retiring = 1;
 	status_assess(&r);
 	print(status_print_text);
 	assert_string_equal(text,
@@ -232,6 +239,9 @@ test_text(void **state)
 	    "upgrade is under way); not finalized\n"
 	    "MAC keys: rotating from epoch 0 to 1: 2 of 4 servers accept 1 "
 	    "(not yet: 1 3); writers sign under it once every server does\n"
+	    "MAC keys: versions still under epoch 0: server 0 12, server 2 "
+	    "counting (7/100 blocks) (retiring it); bftblk keys reauth gives "
+	    "them the new MACs, bftblk keys retire needs none\n"
 	    "server 0 10.0.0.1:7700: reachable, release 0.2.0, version 2, up "
 	    "1h02m, 1234 "
 	    "blocks, 3.0 MiB on disk (1.5 MiB live), 0 damaged, 0 repaired, "
@@ -331,6 +341,10 @@ test_json(void **state)
 	    "\"release\":768,\"level\":1,\"finalized\":1,\"snap_gc_done\":0,"
 	    "\"snap_gc_total\":0,\"recovering\":0,\"recoveries\":0,"
 	    "\"mac_epoch\":0,\"mac_next_epoch\":0,"
+	    "\"mac_old_versions\":0,\"mac_old_pending\":0,"
+	    "\"mac_census_done\":0,\"mac_census_total\":0,"
+	    "\"mac_census_passes\":0,\"mac_retiring\":0,"
+	    "\"mac_old_retained\":0,"
 	    "\"release_name\":\"0.3.0\","
 	    "\"rebuild_state_name\":\"waiting for peers\","
 	    "\"volumes\":[{\"id\":0,\"end\":1024,\"bytes_live\":1572864},"

@@ -259,12 +259,10 @@ test_encode_heal(void **state)
 	assert_string_equal(bft_status_fields[BFT_STATUS_NFIELDS_0 - 1].name,
 	    "scrub_total");
 	assert_string_equal(bft_status_fields[BFT_STATUS_NFIELDS - 1].name,
-	    "mac_next_epoch");
+	    "mac_old_retained");
 	/* To release 0.2.0: its fields alone, the rest read back as 0. */
-	m.info.release = m.info.level = m.info.finalized = 0;
-	m.info.snap_gc_done = m.info.snap_gc_total = 0;
-	m.info.recovering = m.info.recoveries = 0;
-	m.info.mac_epoch = m.info.mac_next_epoch = 0;
+	memset((char *)&m.info + sizeof(uint64_t) * BFT_STATUS_NFIELDS_0, 0,
+	    sizeof m.info - sizeof(uint64_t) * BFT_STATUS_NFIELDS_0);
 	bl = encode_one(&m, 4, &b);
 	expect(b.data + 4, bl, 4, NULL);
 	assert_memory_equal(&dec.info, &m.info, sizeof(m.info));

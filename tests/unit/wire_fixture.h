@@ -209,10 +209,9 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 		rnd_bytes(&m->info, sizeof(m->info));
 		/* Release 0.2.0's shape, or the nested fields with a level. */
 		if (rnd() & 1)
-			m->info.release = m->info.level = m->info.finalized =
-			    m->info.snap_gc_done = m->info.snap_gc_total =
-			    m->info.recovering = m->info.recoveries =
-			    m->info.mac_epoch = m->info.mac_next_epoch = 0;
+			memset((char *)&m->info + sizeof(uint64_t) *
+			    BFT_STATUS_NFIELDS_0, 0, sizeof m->info -
+			    sizeof(uint64_t) * BFT_STATUS_NFIELDS_0);
 		else if (m->info.level == 0)
 			m->info.level = 1;
 		break;
