@@ -63,7 +63,15 @@ bft_valid(const struct bft_cand *c, const struct bft_hist_meta *hist,
 
 	if (bft_ts_is_zero(&c->ts) || i >= BFT_MAX_N)
 		return false;
-	if (bft_valid_by_hist(c, hist))
+	/*
+	 * Hist backs c only while the entry's own MAC still verifies under
+	 * the keys this check takes: an entry stored under a MAC key epoch
+	 * retired since (docs/key-epochs.md) proves nothing any more, else
+	 * a leaked old writer key could STORE a version during a rotation
+	 * and have it written back as lc after the epoch is gone.
+	 */
+	if (bft_valid_by_hist(c, hist) && bft_vec_check(&hist->ts, block,
+	    hist->nh, ki, hist->vec[i]))
 		return true;
 	/*
 	 * The MAC binds ts to H(N): only a writer that ran STORE can have

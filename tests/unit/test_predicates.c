@@ -61,6 +61,9 @@ test_valid_epochs(void **state)
 		assert_false(bft_valid(&c, NULL, w->block, i, &other));
 		/* Retired: the old epoch's write is refused. */
 		assert_false(valid(&a.c, NULL, w->block, i, next[i]));
+		/* ... and its Hist entry backs it no more. */
+		assert_true(bft_valid(&a.c, &a.h, w->block, i, &both));
+		assert_false(valid(&a.c, &a.h, w->block, i, next[i]));
 	}
 	free_write(w, &a);
 }
