@@ -24,6 +24,7 @@
  * needs the cluster finalized (BFT_FEAT_MAC_EPOCHS).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,13 +37,8 @@
 #include "crypto.h"
 #include "featureset.h"
 #include "keys.h"
+#include "keys_cmd.h"
 #include "log.h"
-
-struct keys_args {
-	const char *dir, *keys;
-	unsigned timeout_s;
-	char keypath[ADMIN_PATH_MAX];
-};
 
 /* path.tmp, for a file replaced by rename. */
 static int
@@ -53,9 +49,19 @@ tmp_path(char *out, const char *path)
 	return n < 0 || n >= ADMIN_PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
-/* Replaces path with ck (a writer's file); 0 or a negative errno. */
+/* tmp, written (r == 0) or not, renamed over path. */
 static int
-replace_client_key(const char *path, const struct bft_client_key *ck)
+rename_over(const char *tmp, const char *path, int r)
+{
+	if (r == 0 && rename(tmp, path) != 0)
+		r = -errno;
+	if (r != 0)
+		(void)unlink(tmp);
+	return r;
+}
+
+int
+keys_replace_client(const char *path, const struct bft_client_key *ck)
 {
 	char tmp[ADMIN_PATH_MAX];
 	int r;
@@ -63,17 +69,11 @@ replace_client_key(const char *path, const struct bft_client_key *ck)
 	if ((r = tmp_path(tmp, path)) != 0)
 		return r;
 	(void)unlink(tmp);
-	if ((r = bft_client_key_write(tmp, ck)) != 0)
-		return r;
-	if (rename(tmp, path) != 0) {
-		r = -errno;
-		(void)unlink(tmp);
-	}
-	return r;
+	return rename_over(tmp, path, bft_client_key_write(tmp, ck));
 }
 
-static int
-replace_server_key(const char *path, const struct bft_server_key *sk)
+int
+keys_replace_server(const char *path, const struct bft_server_key *sk)
 {
 	char tmp[ADMIN_PATH_MAX];
 	int r;
@@ -81,22 +81,11 @@ replace_server_key(const char *path, const struct bft_server_key *sk)
 	if ((r = tmp_path(tmp, path)) != 0)
 		return r;
 	(void)unlink(tmp);
-	if ((r = bft_server_key_write(tmp, sk)) != 0)
-		return r;
-	if (rename(tmp, path) != 0) {
-		r = -errno;
-		(void)unlink(tmp);
-	}
-	return r;
+	return rename_over(tmp, path, bft_server_key_write(tmp, sk));
 }
 
-/*
- * Every other writer's DIR/NAME.key that bftblk.conf lists, given ck's
- * MAC keys.  A listed writer without a file here is said: its host
- * needs the keys by other means.  The number of files not written.
- */
-static unsigned
-rotate_writers(const struct keys_args *a, const struct bft_config *cfg,
+unsigned
+keys_write_writers(const struct keys_args *a, const struct bft_config *cfg,
     const struct bft_client_key *ck)
 {
 	static struct bft_client_key wk;
@@ -119,7 +108,7 @@ rotate_writers(const struct keys_args *a, const struct bft_config *cfg,
 			continue;
 		}
 		bft_client_key_take_macs(&wk, ck);
-		if ((r = replace_client_key(path, &wk)) != 0) {
+		if ((r = keys_replace_client(path, &wk)) != 0) {
 			bft_log("%s: %s", path, strerror(-r));
 			failed++;
 		} else {
@@ -160,7 +149,7 @@ rotate_servers(const struct keys_args *a, const struct bft_config *cfg,
 		sk.has_alt = true;
 		sk.alt_epoch = ck->alt_epoch;
 		memcpy(sk.k_alt, ck->k_alt[i], BFT_KEY_LEN);
-		if ((r = replace_server_key(path, &sk)) != 0) {
+		if ((r = keys_replace_server(path, &sk)) != 0) {
 			bft_log("%s: %s", path, strerror(-r));
 			failed++;
 		} else {
@@ -215,7 +204,7 @@ rotate(struct keys_args *a)
 		ck.alt_epoch = ck.epoch + 1;
 		bft_random(ck.k_alt, sizeof ck.k_alt);
 		bft_random(ck.kw_alt, sizeof ck.kw_alt);
-		if ((r = replace_client_key(a->keypath, &ck)) != 0) {
+		if ((r = keys_replace_client(a->keypath, &ck)) != 0) {
 			bft_log("%s: %s", a->keypath, strerror(-r));
 			goto out_wipe;
 		}
@@ -223,7 +212,7 @@ rotate(struct keys_args *a)
 		    "writers\n", ck.alt_epoch, cfg.n);
 	}
 	printf("writer %s: %s\n", ck.name, a->keypath);
-	failed = rotate_writers(a, &cfg, &ck) + rotate_servers(a, &cfg, &ck);
+	failed = keys_write_writers(a, &cfg, &ck) + rotate_servers(a, &cfg, &ck);
 	printf("Install every writer's file on its host first (libbftblk "
 	    "takes it within\n2 s), then every server's, with SIGHUP. "
 	    "Writers sign under epoch %u once\nevery server accepts it: "
@@ -242,13 +231,29 @@ admin_keys(int argc, char **argv)
 		{ "dir", required_argument, NULL, 'd' },
 		{ "keys", required_argument, NULL, 'k' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "restart", no_argument, NULL, 'r' },
+		{ "epoch", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct keys_args a = { .timeout_s = 5 };
+	static const struct {
+		const char *name;
+		int (*fn)(struct keys_args *);
+		bool restart, epoch;	/* the options it takes */
+	} cmds[] = {
+		{ "rotate", rotate, false, false },
+		{ "reauth", keys_reauth, true, false },
+		{ "retire", keys_retire, false, true },
+	};
+	struct keys_args a = { .timeout_s = 5, .epoch = -1 };
+	size_t ci;
+	char *end;
 	int c;
 
-	if (argc < 2 || strcmp(argv[1], "rotate") != 0) {
+	for (ci = 0; argc >= 2 && ci < sizeof cmds / sizeof cmds[0]; ci++)
+		if (strcmp(argv[1], cmds[ci].name) == 0)
+			break;
+	if (argc < 2 || ci == sizeof cmds / sizeof cmds[0]) {
 		admin_usage(stderr);
 		return 2;
 	}
@@ -265,17 +270,33 @@ admin_keys(int argc, char **argv)
 			if (admin_parse_timeout(optarg, &a.timeout_s) != 0)
 				return 2;
 			break;
+		case 'r':
+			if (!cmds[ci].restart)
+				goto out_usage;
+			a.restart = true;
+			break;
+		case 'e':
+			if (!cmds[ci].epoch)
+				goto out_usage;
+			errno = 0;
+			a.epoch = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || a.epoch < 0 ||
+			    a.epoch > UINT32_MAX) {
+				bft_log("--epoch %s: not an epoch", optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			admin_usage(stdout);
 			return 0;
 		default:
-			admin_usage(stderr);
-			return 2;
+			goto out_usage;
 		}
 	}
-	if (a.dir == NULL || optind != argc) {
-		admin_usage(stderr);
-		return 2;
-	}
-	return rotate(&a);
+	if (a.dir == NULL || optind != argc)
+		goto out_usage;
+	return cmds[ci].fn(&a);
+out_usage:
+	admin_usage(stderr);
+	return 2;
 }

@@ -194,3 +194,59 @@ tc_cmd_forge(unsigned type)
 	printf("%s: %u forgeries accepted\n", bft_msg_type_str(type), bad);
 	return bad ? 1 : 0;
 }
+
+/*
+ * Whoever holds a writer's key file (a leaked one, perhaps of a retired
+ * MAC key epoch) with a Byzantine server's help: a candidate above
+ * every server's lc, its MACs under the file's keys, written back with
+ * REPAIR to every server as that server's reads would.  Prints what
+ * each server did; 1 when any took it as lc, 0 when none did.
+ */
+int
+tc_cmd_forge_keys(void)
+{
+	struct bft_cand lc[BFT_MAX_N], c;
+	uint8_t nh[BFT_HASH_LEN];
+	bool up[BFT_MAX_N];
+	unsigned took = 0, answered = 0;
+	int h = -1, st;
+
+	tc_load(true);
+	tc_connect_servers(ALL);
+	collect_all(lc, up);
+	FOR_EACH(i, ALL)
+		if (up[i] && (h < 0 || bft_ts_cmp(&lc[i].ts, &lc[h].ts) > 0))
+			h = (int)i;
+	if (h < 0)
+		errx(2, "no server answered COLLECT");
+	memset(&c, 0, sizeof c);
+	c.ts.num = lc[h].ts.num + 1000;
+	c.ts.wid = lc[h].ts.wid;
+	bft_random(c.nonce, BFT_NONCE_LEN);
+	bft_ts_sign(&c.ts, opt.block, key.kw);
+	bft_hash(c.nonce, BFT_NONCE_LEN, nh);
+	FOR_EACH(i, ALL)
+		bft_vec_mac(&c.ts, opt.block, nh, key.k[i], c.vec[i]);
+	tc_print_ts("forged", &c.ts);
+	FOR_EACH(i, ALL) {
+		tc_new_req(BFT_REPAIR);
+		req.cands[0] = c;
+		req.ncands = 1;
+		st = tc_xfer(i);
+		printf("server %u: REPAIR %s\n", i, tc_status_name(st));
+	}
+	collect_all(lc, up);
+	FOR_EACH(i, ALL) {
+		if (!up[i])
+			continue;
+		answered++;
+		if (cand_eq(&lc[i], &c)) {
+			printf("server %u: took the forgery as lc\n", i);
+			took++;
+		} else {
+			printf("server %u: lc unchanged\n", i);
+		}
+	}
+	printf("forge-keys: %u of %u servers took it\n", took, answered);
+	return took ? 1 : 0;
+}

@@ -189,6 +189,8 @@ main(int argc, char **argv)
 		return tc_cmd_forge(BFT_FILTER);
 	if (strcmp(cmd, "forge-repair") == 0)
 		return tc_cmd_forge(BFT_REPAIR);
+	if (strcmp(cmd, "forge-keys") == 0)
+		return tc_cmd_forge_keys();
 	if (strcmp(cmd, "probe") == 0)
 		return tc_cmd_probe();
 	if (strcmp(cmd, "tamper") == 0)
@@ -209,7 +211,7 @@ main(int argc, char **argv)
 		return tc_cmd_view_lc();
 usage:
 	fprintf(stderr, "usage: %s pattern|partial-write|stutter|forge-filter"
-	    "|forge-repair|probe|tamper|peek|pipeline|flood|view-lc"
+	    "|forge-repair|forge-keys|probe|tamper|peek|pipeline|flood|view-lc"
 	    "|collect-save|filter-back|finalized [options] (see the "
 	    "source)\n",
 	    argv[0]);

@@ -60,6 +60,7 @@ int tc_cmd_stutter(void);
 
 /* forge.c */
 int tc_cmd_forge(unsigned type);
+int tc_cmd_forge_keys(void);
 
 /* probe.c */
 int tc_cmd_probe(void);

@@ -1,0 +1,383 @@
+/*
+ * bftblk keys reauth: every version the servers store, given the MACs
+ * of the newest epoch (docs/key-epochs.md, step 3), so that the old
+ * epoch can be retired without making anything unreadable.
+ *
+ * A server cannot re-MAC what readers check (it holds no writer key,
+ * and its peers' copies must keep one vector), so a writer does it
+ * through the protocol: it reads each block as any reader does, which
+ * accepts either epoch and writes back what it must, and sends every
+ * server REAUTH with the same timestamp and nonce hash under the new
+ * keys.  A server applies it only to a version it holds (else EGONE),
+ * so the pass never makes a server hold a value it did not, and needs
+ * no lease: a write that lands meanwhile is under the new keys already,
+ * and the version read is then older than the server's, which refuses.
+ *
+ * What to walk is what the servers hold, as t+1 of them say it
+ * (keys_reauth_servers.c): each volume they hold blocks of, the volume
+ * table's and the lease registers' included, its ranges that hold a
+ * written block (SUMMARY), and in those the written blocks (LCLIST).
+ *
+ * The pass keeps where it is in DIR/keys-reauth.state (epoch, volume,
+ * block) at most once a second, and starts from there when run again
+ * for the same epoch; --restart walks everything again.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bftblk.h"
+#include "crypto.h"
+#include "keys_reauth.h"
+#include "log.h"
+#include "peer.h"
+#include "progress.h"
+
+#define STATE_FILE	"keys-reauth.state"
+#define BATCH		BFTBLK__PEER_BATCH
+
+/* Where a pass for this epoch stopped, if one did. */
+static void
+load_state(struct reauth *ra, uint32_t *vol, uint64_t *block)
+{
+	unsigned long long e, v, b;
+	FILE *fp;
+
+	*vol = 0;
+	*block = 0;
+	if (ra->a->restart || (fp = fopen(ra->state, "r")) == NULL)
+		return;
+	if (fscanf(fp, "epoch %llu volume %llu block %llu", &e, &v, &b) == 3 &&
+	    e == ra->epoch && v <= BFT_ADDR_MAX_VOL) {
+		*vol = (uint32_t)v;
+		*block = b;
+		printf("resuming epoch %u's pass at volume %u block %llu "
+		    "(%s; --restart to walk everything)\n", ra->epoch, *vol,
+		    b, ra->state);
+	}
+	fclose(fp);
+}
+
+static void
+save_state(const struct reauth *ra, uint32_t vol, uint64_t block)
+{
+	char tmp[ADMIN_PATH_MAX + 8];
+	FILE *fp;
+
+	snprintf(tmp, sizeof tmp, "%s.tmp", ra->state);
+	if ((fp = fopen(tmp, "w")) == NULL)
+		return;
+	fprintf(fp, "epoch %u volume %u block %" PRIu64 "\n", ra->epoch, vol,
+	    block);
+	if (fclose(fp) != 0 || rename(tmp, ra->state) != 0)
+		(void)unlink(tmp);
+}
+
+static struct bftblk *
+open_lib(struct reauth *ra, bool sealed)
+{
+	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], t[16];
+	struct bftblk *h;
+
+	if (admin_cluster_paths(ra->a->dir, ra->a->keys, conf, keypath) != 0 ||
+	    (h = bftblk_create()) == NULL)
+		return NULL;
+	snprintf(t, sizeof t, "%u", ra->a->timeout_s);
+	if (bftblk_set_option(h, "config", conf) != 0 ||
+	    bftblk_set_option(h, "keys", keypath) != 0 ||
+	    bftblk_set_option(h, "timeout", t) != 0 ||
+	    bftblk_set_option(h, "cache", "0") != 0 ||
+	    bftblk_set_option(h, "shared", "on") != 0 ||
+	    bftblk_set_option(h, "sealed", sealed ? "on" : "off") != 0 ||
+	    bftblk_connect(h) != 0) {
+		bft_log("%s", bftblk_errmsg(h));
+		bftblk_close(h);
+		return NULL;
+	}
+	return h;
+}
+
+/* REAUTH for block's version p, under the newest epoch's keys, into m. */
+static void
+make_reauth(const struct reauth *ra, uint64_t block,
+    const struct bftblk__proof *p, struct bft_msg *m)
+{
+	memset(m, 0, sizeof *m);
+	m->type = BFT_REAUTH;
+	m->block = block;
+	m->ts = p->cand.ts;
+	bft_ts_sign(&m->ts, block, ra->kw);
+	bft_hash(p->cand.nonce, BFT_NONCE_LEN, m->nh);
+	for (unsigned i = 0; i < ra->cfg.n; i++)
+		bft_vec_mac(&m->ts, block, m->nh, ra->k[i], m->vec[i]);
+}
+
+/* reqs[0..nq) to server i, all sent before the first reply is read. */
+static void
+send_batch(struct reauth *ra, unsigned i, struct bft_msg *reqs, unsigned nq,
+    struct bft_msg *rep)
+{
+	struct reauth_srv *s = &ra->srv[i];
+	struct bft_buf out = { 0 };
+	const char *why = "";
+	unsigned got = 0;
+
+	if (!reauth_srv_up(ra, i)) {
+		s->missed += nq;
+		return;
+	}
+	for (unsigned q = 0; q < nq; q++) {
+		if (bft_session_seal(&s->s, &reqs[q], &out) < 0) {
+			reauth_srv_fail(s, "cannot encode REAUTH");
+			goto out_missed;
+		}
+	}
+	if (bft_session_send_raw(&s->s, out.data, out.len) != 0) {
+		reauth_srv_fail(s, "send failed");
+		goto out_missed;
+	}
+	for (; got < nq; got++) {
+		if (bft_session_recv(&s->s, rep, NULL, NULL, &why) != 0) {
+			reauth_srv_fail(s, why);
+			goto out_missed;
+		}
+		if (rep->type != (BFT_REAUTH | BFT_ACK)) {
+			reauth_srv_fail(s, "a reply that is not REAUTH's");
+			goto out_missed;
+		}
+		if (rep->status == BFT_OK) {
+			s->ok++;
+		} else if (rep->status == BFT_EGONE) {
+			s->not_held++;
+		} else {
+			s->refused++;
+			s->last_refusal = rep->status;
+		}
+	}
+out_missed:
+	s->missed += nq - got;
+	bft_buf_free(&out);
+}
+
+/*
+ * Reads blocks[0..nb) of one kind (sealed or not) and queues a REAUTH
+ * for each version under an older epoch; blocks of the other kind go to
+ * other[*nother].
+ */
+static void
+read_batch(struct reauth *ra, int kind, const uint64_t *blocks, unsigned nb,
+    struct bft_msg *reqs, unsigned *nq, uint64_t *other, unsigned *nother)
+{
+	static uint8_t values[BATCH * BFTBLK__PEER_VALUE_MAX];
+	struct bftblk__proof proofs[BATCH];
+	int errs[BATCH];
+
+	if (ra->h[kind] == NULL && (ra->h[kind] = open_lib(ra, kind)) == NULL) {
+		ra->failed += nb;
+		return;
+	}
+	if (bftblk__peer_read(ra->h[kind], BFT_GEN_MAX, blocks, nb, values,
+	    proofs, errs) != 0) {
+		bft_log("%s", bftblk_errmsg(ra->h[kind]));
+		ra->failed += nb;
+		return;
+	}
+	for (unsigned j = 0; j < nb; j++) {
+		if (errs[j] == -EMEDIUMTYPE && other != NULL) {
+			other[(*nother)++] = blocks[j];
+			continue;
+		}
+		if (errs[j] != 0) {
+			bft_log("block %u:%" PRIu64 ": %s",
+			    bft_addr_vol(blocks[j]), bft_addr_block(blocks[j]),
+			    strerror(-errs[j]));
+			ra->failed++;
+			continue;
+		}
+		ra->read++;
+		if (proofs[j].zero)
+			ra->zero++;
+		else if (bft_ts_verify(&proofs[j].cand.ts, blocks[j], ra->kw))
+			ra->current++;
+		else
+			make_reauth(ra, blocks[j], &proofs[j], &reqs[(*nq)++]);
+	}
+}
+
+/* The blocks (addresses) blocks[0..nb), nb <= BATCH. */
+static void
+do_batch(struct reauth *ra, const uint64_t *blocks, unsigned nb)
+{
+	static struct bft_msg reqs[BATCH];
+	uint64_t sealed[BATCH];
+	unsigned nq = 0, ns = 0;
+
+	read_batch(ra, 0, blocks, nb, reqs, &nq, sealed, &ns);
+	if (ns > 0)
+		read_batch(ra, 1, sealed, ns, reqs, &nq, NULL, NULL);
+	if (nq == 0)
+		return;
+	ra->sent += nq;
+	for (unsigned i = 0; i < ra->cfg.n; i++)
+		send_batch(ra, i, reqs, nq, ra->rep);
+}
+
+/* What each server took; 0 when every one took every version. */
+static int
+report(const struct reauth *ra)
+{
+	int rc = ra->failed ? 1 : 0;
+
+	printf("%" PRIu64 " blocks read: %" PRIu64 " re-authenticated, %"
+	    PRIu64 " under epoch %u already, %" PRIu64 " never written, %"
+	    PRIu64 " failed\n", ra->read + ra->failed, ra->sent, ra->current,
+	    ra->epoch, ra->zero, ra->failed);
+	for (unsigned i = 0; i < ra->cfg.n; i++) {
+		const struct reauth_srv *s = &ra->srv[i];
+
+		printf("server %u: %" PRIu64 " taken, %" PRIu64 " not held",
+		    i, s->ok, s->not_held);
+		if (s->refused)
+			printf(", %" PRIu64 " refused (%s)", s->refused,
+			    bft_status_str(s->last_refusal));
+		if (s->missed)
+			printf(", %" PRIu64 " not sent (%s)", s->missed,
+			    s->why);
+		printf("\n");
+		if (s->refused || s->missed)
+			rc = 1;
+	}
+	if (rc)
+		printf("Run it again once every server is up and accepts "
+		    "epoch %u (bftblk status).\n", ra->epoch);
+	return rc;
+}
+
+/*
+ * Volume v's written blocks from block on, range by range; where it is
+ * is saved after each range.  *done counts the blocks read.
+ */
+static void
+walk_volume(struct reauth *ra, const struct reauth_vol *v, uint64_t block,
+    struct admin_progress *prog, double *saved)
+{
+	static bool nonempty[BFT_SUMMARY_MAX];
+	static uint64_t listed[REAUTH_RANGE];
+
+	while (block < v->end) {
+		unsigned nr = reauth_ranges(ra, v->vol, block, v->end,
+		    nonempty);
+
+		for (unsigned r = 0; r < nr; r++, block += REAUTH_RANGE) {
+			uint64_t count = v->end - block < REAUTH_RANGE ?
+			    v->end - block : REAUTH_RANGE;
+			unsigned nl = nonempty[r] ? reauth_list(ra, v->vol,
+			    block, count, listed) : 0;
+
+			for (unsigned k = 0; k < nl; k += BATCH) {
+				do_batch(ra, listed + k, nl - k < BATCH ?
+				    nl - k : BATCH);
+				admin_progress(prog, (ra->read + ra->failed) *
+				    BFT_BLOCK_SIZE, ra->held * BFT_BLOCK_SIZE,
+				    false);
+			}
+			if (reauth_now() - *saved >= 1.0) {
+				save_state(ra, v->vol, block + count);
+				*saved = reauth_now();
+			}
+		}
+	}
+}
+
+static int
+run(struct reauth *ra)
+{
+	struct admin_progress prog;
+	uint64_t sblock;
+	uint32_t svol;
+	double saved = 0;
+
+	for (size_t k = 0; k < ra->nvols; k++)
+		printf("%s %u: up to block %" PRIu64 "\n",
+		    ra->vols[k].vol == BFT_VOL_TABLE ? "volume table" :
+		    ra->vols[k].vol == BFT_VOL_LEASES ? "lease registers" :
+		    "volume", ra->vols[k].vol, ra->vols[k].end);
+	printf("about %" PRIu64 " blocks held\n", ra->held);
+	fflush(stdout);
+	load_state(ra, &svol, &sblock);
+	admin_progress_start(&prog, "reauth", "MiB", 1u << 20);
+	for (size_t k = 0; k < ra->nvols; k++) {
+		const struct reauth_vol *v = &ra->vols[k];
+
+		if (v->vol >= svol)
+			walk_volume(ra, v, v->vol == svol ?
+			    sblock / REAUTH_RANGE * REAUTH_RANGE : 0, &prog,
+			    &saved);
+	}
+	if (ra->held < ra->read + ra->failed)
+		ra->held = ra->read + ra->failed;
+	admin_progress(&prog, (ra->read + ra->failed) * BFT_BLOCK_SIZE,
+	    ra->held * BFT_BLOCK_SIZE, true);
+	/* Done, or failed somewhere: a next run walks everything. */
+	(void)unlink(ra->state);
+	return report(ra);
+}
+
+int
+keys_reauth(struct keys_args *a)
+{
+	static struct reauth ra;
+	char err[1024], conf[ADMIN_PATH_MAX];
+	int rc = 1;
+
+	memset(&ra, 0, sizeof ra);
+	ra.a = a;
+	for (unsigned i = 0; i < BFT_MAX_N; i++)
+		ra.srv[i].s.fd = -1;
+	if (admin_load_cluster(a->dir, a->keys, &ra.cfg, &ra.ck, err,
+	    sizeof err) != 0) {
+		bft_log("%s", err);
+		goto out_wipe;
+	}
+	(void)admin_cluster_paths(a->dir, a->keys, conf, a->keypath);
+	if (ra.ck.role != BFT_ROLE_RW || !ra.ck.has_alt) {
+		bft_log("%s holds %s: there is nothing to re-authenticate "
+		    "(bftblk keys rotate first)", a->keypath,
+		    ra.ck.role != BFT_ROLE_RW ? "no MAC keys" :
+		    "one MAC key epoch");
+		goto out_wipe;
+	}
+	if (ra.ck.alt_epoch > ra.ck.epoch) {
+		ra.kw = ra.ck.kw_alt;
+		ra.k = (const uint8_t (*)[BFT_KEY_LEN])ra.ck.k_alt;
+		ra.epoch = ra.ck.alt_epoch;
+	} else {
+		ra.kw = ra.ck.kw;
+		ra.k = (const uint8_t (*)[BFT_KEY_LEN])ra.ck.k;
+		ra.epoch = ra.ck.epoch;
+	}
+	ra.req = calloc(1, sizeof *ra.req);
+	ra.rep = calloc(1, sizeof *ra.rep);
+	if (ra.req == NULL || ra.rep == NULL) {
+		bft_log("out of memory");
+		goto out_close;
+	}
+	if (admin_path_in(ra.state, sizeof ra.state, a->dir, STATE_FILE) != 0 ||
+	    reauth_gather(&ra) != 0)
+		goto out_close;
+	rc = run(&ra);
+out_close:
+	for (unsigned i = 0; i < ra.cfg.n; i++)
+		bft_session_close(&ra.srv[i].s);
+	bftblk_close(ra.h[0]);
+	bftblk_close(ra.h[1]);
+	free(ra.vols);
+	free(ra.req);
+	free(ra.rep);
+out_wipe:
+	bft_wipe(&ra.ck, sizeof ra.ck);
+	return rc;
+}

@@ -1,0 +1,192 @@
+#!/bin/bash
+# A MAC key epoch retired on a live cluster (t=1), docs/key-epochs.md.
+#
+# 1. Finalized; a writer loop that must never see an error, 100 blocks
+#    of known data, a volume with a table entry and a lease.  The
+#    attack: the epoch-0 key file alone (a leaked writer's) makes a
+#    candidate above every lc and writes it back as a Byzantine server's
+#    reads would: every server takes it.  A plain write overwrites it.
+# 2. Rotated; every server reloads; the writer signs under epoch 1.
+#    `keys retire` is refused: servers count versions under epoch 0,
+#    and status says so.
+# 3. `keys reauth` walks what the servers hold (progress lines), every
+#    server takes every version, and the servers' counts fall to zero.
+#    Run again it finds everything under epoch 1.
+# 4. `keys retire` writes files with epoch 1 alone; the plugin takes
+#    its file, the servers reload and drop epoch 0 ("retired").
+# 5. The attack again: no server takes the forgery as lc, a
+#    STORE under epoch 0 is refused by all, and the data reads back the
+#    same, also after every server restarts from its epoch-1 file.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_python_nbd /usr/bin/python3
+TC=$BUILD/tests/bftblk-testclient
+cluster_start 1
+CONF=$CLUSTER_DIR/bftblk.conf
+mkdir -p "$TESTDIR/old"
+cp "$CLUSTER_DIR"/*.key "$TESTDIR/old/"
+FORGED_BLOCK=900
+
+# forge: the attack with the epoch-0 file on FORGED_BLOCK; its status.
+forge()
+{
+	"$TC" forge-keys --config "$CONF" --keys "$TESTDIR/old/client.key" \
+	    --block "$FORGED_BLOCK" >"$TESTDIR/log/forge.log" 2>&1
+}
+
+# status_has TEXT: bftblk status prints TEXT.
+status_has()
+{
+	"$ADMIN" status --dir "$CLUSTER_DIR" >"$TESTDIR/log/status.log" 2>&1 ||
+	    true
+	grep -qF -- "$1" "$TESTDIR/log/status.log" ||
+	    { cat "$TESTDIR/log/status.log" >&2; fail "status lacks: $1"; }
+}
+
+# reload_all TEXT: SIGHUP to every server, waiting for TEXT in its log.
+reload_all()
+{
+	local i logf offset
+	for i in 0 1 2 3; do
+		logf=$TESTDIR/log/server-$i.log
+		offset=$(stat -c %s "$logf")
+		kill -s HUP "${SERVER_PID[$i]}"
+		_wait_log "${SERVER_PID[$i]}" "$logf" "$offset" "$1" \
+		    "server-$i (reload)"
+	done
+}
+
+# sum_of NAME: sha256 of blocks 64-100, which the writer loop leaves.
+sum_of()
+{
+	nbdsh_run "$1" "
+import hashlib
+print(hashlib.sha256(h.pread(37 * 65536, 64 * 65536)).hexdigest())"
+}
+
+log "step 1: data, and the attack with the epoch-0 file"
+"$ADMIN" cluster finalize --dir "$CLUSTER_DIR" \
+    >"$TESTDIR/log/finalize.log" 2>&1 ||
+    { cat "$TESTDIR/log/finalize.log" >&2; fail "cluster finalize"; }
+"$ADMIN" volume create --dir "$CLUSTER_DIR" --name vm1 --size 4M \
+    >"$TESTDIR/log/volume.log" 2>&1 ||
+    { cat "$TESTDIR/log/volume.log" >&2; fail "volume create"; }
+nbdkit_start a
+nbdsh_run a "
+import os
+for b in range(101):
+    h.pwrite(os.urandom(65536), b * 65536)
+h.pwrite(b'v0' * 32768, $FORGED_BLOCK * 65536)" || fail "writing the data"
+nbdkit_start_with vm "$PLUGIN" config="$CONF" \
+    keys="$CLUSTER_DIR/client.key" volume=vm1 timeout=2 io-timeout=4
+nbdsh_run vm "h.pwrite(b'vm' * 32768 * 3, 0)" || fail "writing vm1"
+forge && { cat "$TESTDIR/log/forge.log" >&2; fail "no server took a" \
+    "forgery under the cluster's own keys: the attack test tests nothing"; }
+grep -q "4 of 4 servers took it" "$TESTDIR/log/forge.log" ||
+    { cat "$TESTDIR/log/forge.log" >&2; fail "the attack did not reach" \
+    "every server"; }
+nbdsh_run a "h.pwrite(b'v1' * 32768, $FORGED_BLOCK * 65536)" ||
+    fail "overwriting the forged block"
+before=$(sum_of a) || fail "reading the data"
+checked_writer a 150 &
+WA=$!
+_track "$WA" writer-a
+
+log "step 2: rotate; retire refused while versions are under epoch 0"
+NBDLOG=$TESTDIR/log/nbdkit-a.log
+noff=$(stat -c %s "$NBDLOG")
+"$ADMIN" keys rotate --dir "$CLUSTER_DIR" --timeout 3 \
+    >"$TESTDIR/log/rotate.log" 2>&1 ||
+    { cat "$TESTDIR/log/rotate.log" >&2; fail "keys rotate"; }
+reload_all "MAC key epoch 1 accepted"
+_wait_log "${NBDKIT_PID[a]}" "$NBDLOG" "$noff" \
+    "every server accepts epoch 1; writes are signed under it" \
+    "nbdkit a (signing under epoch 1)"
+if "$ADMIN" keys retire --dir "$CLUSTER_DIR" --timeout 3 \
+    >"$TESTDIR/log/retire.log" 2>&1; then
+	cat "$TESTDIR/log/retire.log" >&2
+	fail "keys retire ran with versions still under epoch 0"
+fi
+cat "$TESTDIR/log/retire.log"
+grep -qE "versions still under epoch 0|not counted its versions" \
+    "$TESTDIR/log/retire.log" || fail "the refusal does not say why"
+cmp -s "$TESTDIR/old/server-0.key" "$CLUSTER_DIR/server-0.key" &&
+    fail "server-0.key is still the one from before the rotation"
+grep -q "^next-epoch = 1$" "$CLUSTER_DIR/client.key" ||
+    fail "the refused retire changed client.key"
+
+log "step 3: reauth"
+"$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
+    >"$TESTDIR/log/reauth.log" 2>&1 ||
+    { cat "$TESTDIR/log/reauth.log" >&2; fail "keys reauth"; }
+cat "$TESTDIR/log/reauth.log"
+grep -q "reauth: .* MiB .*took" "$TESTDIR/log/reauth.log" ||
+    fail "reauth printed no progress"
+grep -qE "^[0-9]+ blocks read: [1-9][0-9]* re-authenticated" \
+    "$TESTDIR/log/reauth.log" || fail "reauth re-authenticated nothing"
+[ -e "$CLUSTER_DIR/keys-reauth.state" ] &&
+    fail "a finished pass left its state file"
+"$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
+    >"$TESTDIR/log/reauth2.log" 2>&1 ||
+    { cat "$TESTDIR/log/reauth2.log" >&2; fail "keys reauth again"; }
+grep -qE "^[0-9]+ blocks read: 0 re-authenticated" \
+    "$TESTDIR/log/reauth2.log" ||
+    { cat "$TESTDIR/log/reauth2.log" >&2; fail "a second pass found" \
+    "versions under epoch 0"; }
+
+log "step 4: retire"
+ok=
+for _ in $(seq 30); do
+	if "$ADMIN" keys retire --dir "$CLUSTER_DIR" --timeout 3 \
+	    >"$TESTDIR/log/retire.log" 2>&1; then
+		ok=1
+		break
+	fi
+	sleep 1
+done
+[ -n "$ok" ] || { cat "$TESTDIR/log/retire.log" >&2; fail "keys retire" \
+    "still refused 30 s after the pass"; }
+cat "$TESTDIR/log/retire.log"
+for f in client.key server-0.key server-1.key server-2.key server-3.key; do
+	grep -q "^epoch = 1$" "$CLUSTER_DIR/$f" || fail "$f is not at epoch 1"
+	grep -q "next-" "$CLUSTER_DIR/$f" && fail "$f still holds two epochs"
+done
+_wait_log "${NBDKIT_PID[a]}" "$NBDLOG" "$noff" "holds epoch 1 alone" \
+    "nbdkit a (retired key file)"
+reload_all "MAC key epoch 0 retired"
+status_has "MAC keys: epoch 1 on every server that answered"
+
+log "step 5: the attack again, and the data"
+if ! forge; then
+	cat "$TESTDIR/log/forge.log" >&2
+	fail "a server took a forgery under the retired epoch"
+fi
+cat "$TESTDIR/log/forge.log"
+[ "$(grep -c ": lc unchanged" "$TESTDIR/log/forge.log")" = 4 ] ||
+    fail "not every server answered with its lc unchanged"
+"$TC" partial-write --config "$CONF" --keys "$TESTDIR/old/client.key" \
+    --block 1000 --stop-after store >"$TESTDIR/log/store.log" 2>&1 || true
+[ "$(grep -c ": STORE MAC did not verify" "$TESTDIR/log/store.log")" = 4 ] ||
+    { cat "$TESTDIR/log/store.log" >&2; fail "a STORE under the retired" \
+    "epoch was not refused by every server"; }
+touch "$TESTDIR/stop-a"
+wait "$WA" || { cat "$TESTDIR/log/writer-a.log" >&2; fail "the writer" \
+    "saw an error during the rotation"; }
+cat "$TESTDIR/log/writer-a.log"
+nbdkit_stop a
+nbdkit_stop vm
+for i in 0 1 2 3; do
+	server_kill "$i"
+	server_start "$i"
+done
+status_has "MAC keys: epoch 1 on every server that answered"
+nbdkit_start b
+after=$(sum_of b) || fail "reading back after the restart"
+[ "$before" = "$after" ] || fail "the data changed"
+nbdsh_run b "assert h.pread(65536, $FORGED_BLOCK * 65536) == b'v1' * 32768" ||
+    fail "the forged block does not read as written"
+nbdkit_start_with vm2 "$PLUGIN" config="$CONF" \
+    keys="$CLUSTER_DIR/client.key" volume=vm1 timeout=2 io-timeout=4
+nbdsh_run vm2 "assert h.pread(3 * 65536, 0) == b'vm' * 32768 * 3" ||
+    fail "vm1 does not read as written"
+log "ok: epoch 0 retired; sha256 $after before and after"
