@@ -210,6 +210,35 @@ load_identity(struct bftblk *h)
 	return 0;
 }
 
+struct bft_client_key *
+bftblk__signing_key(struct bftblk *h)
+{
+	struct bft_client_key *k = malloc(sizeof *k), *now;
+	char err[512];
+
+	if (k == NULL)
+		return NULL;
+	*k = h->key;
+	if (h->keys_path == NULL || k->role != BFT_ROLE_RW ||
+	    (now = malloc(sizeof *now)) == NULL)
+		return k;
+	if (bft_client_key_load(h->keys_path, now, err, sizeof err) == 0 &&
+	    now->role == BFT_ROLE_RW && now->n == k->n &&
+	    memcmp(now->cluster_id, k->cluster_id, BFT_CLUSTER_ID_LEN) == 0)
+		bft_client_key_take_macs(k, now);
+	bftblk__signing_key_free(now);
+	return k;
+}
+
+void
+bftblk__signing_key_free(struct bft_client_key *k)
+{
+	if (k == NULL)
+		return;
+	bft_wipe(k, sizeof *k);
+	free(k);
+}
+
 int
 bftblk_load(struct bftblk *h)
 {

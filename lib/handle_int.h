@@ -86,6 +86,15 @@ int bftblk__check_size(const struct bftblk *h, const char *what, size_t size,
 
 /* "k=v k=v" (options.c): each through bftblk_set_option. */
 int bftblk__set_options(struct bftblk *h, const char *options);
+/*
+ * The keys to sign a DROP or SNAP with, from the handle's key file as it
+ * is now: MAC keys are rotated under running handles, and a retired
+ * epoch's would be refused (docs/key-epochs.md).  The keys loaded by
+ * bftblk_load when the file no longer loads as this cluster's.  Wipe
+ * and free it after; NULL when out of memory.
+ */
+struct bft_client_key *bftblk__signing_key(struct bftblk *h);
+void bftblk__signing_key_free(struct bft_client_key *k);
 
 /*
  * volume=NAME at load (volume_open.c): finds the volume in the table

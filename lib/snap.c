@@ -71,28 +71,40 @@ cut(struct bftblk *h, uint32_t id, uint64_t *g)
 	char why[256];
 	int n, moved;
 
+	struct bft_client_key *key = bftblk__signing_key(h);
+	int rc = -1;
+
+	if (key == NULL)
+		return bftblk__fail(ENOMEM, "out of memory");
 	for (unsigned tries = 0; tries < CUT_TRIES; tries++) {
 		if (bftblk__lease_read(h->eng, id, &li) != 0)
-			return -1;
+			goto out_free;
 		*g = bft_snap_boundary(&li.ts);
-		n = bftblk__snap_volume(&h->cfg, &h->key, id, *g, true,
+		n = bftblk__snap_volume(&h->cfg, key, id, *g, true,
 		    h->timeout_s * 1000, acked, why, sizeof why);
 		if (n < 0)
-			return -1;
-		if ((unsigned)n < need)
-			return bftblk__fail(EIO, "only %d of %u servers keep "
-			    "the snapshot's view (%u needed): %s", n, h->cfg.n,
+			goto out_free;
+		if ((unsigned)n < need) {
+			bftblk__fail(EIO, "only %d of %u servers keep the "
+			    "snapshot's view (%u needed): %s", n, h->cfg.n,
 			    need, why);
+			goto out_free;
+		}
 		if ((moved = bftblk__lease_reassert(h->eng, id, *g)) < 0)
-			return -1;
-		if (moved == 0)
-			return 0;
+			goto out_free;
+		if (moved == 0) {
+			rc = 0;
+			goto out_free;
+		}
 		/* Taken over meanwhile: the servers forget g, and again. */
-		(void)bftblk__snap_volume(&h->cfg, &h->key, id, *g, false,
+		(void)bftblk__snap_volume(&h->cfg, key, id, *g, false,
 		    h->timeout_s * 1000, acked, why, sizeof why);
 	}
-	return bftblk__fail(EAGAIN, "volume %" PRIu32 "'s lease changed "
-	    "hands %d times while the snapshot was taken", id, CUT_TRIES);
+	bftblk__fail(EAGAIN, "volume %" PRIu32 "'s lease changed hands %d "
+	    "times while the snapshot was taken", id, CUT_TRIES);
+out_free:
+	bftblk__signing_key_free(key);
+	return rc;
 }
 
 static void
@@ -124,7 +136,7 @@ bftblk_snap_create(struct bftblk *h, const char *volume, const char *name,
 	struct voltab *vt = NULL;
 	struct vt_entry vol, e;
 	struct timespec t0, t1;
-	uint64_t g;
+	uint64_t g = 0;
 	int r, bi;
 
 	if ((r = bftblk__vt_check(h, true)) != 0)

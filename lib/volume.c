@@ -132,10 +132,14 @@ static int
 finish_deletes(struct bftblk *h, const struct bft_lease *lock,
     struct voltab *vt, uint32_t id, unsigned *pending)
 {
+	struct bft_client_key *key = bftblk__signing_key(h);
 	bool acked[BFT_MAX_N];
 	char why[256];
+	int rc = 0;
 
 	*pending = 0;
+	if (key == NULL)
+		return bftblk__fail(ENOMEM, "out of memory");
 	for (unsigned b = 0; b < vt->nblocks; b++)
 		for (unsigned i = 0; i < vt->count[b]; i++) {
 			struct vt_entry *e = &vt->e[b][i];
@@ -145,16 +149,18 @@ finish_deletes(struct bftblk *h, const struct bft_lease *lock,
 
 			if (e->state != VT_DELETING && !snap)
 				continue;
-			n = snap ? bftblk__snap_volume(&h->cfg, &h->key, e->id,
+			n = snap ? bftblk__snap_volume(&h->cfg, key, e->id,
 			    e->generation, false, h->timeout_s * 1000, acked,
 			    why, sizeof why) : bftblk__drop_volume(&h->cfg,
-			    &h->key, e->id, h->timeout_s * 1000, acked, why,
+			    key, e->id, h->timeout_s * 1000, acked, why,
 			    sizeof why);
-			if (n < 0)
-				return bftblk__fail(bftblk__take_errno(),
+			if (n < 0) {
+				rc = bftblk__fail(bftblk__take_errno(),
 				    "%s %s '%s': %s", snap ? "forgetting" :
 				    "dropping", snap ? "snapshot" : "volume",
 				    e->name, bftblk__errmsg());
+				goto out_free;
+			}
 			if ((unsigned)n < h->cfg.n) {
 				if (e->id == id)
 					*pending = h->cfg.n - (unsigned)n;
@@ -167,11 +173,15 @@ finish_deletes(struct bftblk *h, const struct bft_lease *lock,
 				continue;
 			}
 			bftblk__vt_remove(vt, b, e);
-			if (write_block(h, lock, vt, b) != 0)
-				return -1;
+			if (write_block(h, lock, vt, b) != 0) {
+				rc = -1;
+				goto out_free;
+			}
 			i--;
 		}
-	return 0;
+out_free:
+	bftblk__signing_key_free(key);
+	return rc;
 }
 
 /*

@@ -4,6 +4,8 @@
  * is read-only (bftblk_pwrite, zero and trim return -EPERM, before any
  * I/O), and is refused when the key is not one the configuration names.
  * Nothing here needs a server: connections come up in the background.
+ * Also a writer handle's signing keys for DROP and SNAP, which follow
+ * its key file through a MAC key rotation.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,9 +23,10 @@
 #include "bftblk.h"
 #include "config.h"
 #include "crypto.h"
+#include "handle_int.h"
 #include "keys.h"
 
-static char dir[64], conf[128], key2[128], stray[128], ckey[128];
+static char dir[64], conf[128], key2[128], stray[128], ckey[128], wkey[128];
 
 static void
 quiet(void *opaque, enum bftblk_log_level level, const char *msg)
@@ -77,6 +80,14 @@ setup(void **state)
 	bft_chan_keypair_new(&ck.chan);
 	snprintf(ckey, sizeof ckey, "%s/reader.key", dir);
 	assert_int_equal(bft_client_key_write(ckey, &ck), 0);
+	/* A writer's, with MAC keys of epoch 0. */
+	ck.role = BFT_ROLE_RW;
+	ck.n = cfg.n;
+	strcpy(ck.name, "writer");
+	bft_random(ck.k, sizeof ck.k);
+	bft_random(ck.kw, sizeof ck.kw);
+	snprintf(wkey, sizeof wkey, "%s/writer.key", dir);
+	assert_int_equal(bft_client_key_write(wkey, &ck), 0);
 	snprintf(conf, sizeof conf, "%s/bftblk.conf", dir);
 	assert_int_equal(bft_config_write(conf, &cfg), 0);
 	return 0;
@@ -112,6 +123,48 @@ handle(const char *k1, const char *v1, const char *k2, const char *v2)
 	if (k2)
 		assert_int_equal(bftblk_set_option(h, k2, v2), 0);
 	return h;
+}
+
+/*
+ * A handle loaded at epoch 0 signs a DROP or SNAP under the keys its
+ * file holds when it does, not those it loaded: after a retire only the
+ * new epoch's pass.  A file that no longer loads leaves the loaded ones.
+ */
+static void
+test_signing_key(void **state)
+{
+	static struct bft_client_key ck, was;
+	struct bft_client_key *k;
+	struct bftblk *h;
+	char err[256];
+
+	(void)state;
+	h = handle("keys", wkey, NULL, NULL);
+	assert_int_equal(bftblk_load(h), 0);
+	assert_int_equal(bft_client_key_load(wkey, &was, err, sizeof err), 0);
+	ck = was;
+	ck.epoch = 1;
+	bft_random(ck.k, sizeof ck.k);
+	bft_random(ck.kw, sizeof ck.kw);
+	assert_int_equal(unlink(wkey), 0);
+	assert_int_equal(bft_client_key_write(wkey, &ck), 0);
+	assert_non_null(k = bftblk__signing_key(h));
+	assert_int_equal(k->epoch, 1);
+	assert_memory_equal(k->k, ck.k, 4 * BFT_KEY_LEN);
+	assert_memory_equal(k->kw, ck.kw, sizeof ck.kw);
+	assert_memory_equal(k->chan.sk, was.chan.sk, sizeof was.chan.sk);
+	bftblk__signing_key_free(k);
+	/* Garbled: the keys loaded at bftblk_load. */
+	assert_int_equal(unlink(wkey), 0);
+	assert_non_null(fopen(wkey, "w"));
+	assert_non_null(k = bftblk__signing_key(h));
+	assert_int_equal(k->epoch, 0);
+	assert_memory_equal(k->k, was.k, 4 * BFT_KEY_LEN);
+	bftblk__signing_key_free(k);
+	bftblk_close(h);
+	/* Back as it was for the other tests. */
+	assert_int_equal(unlink(wkey), 0);
+	assert_int_equal(bft_client_key_write(wkey, &was), 0);
 }
 
 static void
@@ -189,6 +242,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_signing_key),
 		cmocka_unit_test(test_peer_reads_only),
 		cmocka_unit_test(test_refusals),
 	};
