@@ -474,6 +474,11 @@ bench-snap: all
 bench-snap-diff: all
 	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-snap-diff
 
+# What rotating the MAC keys costs: the re-authentication pass, idle
+# and beside fio (BENCH_DISK, default 4G).
+bench-keys: all
+	BUILD=$(BUILD) NO_MAKE=1 fio-jobs/bench-keys
+
 # The BFT overhead: the same code with hashing and MACs compiled out,
 # alternated with the normal build (fio-jobs/bench-overhead).
 bench-overhead:
@@ -565,7 +570,7 @@ clean:
 
 .PHONY: all check check-unit check-integration check-asan check-valgrind \
 	check-faults check-system install uninstall deb \
-	run stop bench bench-rebuild bench-recover bench-store bench-trim bench-snap bench-snap-diff bench-overhead bench-latency fuzz \
+	run stop bench bench-rebuild bench-recover bench-store bench-trim bench-snap bench-snap-diff bench-overhead bench-latency bench-keys fuzz \
 	fuzz-build fuzz-long clean
 
 -include $(shell find $(BUILD) $(wildcard $(FUZZ_BUILD)) -name '*.d' \

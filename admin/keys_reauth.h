@@ -45,6 +45,7 @@ struct reauth {
 	struct reauth_vol *vols;
 	size_t nvols;
 	uint64_t held;			/* blocks, (t+1)-th highest claim */
+	double best;			/* the fastest batch, seconds */
 	struct reauth_srv srv[BFT_MAX_N];
 	struct bft_msg *req, *rep;	/* big: not on the stack */
 	char state[ADMIN_PATH_MAX];
