@@ -1,17 +1,22 @@
 #!/bin/bash
-# Linearizability across a MAC key rotation (t=1, docs/key-epochs.md).
+# Linearizability across a MAC key rotation, from rotate to retire
+# (t=1, docs/key-epochs.md).
 #
 # Two nbdkit writers, each with its own key file (client.key and a
-# second writer's b.key), 4 clients on 4 hot blocks for 24 s.  Meanwhile
+# second writer's b.key), 4 clients on 4 hot blocks for 45 s.  Meanwhile
 # `bftblk keys rotate` writes epoch 1 into both files and every server's,
-# and the servers take it one by one, a few seconds apart: for most of
-# the run servers at epoch 0 alone and at epochs 0 and 1 serve writers
-# that sign under 0, then one writer and the other under 1.  No op may
-# fail, each writer must have switched, and the history (with a final
-# read of every block through both) must be linearizable.
+# and the servers take it one by one, a few seconds apart: for a while
+# servers at epoch 0 alone and at epochs 0 and 1 serve writers that
+# sign under 0, then one writer and the other under 1.  Then `keys
+# reauth` and `keys retire`, the writers take their epoch-1 files and
+# the servers, reloaded 1 s apart, drop epoch 0, all before the
+# recording ends.  No op may fail, each writer must have switched, and
+# the history (with a final read of every block through both) must be
+# linearizable; 32 cold blocks written before the rotation, which only
+# the pass re-authenticates, read back the same after the retire.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-DURATION=24
+DURATION=45
 export LIN_ARGS="--blocks 4 --first-block 0 --clients-per-uri 2"
 hist=$TESTDIR/lin-keys.jsonl
 
@@ -25,6 +30,14 @@ nbdkit_start a
 nbdkit_start_with b "$PLUGIN" config="$CLUSTER_DIR/bftblk.conf" \
     keys="$CLUSTER_DIR/b.key" shared=on volume-id=0
 
+# Cold blocks the writers never touch again: only the pass gives them
+# epoch 1's MACs, and they must read back after the retire.
+nbdsh_run a "
+import random
+for b in range(100, 132):
+    h.pwrite(random.Random(b).randbytes(65536), b * 65536)" ||
+    fail "writing the cold blocks"
+LIN_T0=$SECONDS
 lin_record_start "$hist" "$DURATION" "$(nbd_uri a)" "$(nbd_uri b)"
 sleep 4
 "$ADMIN" keys rotate --dir "$CLUSTER_DIR" --timeout 3 \
@@ -38,15 +51,52 @@ for i in 0 1 2 3; do
 	kill -s HUP "${SERVER_PID[$i]}"
 	sleep 3
 done
-lin_record_wait
+start=$SECONDS
 for w in a b; do
-	grep -q "every server accepts epoch 1" "$TESTDIR/log/nbdkit-$w.log" ||
-	    fail "writer $w never signed under epoch 1"
+	_wait_log "${NBDKIT_PID[$w]}" "$TESTDIR/log/nbdkit-$w.log" 0 \
+	    "every server accepts epoch 1" "nbdkit $w (epoch 1)"
+done
+"$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
+    >"$TESTDIR/log/reauth.log" 2>&1 ||
+    { cat "$TESTDIR/log/reauth.log" >&2; fail "keys reauth"; }
+log "injected: keys reauth ($(grep -E '^[0-9]+ blocks read' \
+    "$TESTDIR/log/reauth.log"))"
+ok=
+for _ in $(seq 20); do
+	if "$ADMIN" keys retire --dir "$CLUSTER_DIR" --timeout 3 \
+	    >"$TESTDIR/log/retire.log" 2>&1; then
+		ok=1
+		break
+	fi
+	sleep 1
+done
+[ -n "$ok" ] || { cat "$TESTDIR/log/retire.log" >&2; fail "keys retire"; }
+for w in a b; do
+	_wait_log "${NBDKIT_PID[$w]}" "$TESTDIR/log/nbdkit-$w.log" 0 \
+	    "holds epoch 1 alone" "nbdkit $w (epoch 1 alone)"
 done
 for i in 0 1 2 3; do
-	grep -q "MAC key epoch 1 accepted" "$TESTDIR/log/server-$i.log" ||
-	    fail "server $i never took epoch 1"
+	kill -s HUP "${SERVER_PID[$i]}"
+	sleep 1
 done
+for i in 0 1 2 3; do
+	_wait_log "${SERVER_PID[$i]}" "$TESTDIR/log/server-$i.log" 0 \
+	    "MAC key epoch 0 retired" "server-$i (retired)"
+done
+log "injected: epoch 0 retired everywhere, $((SECONDS - start)) s after" \
+    "the last server took epoch 1"
+[ "$SECONDS" -lt "$((LIN_T0 + DURATION - 2))" ] ||
+    fail "the retire ended after the recording: the history misses it"
+lin_record_wait
+grep -qE "^[0-9]+ blocks read: ([3-9][0-9]|[1-9][0-9]{2,}) re-authenticated" \
+    "$TESTDIR/log/reauth.log" ||
+    { cat "$TESTDIR/log/reauth.log" >&2; fail "the pass did not" \
+    "re-authenticate the cold blocks"; }
+nbdsh_run b "
+import random
+for b in range(100, 132):
+    assert h.pread(65536, b * 65536) == random.Random(b).randbytes(65536), b
+" || fail "a cold block does not read back after the retire"
 lin_final_read "$hist" "$(nbd_uri a)" "$(nbd_uri b)"
 lin_check "$hist"
 for k in write_errors read_errors timeouts garbage misplaced connect_errors; do

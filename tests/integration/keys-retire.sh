@@ -9,9 +9,11 @@
 # 2. Rotated; every server reloads; the writer signs under epoch 1.
 #    `keys retire` is refused: servers count versions under epoch 0,
 #    and status says so.
-# 3. `keys reauth` walks what the servers hold (progress lines), every
-#    server takes every version, and the servers' counts fall to zero.
-#    Run again it finds everything under epoch 1.
+# 3. `keys reauth` from a state file past volume 0 resumes there and
+#    reads only the rest; then a whole pass walks what the servers hold
+#    (progress lines), every server takes every version, and the
+#    servers' counts fall to zero.  Run again it finds everything under
+#    epoch 1.
 # 4. `keys retire` writes files with epoch 1 alone; the plugin takes
 #    its file, the servers reload and drop epoch 0 ("retired").
 # 5. The attack again: no server takes the forgery as lc, a
@@ -116,6 +118,19 @@ grep -q "^next-epoch = 1$" "$CLUSTER_DIR/client.key" ||
     fail "the refused retire changed client.key"
 
 log "step 3: reauth"
+# As if a pass had stopped past volume 0: it resumes there, and volume
+# 0's blocks are left to the next one.
+printf 'epoch 1 volume 65536 block 0\n' >"$CLUSTER_DIR/keys-reauth.state"
+"$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
+    >"$TESTDIR/log/reauth-resumed.log" 2>&1 ||
+    { cat "$TESTDIR/log/reauth-resumed.log" >&2; fail "keys reauth resumed"; }
+grep -q "resuming epoch 1's pass at volume 65536 block 0" \
+    "$TESTDIR/log/reauth-resumed.log" ||
+    { cat "$TESTDIR/log/reauth-resumed.log" >&2; fail "the pass did not" \
+    "resume from its state file"; }
+resumed=$(grep -E '^[0-9]+ blocks read' "$TESTDIR/log/reauth-resumed.log" |
+    cut -d' ' -f1)
+[ "$resumed" -lt 100 ] || fail "the resumed pass read volume 0 again"
 "$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
     >"$TESTDIR/log/reauth.log" 2>&1 ||
     { cat "$TESTDIR/log/reauth.log" >&2; fail "keys reauth"; }
