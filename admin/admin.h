@@ -77,6 +77,9 @@ int admin_import_diff(int argc, char **argv);
 struct bftblk;
 struct bftblk *admin_open_cluster(const char *dir, const char *keys,
     unsigned timeout_s);
+/* The same, reading values sealed by encrypt=on writers as they are. */
+struct bftblk *admin_open_cluster_as(const char *dir, const char *keys,
+    unsigned timeout_s, bool sealed);
 /* --verbose: the library's informational lines too. */
 extern bool admin_verbose;
 int admin_ping(int argc, char **argv);

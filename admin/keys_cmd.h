@@ -8,6 +8,7 @@
 #define BFTBLK_ADMIN_KEYS_CMD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "admin.h"
 
@@ -41,5 +42,17 @@ int keys_replace_server(const char *path, const struct bft_server_key *sk);
 struct bft_config;
 unsigned keys_write_writers(const struct keys_args *a,
     const struct bft_config *cfg, const struct bft_client_key *ck);
+
+/*
+ * Each server's DIR/server-I.key, changed by change (false: the file is
+ * not server i's of the keys ck has, and is left alone) and replaced; a
+ * file that does not load is said, with the epoch whose key its host
+ * needs.  The number of files not written.
+ */
+typedef bool keys_server_fn(struct bft_server_key *sk,
+    const struct bft_client_key *ck, unsigned i);
+unsigned keys_write_servers(const struct keys_args *a,
+    const struct bft_config *cfg, const struct bft_client_key *ck,
+    uint32_t epoch, keys_server_fn *change);
 
 #endif

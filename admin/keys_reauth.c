@@ -77,30 +77,6 @@ save_state(const struct reauth *ra, uint32_t vol, uint64_t block)
 		(void)unlink(tmp);
 }
 
-static struct bftblk *
-open_lib(struct reauth *ra, bool sealed)
-{
-	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], t[16];
-	struct bftblk *h;
-
-	if (admin_cluster_paths(ra->a->dir, ra->a->keys, conf, keypath) != 0 ||
-	    (h = bftblk_create()) == NULL)
-		return NULL;
-	snprintf(t, sizeof t, "%u", ra->a->timeout_s);
-	if (bftblk_set_option(h, "config", conf) != 0 ||
-	    bftblk_set_option(h, "keys", keypath) != 0 ||
-	    bftblk_set_option(h, "timeout", t) != 0 ||
-	    bftblk_set_option(h, "cache", "0") != 0 ||
-	    bftblk_set_option(h, "shared", "on") != 0 ||
-	    bftblk_set_option(h, "sealed", sealed ? "on" : "off") != 0 ||
-	    bftblk_connect(h) != 0) {
-		bft_log("%s", bftblk_errmsg(h));
-		bftblk_close(h);
-		return NULL;
-	}
-	return h;
-}
-
 /* REAUTH for block's version p, under the newest epoch's keys, into m. */
 static void
 make_reauth(const struct reauth *ra, uint64_t block,
@@ -189,7 +165,8 @@ read_batch(struct reauth *ra, int kind, const uint64_t *blocks, unsigned nb,
 	struct bftblk__proof proofs[BATCH];
 	int errs[BATCH];
 
-	if (ra->h[kind] == NULL && (ra->h[kind] = open_lib(ra, kind)) == NULL) {
+	if (ra->h[kind] == NULL && (ra->h[kind] = admin_open_cluster_as(
+	    ra->a->dir, ra->a->keys, ra->a->timeout_s, kind)) == NULL) {
 		ra->failed += nb;
 		return;
 	}

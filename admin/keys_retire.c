@@ -103,48 +103,20 @@ newest_only(struct bft_client_key *ck)
 	ck->alt_epoch = 0;
 }
 
-/* Each server's DIR/server-I.key with its key of ck's epoch alone. */
-static unsigned
-retire_servers(const struct keys_args *a, const struct bft_config *cfg,
-    const struct bft_client_key *ck)
+/* Server i's file of epochs E and E+1 with E+1's key alone. */
+static bool
+newest_only_server(struct bft_server_key *sk, const struct bft_client_key *ck,
+    unsigned i)
 {
-	static struct bft_server_key sk;
-	char path[ADMIN_PATH_MAX], name[32], err[512];
-	unsigned failed = 0;
-	int r;
-
-	for (unsigned i = 0; i < cfg->n; i++) {
-		snprintf(name, sizeof name, "server-%u.key", i);
-		if (admin_path_in(path, sizeof path, a->dir, name) != 0 ||
-		    bft_server_key_load(path, &sk, err, sizeof err) != 0) {
-			bft_log("server %u: %s; it needs epoch %u's key from "
-			    "%s (key.%u) alone", i, err, ck->epoch,
-			    a->keypath, i);
-			failed++;
-			continue;
-		}
-		if (sk.index != i || !(bft_equal(sk.k, ck->k[i],
-		    BFT_KEY_LEN) || (sk.has_alt && bft_equal(sk.k_alt,
-		    ck->k[i], BFT_KEY_LEN)))) {
-			bft_log("%s does not hold server %u's key of epoch %u; "
-			    "left alone", path, i, ck->epoch);
-			failed++;
-			continue;
-		}
-		memcpy(sk.k, ck->k[i], BFT_KEY_LEN);
-		sk.epoch = ck->epoch;
-		bft_wipe(sk.k_alt, sizeof sk.k_alt);
-		sk.has_alt = false;
-		sk.alt_epoch = 0;
-		if ((r = keys_replace_server(path, &sk)) != 0) {
-			bft_log("%s: %s", path, strerror(-r));
-			failed++;
-		} else {
-			printf("server %u: %s\n", i, path);
-		}
-	}
-	bft_wipe(&sk, sizeof sk);
-	return failed;
+	if (!bft_equal(sk->k, ck->k[i], BFT_KEY_LEN) && !(sk->has_alt &&
+	    bft_equal(sk->k_alt, ck->k[i], BFT_KEY_LEN)))
+		return false;
+	memcpy(sk->k, ck->k[i], BFT_KEY_LEN);
+	sk->epoch = ck->epoch;
+	bft_wipe(sk->k_alt, sizeof sk->k_alt);
+	sk->has_alt = false;
+	sk->alt_epoch = 0;
+	return true;
 }
 
 int
@@ -208,7 +180,7 @@ keys_retire(struct keys_args *a)
 out_write:
 	printf("writer %s: %s\n", ck.name, a->keypath);
 	failed = keys_write_writers(a, &cfg, &ck) +
-	    retire_servers(a, &cfg, &ck);
+	    keys_write_servers(a, &cfg, &ck, ck.epoch, newest_only_server);
 	printf("Install every writer's file on its host first (libbftblk "
 	    "takes it within\n2 s), then every server's, with SIGHUP. A "
 	    "server drops the old epoch once\nit counts no version under it "

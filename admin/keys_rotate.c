@@ -119,10 +119,9 @@ keys_write_writers(const struct keys_args *a, const struct bft_config *cfg,
 	return failed;
 }
 
-/* Each server's DIR/server-I.key, given its k_i of both epochs. */
-static unsigned
-rotate_servers(const struct keys_args *a, const struct bft_config *cfg,
-    const struct bft_client_key *ck)
+unsigned
+keys_write_servers(const struct keys_args *a, const struct bft_config *cfg,
+    const struct bft_client_key *ck, uint32_t epoch, keys_server_fn *change)
 {
 	static struct bft_server_key sk;
 	char path[ADMIN_PATH_MAX], name[32], err[512];
@@ -133,22 +132,17 @@ rotate_servers(const struct keys_args *a, const struct bft_config *cfg,
 		snprintf(name, sizeof name, "server-%u.key", i);
 		if (admin_path_in(path, sizeof path, a->dir, name) != 0 ||
 		    bft_server_key_load(path, &sk, err, sizeof err) != 0) {
-			bft_log("server %u: %s; it needs epoch %u's key from "
-			    "%s (next-key.%u)", i, err, ck->alt_epoch,
-			    a->keypath, i);
+			bft_log("server %u: %s; it needs epoch %u's key.%u "
+			    "from %s", i, err, epoch, i, a->keypath);
 			failed++;
 			continue;
 		}
-		if (sk.index != i || !bft_equal(sk.k, ck->k[i], BFT_KEY_LEN)) {
+		if (sk.index != i || !change(&sk, ck, i)) {
 			bft_log("%s is not server %u's key of epoch %u; left "
 			    "alone", path, i, ck->epoch);
 			failed++;
 			continue;
 		}
-		sk.epoch = ck->epoch;
-		sk.has_alt = true;
-		sk.alt_epoch = ck->alt_epoch;
-		memcpy(sk.k_alt, ck->k_alt[i], BFT_KEY_LEN);
 		if ((r = keys_replace_server(path, &sk)) != 0) {
 			bft_log("%s: %s", path, strerror(-r));
 			failed++;
@@ -158,6 +152,20 @@ rotate_servers(const struct keys_args *a, const struct bft_config *cfg,
 	}
 	bft_wipe(&sk, sizeof sk);
 	return failed;
+}
+
+/* Server i's file of epoch E given E+1's key beside it. */
+static bool
+add_next(struct bft_server_key *sk, const struct bft_client_key *ck,
+    unsigned i)
+{
+	if (!bft_equal(sk->k, ck->k[i], BFT_KEY_LEN))
+		return false;
+	sk->epoch = ck->epoch;
+	sk->has_alt = true;
+	sk->alt_epoch = ck->alt_epoch;
+	memcpy(sk->k_alt, ck->k_alt[i], BFT_KEY_LEN);
+	return true;
 }
 
 static int
@@ -212,7 +220,8 @@ rotate(struct keys_args *a)
 		    "writers\n", ck.alt_epoch, cfg.n);
 	}
 	printf("writer %s: %s\n", ck.name, a->keypath);
-	failed = keys_write_writers(a, &cfg, &ck) + rotate_servers(a, &cfg, &ck);
+	failed = keys_write_writers(a, &cfg, &ck) +
+	    keys_write_servers(a, &cfg, &ck, ck.alt_epoch, add_next);
 	printf("Install every writer's file on its host first (libbftblk "
 	    "takes it within\n2 s), then every server's, with SIGHUP. "
 	    "Writers sign under epoch %u once\nevery server accepts it: "

@@ -126,6 +126,13 @@ gather_used(const struct args *a, struct used *u)
 struct bftblk *
 admin_open_cluster(const char *dir, const char *keys, unsigned timeout_s)
 {
+	return admin_open_cluster_as(dir, keys, timeout_s, false);
+}
+
+struct bftblk *
+admin_open_cluster_as(const char *dir, const char *keys, unsigned timeout_s,
+    bool sealed)
+{
 	char conf[ADMIN_PATH_MAX], keypath[ADMIN_PATH_MAX], opts[128];
 	struct bftblk *h;
 
@@ -148,6 +155,7 @@ admin_open_cluster(const char *dir, const char *keys, unsigned timeout_s)
 	    bftblk_set_option(h, "cache", "0") != 0 ||
 	    /* It writes the table's registers, never volume 0's blocks. */
 	    bftblk_set_option(h, "shared", "on") != 0 ||
+	    bftblk_set_option(h, "sealed", sealed ? "on" : "off") != 0 ||
 	    bftblk_connect(h) != 0) {
 		bft_log("%s", bftblk_errmsg(h));
 		bftblk_close(h);
