@@ -300,18 +300,18 @@ walk_volume(struct reauth *ra, const struct reauth_vol *v, uint64_t block,
 			    block, count, listed) : 0;
 
 			for (unsigned k = 0; k < nl; k += BATCH) {
-				double t0 = reauth_now();
+				double t0 = admin_now_s();
 
 				do_batch(ra, listed + k, nl - k < BATCH ?
 				    nl - k : BATCH);
-				yield(ra, reauth_now() - t0);
+				yield(ra, admin_now_s() - t0);
 				admin_progress(prog, (ra->read + ra->failed) *
 				    BFT_BLOCK_SIZE, ra->held * BFT_BLOCK_SIZE,
 				    false);
 			}
-			if (reauth_now() - *saved >= 1.0) {
+			if (admin_now_s() - *saved >= 1.0) {
 				save_state(ra, v->vol, block + count);
-				*saved = reauth_now();
+				*saved = admin_now_s();
 			}
 		}
 	}

@@ -52,8 +52,6 @@ struct reauth {
 	uint64_t read, current, zero, sent, failed;
 };
 
-double reauth_now(void);
-
 /*
  * Opens a session to every server and learns what they hold: the
  * volumes and their ends, and how many blocks (ra->held).  0, or -1

@@ -8,22 +8,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "keys_reauth.h"
 #include "log.h"
+#include "progress.h"
 #include "summary.h"
 
 #define RECONNECT_S	5.0
-
-double
-reauth_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static int
 vol_cmp(const void *x, const void *y)
@@ -39,6 +30,18 @@ u64_desc(const void *x, const void *y)
 	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
 
 	return a > b ? -1 : a < b;
+}
+
+/*
+ * The (t+1)-th highest of v[0..n), which it sorts: what at least t+1
+ * servers claim, so that t liars can raise it no higher than a correct
+ * server's claim.
+ */
+static uint64_t
+claimed_by_t1(uint64_t *v, unsigned n, unsigned t)
+{
+	qsort(v, n, sizeof v[0], u64_desc);
+	return v[t];
 }
 
 /* vol's entry in ra->vols, added when new; NULL when there is no room. */
@@ -124,7 +127,7 @@ reauth_gather(struct reauth *ra)
 		if (bft_session_open(&s->s, &ra->cfg, &ra->ck, i,
 		    ra->a->timeout_s * 1000, true, &f) != 0) {
 			bft_session_fail_str(&f, s->why, sizeof s->why);
-			s->down_at = reauth_now();
+			s->down_at = admin_now_s();
 			bft_log("server %u: %s", i, s->why);
 			continue;
 		}
@@ -140,16 +143,15 @@ reauth_gather(struct reauth *ra)
 		    "must", answered, ra->cfg.n, ra->cfg.n - ra->cfg.t);
 		return -1;
 	}
-	qsort(held, ra->cfg.n, sizeof held[0], u64_desc);
-	ra->held = held[ra->cfg.t];
+	ra->held = claimed_by_t1(held, ra->cfg.n, ra->cfg.t);
 	for (size_t k = 0; k < ra->nvols; k++) {
 		struct reauth_vol *v = &ra->vols[k];
-		uint64_t e[BFT_MAX_N], lim = bft_vol_limit(v->vol,
+		uint64_t e[BFT_MAX_N], end, lim = bft_vol_limit(v->vol,
 		    ra->cfg.nblocks);
 
 		memcpy(e, v->ends, sizeof e);
-		qsort(e, ra->cfg.n, sizeof e[0], u64_desc);
-		v->end = e[ra->cfg.t] < lim ? e[ra->cfg.t] : lim;
+		end = claimed_by_t1(e, ra->cfg.n, ra->cfg.t);
+		v->end = end < lim ? end : lim;
 	}
 	qsort(ra->vols, ra->nvols, sizeof ra->vols[0], vol_cmp);
 	return 0;
@@ -163,13 +165,13 @@ reauth_srv_up(struct reauth *ra, unsigned i)
 
 	if (s->s.fd >= 0)
 		return true;
-	if (reauth_now() - s->down_at < RECONNECT_S)
+	if (admin_now_s() - s->down_at < RECONNECT_S)
 		return false;
 	if (bft_session_open(&s->s, &ra->cfg, &ra->ck, i,
 	    ra->a->timeout_s * 1000, true, &f) == 0)
 		return true;
 	bft_session_fail_str(&f, s->why, sizeof s->why);
-	s->down_at = reauth_now();
+	s->down_at = admin_now_s();
 	return false;
 }
 
@@ -178,9 +180,28 @@ reauth_srv_fail(struct reauth_srv *s, const char *why)
 {
 	snprintf(s->why, sizeof s->why, "%s", why);
 	bft_session_close(&s->s);
-	s->down_at = reauth_now();
+	s->down_at = admin_now_s();
 }
 
+
+/*
+ * ra->req to server i, when its session is up; false when it is not or
+ * the call failed (the session is then failed too, with why).
+ */
+static bool
+call(struct reauth *ra, unsigned i)
+{
+	const char *why;
+	int st;
+
+	if (!reauth_srv_up(ra, i))
+		return false;
+	st = bft_session_call(&ra->srv[i].s, ra->req, ra->rep, &why);
+	if (st == BFT_OK)
+		return true;
+	reauth_srv_fail(&ra->srv[i], st < 0 ? why : bft_status_str(st));
+	return false;
+}
 
 /*
  * SUMMARY's digest of a range is all zero when the server holds no
@@ -195,24 +216,21 @@ reauth_ranges(struct reauth *ra, uint32_t vol, uint64_t block, uint64_t end,
 	uint8_t votes[BFT_SUMMARY_MAX] = { 0 };
 	uint64_t count = end - block;
 	unsigned nr;
-	const char *why;
-	int st;
 
 	if (count > (uint64_t)BFT_SUMMARY_MAX * REAUTH_RANGE)
 		count = (uint64_t)BFT_SUMMARY_MAX * REAUTH_RANGE;
 	nr = bft_summary_nranges((uint32_t)count, REAUTH_RANGE);
 	for (unsigned i = 0; i < ra->cfg.n; i++) {
-		if (!reauth_srv_up(ra, i))
-			continue;
 		memset(ra->req, 0, sizeof *ra->req);
 		ra->req->type = BFT_SUMMARY;
 		ra->req->block = bft_addr(vol, block);
 		ra->req->count = (uint32_t)count;
 		ra->req->span = REAUTH_RANGE;
-		st = bft_session_call(&ra->srv[i].s, ra->req, ra->rep, &why);
-		if (st != BFT_OK || ra->rep->ndigests != nr) {
-			reauth_srv_fail(&ra->srv[i], st < 0 ? why :
-			    "SUMMARY refused");
+		if (!call(ra, i))
+			continue;
+		if (ra->rep->ndigests != nr) {
+			reauth_srv_fail(&ra->srv[i], "SUMMARY of the wrong "
+			    "length");
 			continue;
 		}
 		for (unsigned r = 0; r < nr; r++)
@@ -230,22 +248,14 @@ reauth_list(struct reauth *ra, uint32_t vol, uint64_t block, uint64_t count,
 {
 	uint8_t votes[REAUTH_RANGE] = { 0 };
 	unsigned n = 0;
-	const char *why;
-	int st;
 
 	for (unsigned i = 0; i < ra->cfg.n; i++) {
-		if (!reauth_srv_up(ra, i))
-			continue;
 		memset(ra->req, 0, sizeof *ra->req);
 		ra->req->type = BFT_LCLIST;
 		ra->req->block = bft_addr(vol, block);
 		ra->req->count = (uint32_t)count;
-		st = bft_session_call(&ra->srv[i].s, ra->req, ra->rep, &why);
-		if (st != BFT_OK) {
-			reauth_srv_fail(&ra->srv[i], st < 0 ? why :
-			    "LCLIST refused");
+		if (!call(ra, i))
 			continue;
-		}
 		/* A liar's repeated or stray entries count once, or not. */
 		for (uint32_t e = 0, next = 0; e < ra->rep->nentries; e++) {
 			struct bft_ts ts;

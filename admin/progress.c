@@ -5,8 +5,8 @@
 #include "log.h"
 #include "progress.h"
 
-static double
-now_s(void)
+double
+admin_now_s(void)
 {
 	struct timespec t;
 
@@ -21,7 +21,7 @@ admin_progress_start(struct admin_progress *p, const char *what,
 	p->what = what;
 	p->unit = unit;
 	p->per_unit = per_unit ? per_unit : 1;
-	p->t0 = now_s();
+	p->t0 = admin_now_s();
 	p->last = 0;
 }
 
@@ -29,7 +29,7 @@ void
 admin_progress(struct admin_progress *p, uint64_t done, uint64_t total,
     bool end)
 {
-	double t = now_s(), rate;
+	double t = admin_now_s(), rate;
 
 	if (!end && t - p->last < 1.0)
 		return;

@@ -16,6 +16,9 @@ struct admin_progress {
 	double t0, last;		/* started, last line (monotonic s) */
 };
 
+/* CLOCK_MONOTONIC in seconds, what the progress lines time. */
+double admin_now_s(void);
+
 void admin_progress_start(struct admin_progress *p, const char *what,
     const char *unit, uint64_t per_unit);
 /* done of total; end: the last line, with the time taken. */

@@ -364,12 +364,11 @@ warn_old(struct bft_census *c)
  * A pass is over: its counts are what STATUS says.  A retiring pass
  * that counted no current or retained version under the older epoch
  * lets the key go, but not before the Hist entries above lc under it
- * are forgotten.  Such an entry could still become lc at a reader's
- * write-back: validByHist accepts a candidate because the server
- * stores it, without checking its MACs, so a writer key of the retired
- * epoch (leaked, say) that planted entries before retiring could,
- * with a Byzantine server's write-backs, promote them after it, and
- * the retired key would have its way again.  None can come in while
+ * are forgotten.  Once the key is gone such an entry backs nothing
+ * (bft_valid checks a Hist entry's own MAC under the keys held, so a
+ * write-back cannot promote it to lc); forgetting it gives its space
+ * back and leaves nothing that a reader's FILTER would be sent only
+ * to drop.  None can come in while
  * retiring (every STORE is checked under the newest alone), so one
  * pass that forgets them as it finds them, and still counts no
  * current version under the older epoch, is enough.  A count of none
