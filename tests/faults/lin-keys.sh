@@ -61,16 +61,7 @@ done
     { cat "$TESTDIR/log/reauth.log" >&2; fail "keys reauth"; }
 log "injected: keys reauth ($(grep -E '^[0-9]+ blocks read' \
     "$TESTDIR/log/reauth.log"))"
-ok=
-for _ in $(seq 20); do
-	if "$ADMIN" keys retire --dir "$CLUSTER_DIR" --timeout 3 \
-	    >"$TESTDIR/log/retire.log" 2>&1; then
-		ok=1
-		break
-	fi
-	sleep 1
-done
-[ -n "$ok" ] || { cat "$TESTDIR/log/retire.log" >&2; fail "keys retire"; }
+keys_retire 20
 for w in a b; do
 	_wait_log "${NBDKIT_PID[$w]}" "$TESTDIR/log/nbdkit-$w.log" 0 \
 	    "holds epoch 1 alone" "nbdkit $w (epoch 1 alone)"

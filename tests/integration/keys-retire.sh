@@ -36,28 +36,6 @@ forge()
 	    --block "$FORGED_BLOCK" >"$TESTDIR/log/forge.log" 2>&1
 }
 
-# status_has TEXT: bftblk status prints TEXT.
-status_has()
-{
-	"$ADMIN" status --dir "$CLUSTER_DIR" >"$TESTDIR/log/status.log" 2>&1 ||
-	    true
-	grep -qF -- "$1" "$TESTDIR/log/status.log" ||
-	    { cat "$TESTDIR/log/status.log" >&2; fail "status lacks: $1"; }
-}
-
-# reload_all TEXT: SIGHUP to every server, waiting for TEXT in its log.
-reload_all()
-{
-	local i logf offset
-	for i in 0 1 2 3; do
-		logf=$TESTDIR/log/server-$i.log
-		offset=$(stat -c %s "$logf")
-		kill -s HUP "${SERVER_PID[$i]}"
-		_wait_log "${SERVER_PID[$i]}" "$logf" "$offset" "$1" \
-		    "server-$i (reload)"
-	done
-}
-
 # sum_of NAME: sha256 of blocks 64-100, which the writer loop leaves.
 sum_of()
 {
@@ -100,7 +78,7 @@ noff=$(stat -c %s "$NBDLOG")
 "$ADMIN" keys rotate --dir "$CLUSTER_DIR" --timeout 3 \
     >"$TESTDIR/log/rotate.log" 2>&1 ||
     { cat "$TESTDIR/log/rotate.log" >&2; fail "keys rotate"; }
-reload_all "MAC key epoch 1 accepted"
+servers_reload "MAC key epoch 1 accepted"
 _wait_log "${NBDKIT_PID[a]}" "$NBDLOG" "$noff" \
     "every server accepts epoch 1; writes are signed under it" \
     "nbdkit a (signing under epoch 1)"
@@ -150,17 +128,7 @@ grep -qE "^[0-9]+ blocks read: 0 re-authenticated" \
     "versions under epoch 0"; }
 
 log "step 4: retire"
-ok=
-for _ in $(seq 30); do
-	if "$ADMIN" keys retire --dir "$CLUSTER_DIR" --timeout 3 \
-	    >"$TESTDIR/log/retire.log" 2>&1; then
-		ok=1
-		break
-	fi
-	sleep 1
-done
-[ -n "$ok" ] || { cat "$TESTDIR/log/retire.log" >&2; fail "keys retire" \
-    "still refused 30 s after the pass"; }
+keys_retire 30
 cat "$TESTDIR/log/retire.log"
 for f in client.key server-0.key server-1.key server-2.key server-3.key; do
 	grep -q "^epoch = 1$" "$CLUSTER_DIR/$f" || fail "$f is not at epoch 1"
@@ -168,7 +136,7 @@ for f in client.key server-0.key server-1.key server-2.key server-3.key; do
 done
 _wait_log "${NBDKIT_PID[a]}" "$NBDLOG" "$noff" "holds epoch 1 alone" \
     "nbdkit a (retired key file)"
-reload_all "MAC key epoch 0 retired"
+servers_reload "MAC key epoch 0 retired"
 status_has "MAC keys: epoch 1 on every server that answered"
 
 log "step 5: the attack again, and the data"

@@ -42,15 +42,6 @@ reload()
 	    "MAC key epoch 1 accepted" "server-$1 (reload)"
 }
 
-# status_has TEXT: bftblk status prints TEXT.
-status_has()
-{
-	"$ADMIN" status --dir "$CLUSTER_DIR" >"$TESTDIR/log/status.log" 2>&1 ||
-	    true
-	grep -qF -- "$1" "$TESTDIR/log/status.log" ||
-	    { cat "$TESTDIR/log/status.log" >&2; fail "status lacks: $1"; }
-}
-
 # store_with KEYFILE: a STORE of block 1000 signed with KEYFILE's keys
 # to every server; their statuses, one line each, in store.log.
 store_with()

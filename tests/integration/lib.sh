@@ -351,20 +351,45 @@ server_kill()
 	esac
 }
 
-# servers_reload: SIGHUP to every running server; waits until each has
-# reread the client lines of bftblk.conf.
+# servers_reload [PATTERN]: SIGHUP to every running server; waits until
+# each has logged PATTERN since (default: that it reread the client
+# lines of bftblk.conf).
 servers_reload()
 {
-	local i logf offset
+	local i logf offset pattern=${1:-"reload: .* clients allowed in"}
 	for i in "${!SERVER_PID[@]}"; do
 		logf=$TESTDIR/log/server-$i.log
 		offset=$(stat -c %s "$logf")
 		kill -s HUP "${SERVER_PID[$i]}" ||
 		    fail "servers_reload: SIGHUP to server-$i failed"
-		_wait_log "${SERVER_PID[$i]}" "$logf" "$offset" \
-		    "reload: .* clients allowed in" "server-$i (reload)"
+		_wait_log "${SERVER_PID[$i]}" "$logf" "$offset" "$pattern" \
+		    "server-$i (reload)"
 	done
-	log "servers reloaded their client lists"
+	log "servers reloaded: ${1:-their client lists}"
+}
+
+# keys_retire SECS: bftblk keys retire, again every second for at most
+# SECS while it is refused (servers finish counting their versions under
+# the old epoch every few seconds); its output in log/retire.log.
+keys_retire()
+{
+	local deadline=$((SECONDS + $1))
+	until "$ADMIN" keys retire --dir "$CLUSTER_DIR" --timeout 3 \
+	    >"$TESTDIR/log/retire.log" 2>&1; do
+		[ "$SECONDS" -lt "$deadline" ] ||
+		    { cat "$TESTDIR/log/retire.log" >&2; fail "keys retire" \
+		    "still refused after $1 s"; }
+		sleep 1
+	done
+}
+
+# status_has TEXT: bftblk status prints TEXT (a failure shows it all).
+status_has()
+{
+	"$ADMIN" status --dir "$CLUSTER_DIR" >"$TESTDIR/log/status.log" 2>&1 ||
+	    true
+	grep -qF -- "$1" "$TESTDIR/log/status.log" ||
+	    { cat "$TESTDIR/log/status.log" >&2; fail "status lacks: $1"; }
 }
 
 # client_add NAME [rw|ro]: a new client in the cluster (key file
