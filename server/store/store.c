@@ -191,7 +191,7 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
     const struct bft_cand *c)
 {
 	struct bft_cand cand;
-	uint64_t loc;
+	uint64_t loc, gmax;
 	size_t len;
 	int err;
 
@@ -200,8 +200,13 @@ bft_store_set_lc(struct bft_store *st, uint64_t block,
 	/* Replay keeps the highest lc, so the index must never go back. */
 	if (bft_ts_cmp(&c->ts, &st_idx(st, block)->lc_ts) <= 0)
 		return -EINVAL;
-	if ((err = st_idx_make(st, block)) < 0 ||
-	    (err = st_ret_reserve_cross(st, block, &c->ts)) < 0)
+	if ((err = st_idx_make(st, block)) < 0)
+		return err;
+	if ((st_idx(st, block)->flags & IDX_HMAC) && st_ret_crossing(st,
+	    block, &st_idx(st, block)->lc_ts, &c->ts, &gmax) &&
+	    (err = st_hmac_settle(st, block)) < 0)
+		return err;
+	if ((err = st_ret_reserve_cross(st, block, &c->ts)) < 0)
 		return err;
 	len = bft_rec_encode_lc(st->wbuf, st->n, st->next_seq, block, c);
 	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0) {
@@ -333,8 +338,10 @@ hent_read(struct bft_store *st, uint64_t block, const struct bft_ts *ts,
 		bft_rec_decode_hist(p, st->n, &out->meta);
 		out->loc = loc;
 		if (bft_ts_cmp(&out->meta.ts, ts) == 0 &&
-		    out->meta.frag_len == frag_len)
+		    out->meta.frag_len == frag_len) {
+			st_hmac_overlay(st, block, loc, &out->meta);
 			return 0;
+		}
 		memset(out, 0, sizeof *out);
 	}
 	st_hist_forget(st, block, ts);
@@ -487,6 +494,7 @@ bft_store_read_hist(struct bft_store *st, uint64_t block,
 		return err;
 	out->loc = loc;
 	memcpy(buf, st->rbuf + bft_rec_frag_off(st->n), frag_len);
+	st_hmac_overlay(st, block, loc, &out->meta);
 	return 0;
 }
 

@@ -51,9 +51,10 @@
  * 8: format 7 in a cluster that `bftblk cluster finalize` finalized
  * (featureset.h): the identity file names the level, on a line release
  * 0.2.0 refuses with a sentence that says why, before the format it
- * refuses too.  No record differs, but once finalized the cluster may
- * hold what 0.2.0 cannot read, so going back is refused here rather
- * than found out later.
+ * refuses too.  Once finalized the cluster may hold what 0.2.0 cannot
+ * read (an LC record flagged by a key rotation's REAUTH, store_log.h,
+ * among others), so going back is refused here rather than found out
+ * later.
  */
 #define BFT_STORE_FORMAT_FINALIZED	8
 
@@ -208,9 +209,10 @@ int bft_store_set_lc(struct bft_store *st, uint64_t block,
  * Re-authentication (REAUTH, docs/key-epochs.md): block's lc and its
  * Hist entry, each where it has ts's (num, wid) and the nonce hash nh,
  * take ts's MAC and vec (n entries) in a record appended again; the
- * fragment, cc and nonce stay.  frag is BFT_MAX_FRAG bytes of scratch.
- * The number of records relabelled (0 when both carried those MACs
- * already); -ENOENT when the store holds no such version; -ERANGE,
+ * fragment, cc and nonce stay.  In a finalized store, lc's record
+ * carries them for Hist[lc.ts] too, whose own record stays (store_log.h).
+ * frag is BFT_MAX_FRAG bytes of scratch.  The number of records
+ * appended (0 when both carried those MACs already); -ENOENT when the store holds no such version; -ERANGE,
  * -EIDRM, or an append's error with the state unchanged.  Not synced.
  */
 int bft_store_relabel(struct bft_store *st, uint64_t block,

@@ -498,6 +498,8 @@ st_lc_apply(struct bft_store *st, uint64_t block, const struct bft_cand *c,
 
 	if (cmp < 0)
 		return false;
+	/* Only a relabelling record says so again (store_relabel.c). */
+	x->flags &= ~IDX_HMAC;
 	/* The one place both the live store and replay retain. */
 	cross = cmp > 0 && st_ret_crossing(st, block, &old, &c->ts, &gmax);
 	if (bft_ts_is_zero(&x->lc_ts) && !bft_ts_is_zero(&c->ts))

@@ -125,6 +125,8 @@ _Static_assert(IDX_PAGE == BFT_STORE_PAGE, "store.h says the page size");
 #define IDX_HELD	2u		/* and validByHist(lc, it) holds */
 #define IDX_HELD_UNKNOWN 4u		/* HELD to be read from the records */
 #define IDX_RET		8u		/* has retained records */
+/* Hist[lc.ts]'s MACs are lc's: lc's record says BFT_REC_F_HMAC. */
+#define IDX_HMAC	16u
 #define IDX_SIDE_SHIFT	8
 #define IDX_NSIDE(x)	((x)->flags >> IDX_SIDE_SHIFT)
 
@@ -354,6 +356,17 @@ const uint8_t *st_meta_read(struct bft_store *st, uint64_t loc,
 			    unsigned type, uint64_t block, size_t rec_len);
 /* lc of block, decoded from its record.  0, or -EIO (out: ts only). */
 int st_lc_read(struct bft_store *st, uint64_t block, struct bft_cand *out);
+
+/*
+ * store_relabel.c: Hist[lc.ts]'s MACs where lc's record carries them
+ * (IDX_HMAC).  hmac_overlay gives *m, the entry whose record is at loc,
+ * lc's timestamp MAC and vector when that is the case and lc is the
+ * same version; hmac_settle writes the entry again with them (0 or a
+ * negative errno), for a set_lc that is about to retain it.
+ */
+void st_hmac_overlay(struct bft_store *st, uint64_t block, uint64_t loc,
+		     struct bft_hist_meta *m);
+int st_hmac_settle(struct bft_store *st, uint64_t block);
 
 /*
  * store_compact.c: one bounded step of compaction after an append of

@@ -252,10 +252,27 @@ bft_rec_encode_snap(uint8_t *buf, unsigned n, unsigned type, uint64_t seq,
 }
 
 void
+bft_rec_set_flags(uint8_t *rec, size_t len, unsigned n, unsigned flags)
+{
+	rec[6] = (uint8_t)flags;
+	rec[7] = (uint8_t)(flags >> 8);
+	put_sum(rec, len, n);
+}
+
+void
 bft_rec_restamp(uint8_t *rec, size_t len, unsigned n, uint64_t seq)
 {
 	put64(rec + 16, seq);
 	put_sum(rec, len, n);
+}
+
+/* Flags are zero, or BFT_REC_F_HMAC on an LC record (store_log.h). */
+static bool
+flags_ok(const uint8_t *buf)
+{
+	uint16_t f = get16(buf + 6);
+
+	return f == 0 || (f == BFT_REC_F_HMAC && buf[4] == BFT_REC_LC);
 }
 
 /* The header's fields, once its magic and version were checked. */
@@ -264,6 +281,7 @@ get_hdr(const uint8_t *buf, struct bft_rec_hdr *h)
 {
 	h->type = buf[4];
 	h->version = buf[5];
+	h->flags = get16(buf + 6);
 	h->payload_len = get32(buf + 8);
 	h->seq = get64(buf + 16);
 	h->block = get64(buf + 24);
@@ -277,7 +295,7 @@ bft_rec_check_hdr(const uint8_t *buf, size_t avail, unsigned n,
 
 	if (avail < BFT_REC_HDR_LEN)
 		return BFT_REC_SHORT;
-	if (get32(buf) != BFT_REC_MAGIC || get16(buf + 6) != 0 ||
+	if (get32(buf) != BFT_REC_MAGIC || !flags_ok(buf) ||
 	    (buf[5] != BFT_REC_VERSION && (buf[5] != BFT_REC_VERSION_V1 ||
 	    get32(buf + 12) != 0)))
 		return BFT_REC_BADHDR;
@@ -364,7 +382,7 @@ bft_rec_check_meta(const uint8_t *buf, size_t avail, unsigned n,
 		return BFT_REC_SHORT;
 	/* check_hdr wants the whole record present; here only the meta is. */
 	if (get32(buf) != BFT_REC_MAGIC || buf[5] != BFT_REC_VERSION ||
-	    get16(buf + 6) != 0)
+	    !flags_ok(buf))
 		return BFT_REC_BADHDR;
 	get_hdr(buf, h);
 	if (h->type != BFT_REC_HIST && !bft_rec_is_lc(h->type))

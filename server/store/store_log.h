@@ -5,7 +5,7 @@
  *
  * A record is a 32-byte header, a payload and a CRC32C of both:
  *
- *	0  magic "BFTR"     4  type      5  version    6  zero (2)
+ *	0  magic "BFTR"     4  type      5  version    6  flags (2)
  *	8  payload length  12  meta CRC 16  sequence  24  block number
  *
  * all little-endian.  The meta CRC (version 2; zero in version 1) is a
@@ -33,6 +33,12 @@
  * block 0, and a reserved volume or a generation above BFT_GEN_MAX is
  * damage.  A VLC record is laid out as an LC record: a reader's
  * write-back into a snapshot's view, never the block's live lc.
+ *
+ * Flags are zero but on an LC record a key rotation's REAUTH wrote
+ * (store_relabel.c), which may say BFT_REC_F_HMAC: its timestamp MAC
+ * and MAC vector are Hist[lc.ts]'s too, whose own record keeps the
+ * ones it was stored with.  Only a finalized store (format 8) holds
+ * one; release 0.2.0 refuses those, and would take the flag for damage.
  */
 #ifndef BFTBLK_STORE_LOG_H
 #define BFTBLK_STORE_LOG_H
@@ -74,9 +80,12 @@ enum bft_rec_status {
 	BFT_REC_IOERR,		/* pread failed; errno says why */
 };
 
+#define BFT_REC_F_HMAC		1u
+
 struct bft_rec_hdr {
 	unsigned type;
 	unsigned version;
+	unsigned flags;
 	uint32_t payload_len;
 	uint64_t seq;
 	uint64_t block;
@@ -117,6 +126,8 @@ size_t bft_rec_encode_lc_as(uint8_t *buf, unsigned n, unsigned type,
 size_t bft_rec_encode_snap(uint8_t *buf, unsigned n, unsigned type,
 			   uint64_t seq, uint32_t vol, uint64_t gen,
 			   uint64_t id);
+/* Give an encoded LC record flags (BFT_REC_F_*) and new checksums. */
+void bft_rec_set_flags(uint8_t *rec, size_t len, unsigned n, unsigned flags);
 /* Give an encoded record a new sequence number and checksums. */
 void bft_rec_restamp(uint8_t *rec, size_t len, unsigned n, uint64_t seq);
 

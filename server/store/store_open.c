@@ -55,7 +55,10 @@ replay_rec(struct bft_store *st, const struct bft_rec_hdr *h, uint64_t loc,
 			    loc, 0);
 		if (st_ret_reserve_cross(st, h->block, &c.ts) < 0)
 			return -ENOMEM;
-		st_lc_apply(st, h->block, &c, loc);
+		if (st_lc_apply(st, h->block, &c, loc) &&
+		    (h->flags & BFT_REC_F_HMAC))
+			st_idx_mut(st, h->block)->flags |= IDX_HMAC |
+			    IDX_HELD_UNKNOWN;
 		return 0;
 	}
 	bft_rec_decode_hist(st->rbuf, st->n, &m);

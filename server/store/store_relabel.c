@@ -3,7 +3,9 @@
  * the same (num, wid), nonce hash, cross-checksum and fragment, under
  * the next epoch's timestamp MAC and MAC vector.  A record is appended
  * again with them; replay, checkpoints and compaction keep the latest
- * record of an entry, as they do for any other.
+ * record of an entry, as they do for any other.  Hist[lc.ts] takes them
+ * from lc's record where that says so (store_log.h), which is what
+ * keeps the pass from writing every fragment again.
  */
 #include <errno.h>
 #include <string.h>
@@ -19,11 +21,18 @@ same_ts(const struct bft_ts *a, const struct bft_ts *b)
 	return a->num == b->num && a->wid == b->wid;
 }
 
-/* lc, when it is the version: appended again with ts's MAC and vec. */
+/*
+ * lc, when it is the version: appended again with ts's MAC and vec.  In
+ * a finalized store (store_log.h), and when Hist[lc.ts] is there, the
+ * record says that they are that entry's MACs too (BFT_REC_F_HMAC), and
+ * the entry is not stored again: re-authenticating a block costs a
+ * metadata record, not its fragment written again at every server.
+ */
 static int
 relabel_lc(struct bft_store *st, uint64_t block, const struct bft_ts *ts,
     const uint8_t nh[BFT_HASH_LEN], const uint8_t (*vec)[BFT_MAC_LEN])
 {
+	bool hmac = (st_idx(st, block)->flags & IDX_HENT) && st->finalized > 0;
 	uint8_t h[BFT_HASH_LEN];
 	struct bft_cand c, cand;
 	uint64_t loc;
@@ -37,22 +46,32 @@ relabel_lc(struct bft_store *st, uint64_t block, const struct bft_ts *ts,
 	    !bft_equal(h, nh, BFT_HASH_LEN))
 		return -ENOENT;
 	if (bft_equal(c.ts.mac, ts->mac, BFT_MAC_LEN) &&
-	    bft_equal(c.vec, vec, (size_t)st->n * BFT_MAC_LEN))
+	    bft_equal(c.vec, vec, (size_t)st->n * BFT_MAC_LEN) &&
+	    (!hmac || (st_idx(st, block)->flags & IDX_HMAC)))
 		return 0;
 	memcpy(c.ts.mac, ts->mac, BFT_MAC_LEN);
 	memcpy(c.vec, vec, (size_t)st->n * BFT_MAC_LEN);
 	len = bft_rec_encode_lc(st->wbuf, st->n, st->next_seq, block, &c);
+	if (hmac)
+		bft_rec_set_flags(st->wbuf, len, st->n, BFT_REC_F_HMAC);
 	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
 		return err;
 	bft_rec_decode_lc(st->wbuf, st->n, &cand);
 	st_mc_put(st, loc, st->wbuf, bft_rec_meta_len(BFT_REC_LC, st->n));
 	/* The same timestamp: lc's record moves, nothing is collected. */
 	st_lc_apply(st, block, &cand, loc);
+	/* HELD compared the entry's old MAC with lc's: ask again. */
+	if (hmac)
+		st_idx_mut(st, block)->flags |= IDX_HMAC | IDX_HELD_UNKNOWN;
 	st_after_append(st, len);
 	return 1;
 }
 
-/* Hist[ts], when it is the version: stored again with the new MACs. */
+/*
+ * Hist[ts], when it is the version and lc's record does not carry its
+ * new MACs (an entry above lc, or a store not finalized): stored again
+ * with them, fragment and all.
+ */
 static int
 relabel_hist(struct bft_store *st, uint64_t block, const struct bft_ts *ts,
     const uint8_t nh[BFT_HASH_LEN], const uint8_t (*vec)[BFT_MAC_LEN],
@@ -61,20 +80,64 @@ relabel_hist(struct bft_store *st, uint64_t block, const struct bft_ts *ts,
 	struct bft_hist_entry e;
 	int err;
 
-	if (!bft_store_has_hist(st, block, ts))
-		return -ENOENT;
-	if ((err = bft_store_read_hist(st, block, ts, &e, frag)) < 0)
+	/* The metadata first: the fragment is read only to be rewritten. */
+	if ((err = bft_store_get_hist(st, block, ts, &e)) < 0)
 		return err;
 	if (!bft_equal(e.meta.nh, nh, BFT_HASH_LEN))
 		return -ENOENT;
 	if (bft_equal(e.meta.ts.mac, ts->mac, BFT_MAC_LEN) &&
 	    bft_equal(e.meta.vec, vec, (size_t)st->n * BFT_MAC_LEN))
 		return 0;
+	if ((err = bft_store_read_hist(st, block, ts, &e, frag)) < 0)
+		return err;
 	memcpy(e.meta.ts.mac, ts->mac, BFT_MAC_LEN);
 	memcpy(e.meta.vec, vec, (size_t)st->n * BFT_MAC_LEN);
 	if ((err = bft_store_put_hist(st, block, &e.meta, frag)) < 0)
 		return err;
 	return 1;
+}
+
+void
+st_hmac_overlay(struct bft_store *st, uint64_t block, uint64_t loc,
+    struct bft_hist_meta *m)
+{
+	const struct blk_idx *x = st_idx(st, block);
+	uint8_t h[BFT_HASH_LEN];
+	struct bft_cand c;
+
+	if ((x->flags & (IDX_HMAC | IDX_HENT)) != (IDX_HMAC | IDX_HENT) ||
+	    x->h_loc != loc || !same_ts(&m->ts, &x->lc_ts) ||
+	    st_lc_read(st, block, &c) < 0)
+		return;
+	/* Another version under the same timestamp is not lc's to relabel. */
+	bft_hash(c.nonce, BFT_NONCE_LEN, h);
+	if (!bft_equal(h, m->nh, BFT_HASH_LEN))
+		return;
+	memcpy(m->ts.mac, c.ts.mac, BFT_MAC_LEN);
+	memcpy(m->vec, c.vec, (size_t)st->n * BFT_MAC_LEN);
+}
+
+/*
+ * A snapshot view reads a retained entry's own record, without lc: the
+ * entry a set_lc is about to retain is written with the MACs lc gave it
+ * first.  Once per block and rotation, and only where a snapshot keeps
+ * the block's old version.
+ */
+int
+st_hmac_settle(struct bft_store *st, uint64_t block)
+{
+	const struct blk_idx *x = st_idx(st, block);
+	struct bft_hist_meta m;
+	struct bft_ts ts = x->lc_ts;
+
+	if ((x->flags & (IDX_HMAC | IDX_HENT)) != (IDX_HMAC | IDX_HENT))
+		return 0;
+	/* A damaged entry is retained as it is: a view's read finds it so. */
+	if (st_hist_read(st, x->h_loc, block, &ts, x->h_frag_len, &m) < 0)
+		return 0;
+	st_hmac_overlay(st, block, x->h_loc, &m);
+	return bft_store_put_hist(st, block, &m,
+	    st->rbuf + bft_rec_frag_off(st->n));
 }
 
 int

@@ -77,6 +77,61 @@ test_relabel(void **state)
 }
 
 /*
+ * In a finalized store lc's record carries Hist[lc.ts]'s new MACs: one
+ * small record appended, not the fragment again, and the entry still
+ * served with the new MACs and its own fragment, also after a restart
+ * (replay reads the record's flag; the checkpoint keeps the index's),
+ * and after a write moves lc on (the flag goes).
+ */
+static void
+test_relabel_metadata_only(void **state)
+{
+	struct bft_cand c = mkcand(3, 5, 7), next = mkcand(3, 6, 7);
+	struct bft_store_stats before, after;
+	uint8_t vec[BFT_MAX_N][BFT_MAC_LEN];
+
+	(void)state;
+	assert_int_equal(bft_store_finalize(st, 1), 0);
+	assert_int_equal(store(3, &c, 9), BFT_OK);
+	assert_int_equal(complete(3, &c), BFT_OK);
+	take_next();
+	bft_store_stats(st, &before);
+	assert_int_equal(reauth(3, &c, c.nonce), BFT_OK);
+	memcpy(vec, req.vec, sizeof vec);
+	bft_store_stats(st, &after);
+	assert_int_equal(h.stats.relabelled, 1);
+	assert_true(after.bytes_total - before.bytes_total < FRAGLEN);
+	for (int round = 0; round < 2; round++) {
+		struct bft_cand again = *lc(3);
+
+		assert_true(bft_ts_verify(&again.ts, 3, kw2));
+		assert_int_equal(filter(3, &again, 1), BFT_OK);
+		assert_memory_equal(rep.vec, vec, N * BFT_MAC_LEN);
+		assert_true(bft_ts_verify(&rep.ts, 3, kw2));
+		assert_int_equal(rep.frag_len, FRAGLEN);
+		assert_int_equal(rep.frag[0], 9);
+		/* Nothing left to change. */
+		assert_int_equal(reauth(3, &c, c.nonce), BFT_OK);
+		assert_int_equal(h.stats.relabelled, 1);
+		/* Round 0 reopens from the index checkpoint, 1 by replay. */
+		bft_store_close(st);
+		if (round == 0) {
+			char path[128];
+
+			snprintf(path, sizeof path, "%s/index.ckpt", dir);
+			assert_int_equal(unlink(path), 0);
+		}
+		open_store();
+	}
+	/* A newer version: its entry is its own, old MACs or new. */
+	assert_int_equal(store(3, &next, 4), BFT_OK);
+	assert_int_equal(complete(3, &next), BFT_OK);
+	assert_int_equal(filter(3, lc(3), 1), BFT_OK);
+	assert_false(memcmp(rep.vec, vec, N * BFT_MAC_LEN) == 0);
+	assert_int_equal(rep.frag[0], 4);
+}
+
+/*
  * What a REAUTH may not do.  Each attack is a writer's (or a
  * Byzantine server's holding a leaked writer key) trying to change
  * what the server holds through it.
@@ -137,6 +192,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_relabel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_relabel_metadata_only,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup,
 		    teardown),
 	};

@@ -359,6 +359,45 @@ test_retained(void **state)
 	assert_int_equal(sk.epoch, 1);
 }
 
+/*
+ * In a finalized store a REAUTH relabels Hist[lc.ts] through lc's record
+ * alone (store_relabel.c): the census counts it re-authenticated, and a
+ * snapshot that retains it afterwards keeps it under the new MACs, not
+ * the ones its own record was stored with (st_hmac_settle).
+ */
+static void
+test_retained_after_reauth(void **state)
+{
+	struct bft_cand v1 = mkcand(ADDR(1), NUM(1, 1), 5);
+	struct bft_cand v3 = mkcand2(ADDR(1), NUM(3, 1), 5);
+
+	(void)state;
+	assert_int_equal(bft_store_finalize(st, 1), 0);
+	written(ADDR(1), &v1, 1);
+	take_next();
+	pass();
+	assert_counts(1, 0, 0);
+	assert_int_equal(reauth(ADDR(1), &v1), BFT_OK);
+	assert_int_equal(h.stats.relabelled, 1);
+	pass();
+	assert_counts(0, 0, 0);
+	assert_int_equal(snap(2, BFT_SNAP_ADD, k2), BFT_OK);
+	written(ADDR(1), &v3, 2);
+	pass();
+	assert_counts(0, 0, 0);
+	/* And the same after a restart, from the log alone. */
+	bft_store_close(st);
+	{
+		char path[128];
+
+		snprintf(path, sizeof path, "%s/index.ckpt", dir);
+		unlink(path);
+	}
+	open_store();
+	pass();
+	assert_counts(0, 0, 0);
+}
+
 int
 main(void)
 {
@@ -371,6 +410,8 @@ main(void)
 		    teardown_census),
 		cmocka_unit_test_setup_teardown(test_retained, setup_census,
 		    teardown_census),
+		cmocka_unit_test_setup_teardown(test_retained_after_reauth,
+		    setup_census, teardown_census),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
