@@ -154,8 +154,7 @@ recv_batch(struct reauth *ra, unsigned i, unsigned nq, struct bft_msg *rep)
 
 /*
  * Reads blocks[0..nb) of one kind (sealed or not) and queues a REAUTH
- * for each version under an older epoch; blocks of the other kind go to
- * other[*nother].
+ * for each version read; blocks of the other kind go to other[*nother].
  */
 static void
 read_batch(struct reauth *ra, int kind, const uint64_t *blocks, unsigned nb,
@@ -189,12 +188,20 @@ read_batch(struct reauth *ra, int kind, const uint64_t *blocks, unsigned nb,
 			continue;
 		}
 		ra->read++;
-		if (proofs[j].zero)
+		if (proofs[j].zero) {
 			ra->zero++;
-		else if (bft_ts_verify(&proofs[j].cand.ts, blocks[j], ra->kw))
+			continue;
+		}
+		/*
+		 * Under the newest epoch already, as the servers that
+		 * answered the read hold it, is no sign that every server
+		 * does: one that was down when a pass sent it would keep the
+		 * old MACs for good.  It is sent too; a server that has them
+		 * appends nothing.
+		 */
+		if (bft_ts_verify(&proofs[j].cand.ts, blocks[j], ra->kw))
 			ra->current++;
-		else
-			make_reauth(ra, blocks[j], &proofs[j], &reqs[(*nq)++]);
+		make_reauth(ra, blocks[j], &proofs[j], &reqs[(*nq)++]);
 	}
 }
 
@@ -229,8 +236,8 @@ report(const struct reauth *ra)
 
 	printf("%" PRIu64 " blocks read: %" PRIu64 " re-authenticated, %"
 	    PRIu64 " under epoch %u already, %" PRIu64 " never written, %"
-	    PRIu64 " failed\n", ra->read + ra->failed, ra->sent, ra->current,
-	    ra->epoch, ra->zero, ra->failed);
+	    PRIu64 " failed\n", ra->read + ra->failed, ra->sent - ra->current,
+	    ra->current, ra->epoch, ra->zero, ra->failed);
 	for (unsigned i = 0; i < ra->cfg.n; i++) {
 		const struct reauth_srv *s = &ra->srv[i];
 
