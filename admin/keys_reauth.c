@@ -18,9 +18,18 @@
  * table's and the lease registers' included, its ranges that hold a
  * written block (SUMMARY), and in those the written blocks (LCLIST).
  *
+ * Then each snapshot's view: the blocks written since it was taken
+ * (bftblk_snap_diff, which every server answers) are the ones whose
+ * view the servers keep in retained records apart from the head, and
+ * are read and sent REAUTH at that boundary; the others' view is the
+ * head, done already.  A snapshot shares a retained record with an
+ * older one where a block did not change between them: the server
+ * appends nothing the second time.
+ *
  * The pass keeps where it is in DIR/keys-reauth.state (epoch, volume,
  * block) at most once a second, and starts from there when run again
- * for the same epoch; --restart walks everything again.
+ * for the same epoch; --restart walks everything again.  The snapshots
+ * are walked whole after the volumes, whenever the pass resumed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -85,6 +94,7 @@ make_reauth(const struct reauth *ra, uint64_t block,
 	memset(m, 0, sizeof *m);
 	m->type = BFT_REAUTH;
 	m->block = block;
+	m->gen = ra->gen;
 	m->ts = p->cand.ts;
 	bft_ts_sign(&m->ts, block, ra->kw);
 	bft_hash(p->cand.nonce, BFT_NONCE_LEN, m->nh);
@@ -169,7 +179,7 @@ read_batch(struct reauth *ra, int kind, const uint64_t *blocks, unsigned nb,
 		ra->failed += nb;
 		return;
 	}
-	if (bftblk__peer_read(ra->h[kind], BFT_GEN_MAX, blocks, nb, values,
+	if (bftblk__peer_read(ra->h[kind], ra->gen, blocks, nb, values,
 	    proofs, errs) != 0) {
 		bft_log("%s", bftblk_errmsg(ra->h[kind]));
 		ra->failed += nb;
@@ -285,6 +295,22 @@ yield(struct reauth *ra, double took)
 	(void)nanosleep(&ts, NULL);
 }
 
+/* blocks[0..nb) of one view, batch by batch, giving way as the walk does. */
+static void
+walk_blocks(struct reauth *ra, const uint64_t *blocks, size_t nb,
+    struct admin_progress *prog)
+{
+	for (size_t k = 0; k < nb; k += BATCH) {
+		double t0 = admin_now_s();
+
+		do_batch(ra, blocks + k, nb - k < BATCH ? (unsigned)(nb - k) :
+		    BATCH);
+		yield(ra, admin_now_s() - t0);
+		admin_progress(prog, (ra->read + ra->failed) * BFT_BLOCK_SIZE,
+		    ra->held * BFT_BLOCK_SIZE, false);
+	}
+}
+
 /*
  * Volume v's written blocks from block on, range by range; where it is
  * is saved after each range.  *done counts the blocks read.
@@ -306,22 +332,62 @@ walk_volume(struct reauth *ra, const struct reauth_vol *v, uint64_t block,
 			unsigned nl = nonempty[r] ? reauth_list(ra, v->vol,
 			    block, count, listed) : 0;
 
-			for (unsigned k = 0; k < nl; k += BATCH) {
-				double t0 = admin_now_s();
-
-				do_batch(ra, listed + k, nl - k < BATCH ?
-				    nl - k : BATCH);
-				yield(ra, admin_now_s() - t0);
-				admin_progress(prog, (ra->read + ra->failed) *
-				    BFT_BLOCK_SIZE, ra->held * BFT_BLOCK_SIZE,
-				    false);
-			}
+			walk_blocks(ra, listed, nl, prog);
 			if (admin_now_s() - *saved >= 1.0) {
 				save_state(ra, v->vol, block + count);
 				*saved = admin_now_s();
 			}
 		}
 	}
+}
+
+/*
+ * Every snapshot's view of the blocks written since it was taken.
+ * 0, or -1 when a snapshot could not be listed (counted as failed).
+ */
+static int
+walk_snapshots(struct reauth *ra, struct admin_progress *prog)
+{
+	struct bftblk_snap *snaps = NULL;
+	uint64_t *blocks = NULL;
+	size_t ns = 0, nb;
+	int rc = -1;
+
+	if (ra->h[0] == NULL && (ra->h[0] = admin_open_cluster_as(ra->a->dir,
+	    ra->a->keys, ra->a->timeout_s, 0)) == NULL)
+		return -1;
+	if (bftblk_snap_list(ra->h[0], NULL, &snaps, &ns) != 0) {
+		bft_log("snapshots: %s", bftblk_errmsg(ra->h[0]));
+		return -1;
+	}
+	rc = 0;
+	for (size_t i = 0; i < ns; i++) {
+		const struct bftblk_snap *sn = &snaps[i];
+
+		if (sn->deleting)
+			continue;
+		if (bftblk_snap_diff(ra->h[0], sn->volume, sn->name, NULL,
+		    &blocks, &nb) != 0) {
+			bft_log("snapshot %s@%s: %s", sn->volume, sn->name,
+			    bftblk_errmsg(ra->h[0]));
+			rc = -1;
+			continue;
+		}
+		printf("snapshot %s@%s: %zu blocks written since\n",
+		    sn->volume, sn->name, nb);
+		fflush(stdout);
+		for (size_t k = 0; k < nb; k++)
+			blocks[k] = bft_addr(sn->volume_id, blocks[k]);
+		ra->held += nb;
+		ra->gen = sn->boundary;
+		walk_blocks(ra, blocks, nb, prog);
+		ra->views += nb;
+		free(blocks);
+		blocks = NULL;
+	}
+	ra->gen = BFT_GEN_MAX;
+	free(snaps);
+	return rc;
 }
 
 static int
@@ -349,6 +415,8 @@ run(struct reauth *ra)
 			    sblock / REAUTH_RANGE * REAUTH_RANGE : 0, &prog,
 			    &saved);
 	}
+	if (walk_snapshots(ra, &prog) != 0)
+		ra->failed++;
 	if (ra->held < ra->read + ra->failed)
 		ra->held = ra->read + ra->failed;
 	admin_progress(&prog, (ra->read + ra->failed) * BFT_BLOCK_SIZE,
@@ -367,6 +435,7 @@ keys_reauth(struct keys_args *a)
 
 	memset(&ra, 0, sizeof ra);
 	ra.a = a;
+	ra.gen = BFT_GEN_MAX;
 	for (unsigned i = 0; i < BFT_MAX_N; i++)
 		ra.srv[i].s.fd = -1;
 	if (admin_load_cluster(a->dir, a->keys, &ra.cfg, &ra.ck, err,

@@ -41,6 +41,7 @@ struct reauth {
 	const uint8_t *kw;		/* the newest epoch's */
 	const uint8_t (*k)[BFT_KEY_LEN];
 	uint32_t epoch;			/* the newest */
+	uint64_t gen;			/* the view walked; BFT_GEN_MAX: head */
 	struct bftblk *h[2];		/* plain values, sealed ones */
 	struct reauth_vol *vols;
 	size_t nvols;
@@ -50,6 +51,7 @@ struct reauth {
 	struct bft_msg *req, *rep;	/* big: not on the stack */
 	char state[ADMIN_PATH_MAX];
 	uint64_t read, current, zero, sent, failed;
+	uint64_t views;			/* blocks read in snapshots' views */
 };
 
 /*

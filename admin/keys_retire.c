@@ -76,9 +76,8 @@ server_ready(const struct keys_args *a, const struct bft_config *cfg,
 		    old, a->dir);
 	} else if (in->mac_old_retained > 0) {
 		printf("%" PRIu64 " versions kept for snapshots are under "
-		    "epoch %u, which keys reauth does not reach: delete the "
-		    "snapshots taken before the rotation first\n",
-		    in->mac_old_retained, old);
+		    "epoch %u: run bftblk keys reauth --dir %s\n",
+		    in->mac_old_retained, old, a->dir);
 	} else {
 		printf("no version under epoch %u\n", old);
 		ok = true;

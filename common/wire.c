@@ -15,7 +15,7 @@
 
 /* Array lengths by type & 0x7f; replies with status != 0 have 4. */
 const uint8_t bft_wire_req_len[BFT_MSG_TYPE_MAX + 1] = {
-	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3, 4, 6, 5, 5, 5, 6, 4, 4, 6,
+	0, 9, 3, 8, 6, 4, 4, 4, 3, 5, 4, 3, 3, 3, 4, 6, 5, 5, 5, 6, 4, 4, 7,
 };
 const uint8_t bft_wire_rep_len[BFT_MSG_TYPE_MAX + 1] = {
 	0, 4, 5, 5, 4, 7, 8, 4, 4, 5, 5, 5, 4, 5, 4, 4, 7, 8, 4, 6, 4, 7, 4,
@@ -245,7 +245,7 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n,
 		    put_bin(pk, m->vec, vl);
 	case BFT_REAUTH:
 		return put_ts(pk, &m->ts) || put_bin(pk, m->nh, BFT_HASH_LEN) ||
-		    put_bin(pk, m->vec, vl);
+		    put_bin(pk, m->vec, vl) || msgpack_pack_uint64(pk, m->gen);
 	case BFT_FILTER:
 		if (msgpack_pack_array(pk, m->ncands))
 			return -1;

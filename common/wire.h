@@ -68,11 +68,13 @@
  *             above from, where this server keeps to: what changed
  *             between two snapshots.  count 1..BFT_VOL_MAX_BLOCKS.
  *             EAGAIN when from is not a boundary kept here)
- *   REAUTH   [type, id, block, ts, nh, vec]
+ *   REAUTH   [type, id, block, ts, nh, vec, gen]
  *            (re-authenticate a version this server stores: lc, or a
  *             Hist entry, of block with ts's (num, wid) and H(N) = nh
  *             takes ts.mac and vec, checked as a STORE's vec[i] is,
- *             so only a writer can send it (docs/key-epochs.md).  It
+ *             so only a writer can send it (docs/key-epochs.md); in
+ *             block's view at boundary gen, BFT_GEN_MAX for the live
+ *             state, a frozen view's retained records taking them.  It
  *             never stores a value the server did not have: EGONE when
  *             it holds no such version.  From level 1 on)
  *   SNAPSPACE [type, id, block, gen]  (the space snapshot boundary gen
@@ -351,7 +353,7 @@ struct bft_msg {
 	uint32_t ncands;
 
 	bool want_frag;			/* COLLECT: answer with lc's fragment */
-	uint64_t gen;			/* SNAP, VCOLLECT, VFILTER, VREPAIR; VLIST's from */
+	uint64_t gen;			/* SNAP, V*, REAUTH; VLIST's from */
 	uint64_t gen_to;		/* VLIST */
 	uint64_t next;			/* VLIST_ACK, SNAPSPACE_ACK */
 	uint64_t space_excl, space_total;	/* SNAPSPACE_ACK */

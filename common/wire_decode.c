@@ -317,9 +317,10 @@ get_base_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 		return get_frag(&a[7], body, len, m);
 	case BFT_REAUTH:
 		if ((e = get_ts(&a[3], &m->ts)) ||
-		    (e = get_bin(&a[4], m->nh, BFT_HASH_LEN, E_NH)))
+		    (e = get_bin(&a[4], m->nh, BFT_HASH_LEN, E_NH)) ||
+		    (e = get_bin(&a[5], m->vec, vl, E_VEC)))
 			return e;
-		return get_bin(&a[5], m->vec, vl, E_VEC);
+		return get_u64(&a[6], &m->gen) ? E_GEN : E_OK;
 	case BFT_COMPLETE:
 		if ((e = get_ts(&a[3], &m->ts)) ||
 		    (e = get_bin(&a[4], m->nonce, BFT_NONCE_LEN, E_NONCE)))

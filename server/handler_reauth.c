@@ -11,6 +11,8 @@
  * MACs only, so it can never make the server hold a value it did not,
  * and needs no fencing.  The vector entry binds ts.mac too
  * (crypto.h), so a writer cannot pass a garbled timestamp MAC either.
+ * In a snapshot's view (gen below BFT_GEN_MAX) the version is the one
+ * the view holds, from a frozen view's retained records.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,8 +43,11 @@ bft_handle_reauth(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EAUTH;
 		return;
 	}
-	r = bft_store_relabel(h->st, req->block, &req->ts, req->nh,
-	    (const uint8_t (*)[BFT_MAC_LEN])req->vec, h->fragbuf);
+	r = req->gen == BFT_GEN_MAX ? bft_store_relabel(h->st, req->block,
+	    &req->ts, req->nh, (const uint8_t (*)[BFT_MAC_LEN])req->vec,
+	    h->fragbuf) : bft_store_view_relabel(h->st, req->block, req->gen,
+	    &req->ts, req->nh, (const uint8_t (*)[BFT_MAC_LEN])req->vec,
+	    h->fragbuf);
 	switch (r) {
 	case -ENOENT:
 		rep->status = BFT_EGONE;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "crypto.h"
 #include "store.h"
 #include "store_int.h"
 #include "store_log.h"
@@ -257,6 +258,120 @@ bft_store_view_set_lc(struct bft_store *st, uint64_t block, uint64_t gen,
 	st_compact_step(st, len);
 	st_ckpt_after_append(st);
 	return 0;
+}
+
+/*
+ * Retained lc record k of node again, with ts's MAC and vec, when it is
+ * the version (nh); 1, 0 when it had them, or a negative errno.
+ */
+static int
+relabel_ret_lc(struct bft_store *st, struct ret_node *node, uint32_t k,
+    const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
+    const uint8_t (*vec)[BFT_MAC_LEN])
+{
+	unsigned type = node->rec[k].type;
+	uint8_t h[BFT_HASH_LEN];
+	struct bft_cand c;
+	const uint8_t *p;
+	uint64_t loc;
+	size_t len;
+	int err;
+
+	p = st_meta_read(st, node->rec[k].loc, type, node->addr,
+	    bft_rec_lc_len(st->n));
+	if (p == NULL)
+		return -EIO;
+	bft_rec_decode_lc(p, st->n, &c);
+	bft_hash(c.nonce, BFT_NONCE_LEN, h);
+	if (!bft_equal(h, nh, BFT_HASH_LEN))
+		return -ENOENT;
+	if (bft_equal(c.ts.mac, ts->mac, BFT_MAC_LEN) &&
+	    bft_equal(c.vec, vec, (size_t)st->n * BFT_MAC_LEN))
+		return 0;
+	memcpy(c.ts.mac, ts->mac, BFT_MAC_LEN);
+	memcpy(c.vec, vec, (size_t)st->n * BFT_MAC_LEN);
+	len = bft_rec_encode_lc_as(st->wbuf, st->n, type, st->next_seq,
+	    node->addr, &c);
+	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
+		return err;
+	st_mc_put(st, loc, st->wbuf, bft_rec_meta_len(type, st->n));
+	st_ret_add_new(st, node->addr, type, &c.ts, loc, 0);
+	st_after_append(st, len);
+	return 1;
+}
+
+/* The same for retained Hist record k, fragment and all. */
+static int
+relabel_ret_hist(struct bft_store *st, struct ret_node *node, uint32_t k,
+    const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
+    const uint8_t (*vec)[BFT_MAC_LEN])
+{
+	const struct ret_rec *r = &node->rec[k];
+	uint64_t block = node->addr, loc;
+	struct bft_hist_meta m;
+	size_t len;
+	int err;
+
+	if ((err = st_hist_read(st, r->loc, block, &r->ts, r->frag_len,
+	    &m)) < 0)
+		return err;
+	if (!bft_equal(m.nh, nh, BFT_HASH_LEN))
+		return -ENOENT;
+	if (bft_equal(m.ts.mac, ts->mac, BFT_MAC_LEN) &&
+	    bft_equal(m.vec, vec, (size_t)st->n * BFT_MAC_LEN))
+		return 0;
+	memcpy(m.ts.mac, ts->mac, BFT_MAC_LEN);
+	memcpy(m.vec, vec, (size_t)st->n * BFT_MAC_LEN);
+	len = bft_rec_encode_hist(st->wbuf, st->n, st->next_seq, block, &m,
+	    st->rbuf + bft_rec_frag_off(st->n));
+	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
+		return err;
+	st_ret_add_new(st, block, BFT_REC_HIST, &m.ts, loc, m.frag_len);
+	st_after_append(st, len);
+	return 1;
+}
+
+int
+bft_store_view_relabel(struct bft_store *st, uint64_t block, uint64_t gen,
+    const struct bft_ts *ts, const uint8_t nh[BFT_HASH_LEN],
+    const uint8_t (*vec)[BFT_MAC_LEN], uint8_t *frag)
+{
+	struct ret_node *node;
+	int err, done = 0;
+	bool frozen, found = false;
+	long lc_i;
+
+	if ((err = view_find(st, block, gen, &frozen, &node, &lc_i)) < 0)
+		return err;
+	if (!frozen)
+		return bft_store_relabel(st, block, ts, nh, vec, frag);
+	if ((err = st_writable(st, block)) < 0)
+		return err;
+	if (node == NULL || lc_i < 0)
+		return -ENOENT;
+	/* A copy takes its record's place: one more slot while both are. */
+	if ((err = st_ret_reserve(st, block, 1)) < 0)
+		return err;
+	for (uint32_t k = 0; k < node->n; k++) {
+		const struct ret_rec *r = &node->rec[k];
+
+		if (((long)k != lc_i && !in_view(node, lc_i, gen, k)) ||
+		    r->ts.num != ts->num || r->ts.wid != ts->wid)
+			continue;
+		err = r->type == BFT_REC_HIST ?
+		    relabel_ret_hist(st, node, k, ts, nh, vec) :
+		    relabel_ret_lc(st, node, k, ts, nh, vec);
+		if (err == -ENOENT)
+			continue;
+		if (err < 0)
+			break;
+		found = true;
+		done += err;
+	}
+	st_ret_prune(st, block);
+	if (err < 0 && err != -ENOENT)
+		return err;
+	return found ? done : -ENOENT;
 }
 
 uint64_t

@@ -144,6 +144,9 @@ mut_msg(struct bft_msg *m, struct bft_msg *other, uint32_t *x)
 			m->gen &= 3;
 			m->gen_to = (r >> 29) & 1 ? BFT_GEN_MAX : m->gen + 1;
 		}
+		/* REAUTH: of the head or of a view, as the pass sends it. */
+		if (m->type == BFT_REAUTH && (r >> 30) & 1)
+			m->gen = BFT_GEN_MAX;
 		if ((m->type == BFT_FILTER || m->type == BFT_VFILTER) &&
 		    m->ncands == 0)
 			m->ncands = 1;

@@ -2,7 +2,8 @@
 # A MAC key epoch retired on a live cluster (t=1), docs/key-epochs.md.
 #
 # 1. Finalized; a writer loop that must never see an error, 100 blocks
-#    of known data, a volume with a table entry and a lease.  The
+#    of known data, a volume with a table entry and a lease, and a
+#    snapshot of it whose view keeps 2 blocks overwritten since.  The
 #    attack: the epoch-0 key file alone (a leaked writer's) makes a
 #    candidate above every lc and writes it back as a Byzantine server's
 #    reads would: every server takes it.  A plain write overwrites it.
@@ -12,13 +13,15 @@
 # 3. `keys reauth` from a state file past volume 0 resumes there and
 #    reads only the rest; then a whole pass walks what the servers hold
 #    (progress lines), every server takes every version, and the
-#    servers' counts fall to zero.  Run again it finds everything under
-#    epoch 1.
+#    servers' counts fall to zero, the snapshot's retained versions
+#    included (the pass reads its view of the blocks written since, and
+#    the snapshot is kept).  Run again it finds everything under epoch 1.
 # 4. `keys retire` writes files with epoch 1 alone; the plugin takes
 #    its file, the servers reload and drop epoch 0 ("retired").
 # 5. The attack again: no server takes the forgery as lc, a
 #    STORE under epoch 0 is refused by all, and the data reads back the
-#    same, also after every server restarts from its epoch-1 file.
+#    same, the snapshot's too, also after every server restarts from its
+#    epoch-1 file.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_python_nbd /usr/bin/python3
@@ -60,6 +63,11 @@ h.pwrite(b'v0' * 32768, $FORGED_BLOCK * 65536)" || fail "writing the data"
 nbdkit_start_with vm "$PLUGIN" config="$CONF" \
     keys="$CLUSTER_DIR/client.key" volume=vm1 timeout=2 io-timeout=4
 nbdsh_run vm "h.pwrite(b'vm' * 32768 * 3, 0)" || fail "writing vm1"
+"$ADMIN" snap create --dir "$CLUSTER_DIR" --volume vm1 --name before \
+    >"$TESTDIR/log/snap.log" 2>&1 ||
+    { cat "$TESTDIR/log/snap.log" >&2; fail "snap create vm1@before"; }
+nbdsh_run vm "h.pwrite(b'v2' * 32768 * 2, 65536)" ||
+    fail "overwriting vm1 after its snapshot"
 forge && { cat "$TESTDIR/log/forge.log" >&2; fail "no server took a" \
     "forgery under the cluster's own keys: the attack test tests nothing"; }
 grep -q "4 of 4 servers took it" "$TESTDIR/log/forge.log" ||
@@ -117,6 +125,9 @@ grep -q "reauth: .* MiB .*took" "$TESTDIR/log/reauth.log" ||
     fail "reauth printed no progress"
 grep -qE "^[0-9]+ blocks read: [1-9][0-9]* re-authenticated" \
     "$TESTDIR/log/reauth.log" || fail "reauth re-authenticated nothing"
+grep -qE "^snapshot vm1@before: [2-9][0-9]* blocks written since" \
+    "$TESTDIR/log/reauth.log" ||
+    fail "reauth did not walk the snapshot's view of the blocks written since"
 [ -e "$CLUSTER_DIR/keys-reauth.state" ] &&
     fail "a finished pass left its state file"
 "$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
@@ -170,6 +181,14 @@ nbdsh_run b "assert h.pread(65536, $FORGED_BLOCK * 65536) == b'v1' * 32768" ||
     fail "the forged block does not read as written"
 nbdkit_start_with vm2 "$PLUGIN" config="$CONF" \
     keys="$CLUSTER_DIR/client.key" volume=vm1 timeout=2 io-timeout=4
-nbdsh_run vm2 "assert h.pread(3 * 65536, 0) == b'vm' * 32768 * 3" ||
+nbdsh_run vm2 "assert h.pread(3 * 65536, 0) == b'vm' * 32768 + b'v2' * 32768 * 2" ||
     fail "vm1 does not read as written"
+"$ADMIN" export --dir "$CLUSTER_DIR" vm1@before "$TESTDIR/before.img" \
+    >"$TESTDIR/log/export.log" 2>&1 ||
+    { cat "$TESTDIR/log/export.log" >&2; fail "export vm1@before"; }
+python3 -c "
+import sys
+d = open(sys.argv[1], 'rb').read(3 * 65536)
+assert d == b'vm' * 32768 * 3, 'vm1@before differs'" "$TESTDIR/before.img" ||
+    fail "the snapshot does not read as it was taken"
 log "ok: epoch 0 retired; sha256 $after before and after"

@@ -162,6 +162,9 @@ set_req(uint8_t type, uint64_t block)
 	req.type = type;
 	req.id = id;
 	req.block = block;
+	/* A REAUTH of the live state, as the pass sends most. */
+	if (type == BFT_REAUTH)
+		req.gen = BFT_GEN_MAX;
 }
 
 /* STORE of c's write to this server, with frag filled from seed. */

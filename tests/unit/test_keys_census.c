@@ -359,6 +359,69 @@ test_retained(void **state)
 	assert_int_equal(sk.epoch, 1);
 }
 
+/* REAUTH of c's version in the view at boundary g. */
+static int
+reauth_view(uint64_t block, const struct bft_cand *c, uint64_t g)
+{
+	set_req(BFT_REAUTH, block);
+	req.gen = g;
+	req.ts = c->ts;
+	bft_ts_sign(&req.ts, block, kw2);
+	bft_hash(c->nonce, BFT_NONCE_LEN, req.nh);
+	for (unsigned j = 0; j < N; j++)
+		bft_vec_mac(&req.ts, block, req.nh, k2[j], req.vec[j]);
+	return handle();
+}
+
+/*
+ * A snapshot's retained versions re-authenticated in its view: one
+ * REAUTH serves both boundaries that share the record, and the old
+ * epoch goes with the snapshots kept, also across a restart.  A REAUTH
+ * of a version the view does not hold, or at no boundary, is EGONE.
+ */
+static void
+test_retained_reauth(void **state)
+{
+	struct bft_cand v1 = mkcand(ADDR(1), NUM(1, 1), 5);
+	struct bft_cand v3 = mkcand(ADDR(1), NUM(3, 1), 5);
+
+	(void)state;
+	written(ADDR(1), &v1, 1);
+	assert_int_equal(snap(1, BFT_SNAP_ADD, ck.k), BFT_OK);
+	assert_int_equal(snap(2, BFT_SNAP_ADD, ck.k), BFT_OK);
+	written(ADDR(1), &v3, 2);
+	take_next();
+	pass();
+	assert_counts(1, 0, 1);
+	assert_int_equal(reauth(ADDR(1), &v3), BFT_OK);
+	assert_int_equal(reauth_view(ADDR(1), &v3, 1), BFT_EGONE);
+	assert_int_equal(reauth_view(ADDR(1), &v1, 5), BFT_EGONE);
+	assert_int_equal(h.stats.relabelled, 2);
+	assert_int_equal(reauth_view(ADDR(1), &v1, 1), BFT_OK);
+	assert_int_equal(h.stats.relabelled, 4);	/* its lc and Hist */
+	assert_int_equal(reauth_view(ADDR(1), &v1, 2), BFT_OK);
+	assert_int_equal(h.stats.relabelled, 4);	/* the same records */
+	pass();
+	assert_counts(0, 0, 0);
+	bft_store_close(st);
+	open_store();
+	pass();
+	assert_counts(0, 0, 0);
+	assert_int_equal(reload(1, false), 1);
+	pass();
+	assert_false(sk.has_alt || sk.retiring);
+	assert_int_equal(sk.epoch, 1);
+	/* The view reads v1 back under the new epoch's MACs alone. */
+	set_req(BFT_VCOLLECT, ADDR(1));
+	req.gen = 1;
+	req.want_frag = true;
+	assert_int_equal(handle(), BFT_OK);
+	assert_ts(&rep.cands[0].ts, &v1.ts);
+	assert_true(bft_ts_verify(&rep.cands[0].ts, ADDR(1), kw2));
+	assert_int_equal(rep.frag_len, FRAGLEN);
+	assert_int_equal(rep.frag[0], 1);
+}
+
 /*
  * In a finalized store a REAUTH relabels Hist[lc.ts] through lc's record
  * alone (store_relabel.c): the census counts it re-authenticated, and a
@@ -410,6 +473,8 @@ main(void)
 		    teardown_census),
 		cmocka_unit_test_setup_teardown(test_retained, setup_census,
 		    teardown_census),
+		cmocka_unit_test_setup_teardown(test_retained_reauth,
+		    setup_census, teardown_census),
 		cmocka_unit_test_setup_teardown(test_retained_after_reauth,
 		    setup_census, teardown_census),
 	};

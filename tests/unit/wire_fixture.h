@@ -141,6 +141,7 @@ make_msg(struct bft_msg *m, uint8_t type, int32_t status, unsigned n,
 		rnd_bytes(&m->ts, sizeof(m->ts));
 		rnd_bytes(m->nh, sizeof(m->nh));
 		rnd_bytes(m->vec, n * BFT_MAC_LEN);
+		m->gen = rnd() % 2 ? BFT_GEN_MAX : rnd() % BFT_GEN_MAX;
 		break;
 	case BFT_DROP:
 		rnd_bytes(m->vec, n * BFT_MAC_LEN);
