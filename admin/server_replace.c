@@ -87,7 +87,19 @@ replace(const char *dir, unsigned index, const char *host)
 		return 1;
 	}
 	memcpy(sk.cluster_id, cfg.cluster_id, BFT_CLUSTER_ID_LEN);
+	/*
+	 * Its MAC keys of the epochs the writers hold, under their epoch
+	 * numbers: a key of epoch 1 reported as epoch 0 would keep writers
+	 * from signing under the next one, and a rotation under way needs
+	 * the next key too (docs/key-epochs.md).
+	 */
 	memcpy(sk.k, ck.k[index], BFT_KEY_LEN);
+	sk.epoch = ck.epoch;
+	if (ck.has_alt) {
+		sk.has_alt = true;
+		sk.alt_epoch = ck.alt_epoch;
+		memcpy(sk.k_alt, ck.k_alt[index], BFT_KEY_LEN);
+	}
 	bft_chan_keypair_new(&sk.chan);
 	memcpy(cfg.server_pk[index], sk.chan.pk, 32);
 	/* A rotation under way is void: its next key was never run. */

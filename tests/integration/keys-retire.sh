@@ -21,7 +21,7 @@
 # 5. The attack again: no server takes the forgery as lc, a
 #    STORE under epoch 0 is refused by all, and the data reads back the
 #    same, the snapshot's too, also after every server restarts from its
-#    epoch-1 file.
+#    epoch-1 file.  A server replaced then gets a key file of epoch 1.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_python_nbd /usr/bin/python3
@@ -191,4 +191,17 @@ import sys
 d = open(sys.argv[1], 'rb').read(3 * 65536)
 assert d == b'vm' * 32768 * 3, 'vm1@before differs'" "$TESTDIR/before.img" ||
     fail "the snapshot does not read as it was taken"
+# A server replaced after the rotation gets the MAC key of epoch 1 under
+# that number: reported as epoch 0, its key would keep writers from
+# ever switching to a next epoch.
+"$ADMIN" server replace --dir "$CLUSTER_DIR" --index 3 \
+    >"$TESTDIR/log/replace.log" 2>&1 ||
+    { cat "$TESTDIR/log/replace.log" >&2; fail "server replace"; }
+grep -q "^epoch = 1$" "$CLUSTER_DIR/server-3.key" ||
+    fail "the replaced server's key file is not of epoch 1"
+server_kill 3
+server_start 3
+servers_reload
+status_has "4 of 4 servers answer"
+status_has "MAC keys: epoch 1 on every server that answered"
 log "ok: epoch 0 retired; sha256 $after before and after"
