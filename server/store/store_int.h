@@ -366,6 +366,13 @@ int st_lc_read(struct bft_store *st, uint64_t block, struct bft_cand *out);
  */
 void st_hmac_overlay(struct bft_store *st, uint64_t block, uint64_t loc,
 		     struct bft_hist_meta *m);
+/*
+ * A record's timestamp MAC mac and vector vec (n entries) take ts's MAC
+ * and new_vec, as a REAUTH gives them; false when they had them.
+ */
+bool st_macs_take(const struct bft_store *st, uint8_t *mac,
+		  uint8_t (*vec)[BFT_MAC_LEN], const struct bft_ts *ts,
+		  const uint8_t (*new_vec)[BFT_MAC_LEN]);
 int st_hmac_settle(struct bft_store *st, uint64_t block);
 
 /*

@@ -14,6 +14,20 @@
 #include "store_int.h"
 #include "store_log.h"
 
+bool
+st_macs_take(const struct bft_store *st, uint8_t *mac,
+    uint8_t (*vec)[BFT_MAC_LEN], const struct bft_ts *ts,
+    const uint8_t (*new_vec)[BFT_MAC_LEN])
+{
+	size_t vl = (size_t)st->n * BFT_MAC_LEN;
+
+	if (bft_equal(mac, ts->mac, BFT_MAC_LEN) && bft_equal(vec, new_vec, vl))
+		return false;
+	memcpy(mac, ts->mac, BFT_MAC_LEN);
+	memcpy(vec, new_vec, vl);
+	return true;
+}
+
 /* Whether a and b are one timestamp (num, wid), whatever their MACs. */
 static bool
 same_ts(const struct bft_ts *a, const struct bft_ts *b)
@@ -45,12 +59,9 @@ relabel_lc(struct bft_store *st, uint64_t block, const struct bft_ts *ts,
 	if (bft_ts_is_zero(&c.ts) || !same_ts(&c.ts, ts) ||
 	    !bft_equal(h, nh, BFT_HASH_LEN))
 		return -ENOENT;
-	if (bft_equal(c.ts.mac, ts->mac, BFT_MAC_LEN) &&
-	    bft_equal(c.vec, vec, (size_t)st->n * BFT_MAC_LEN) &&
+	if (!st_macs_take(st, c.ts.mac, c.vec, ts, vec) &&
 	    (!hmac || (st_idx(st, block)->flags & IDX_HMAC)))
 		return 0;
-	memcpy(c.ts.mac, ts->mac, BFT_MAC_LEN);
-	memcpy(c.vec, vec, (size_t)st->n * BFT_MAC_LEN);
 	len = bft_rec_encode_lc(st->wbuf, st->n, st->next_seq, block, &c);
 	if (hmac)
 		bft_rec_set_flags(st->wbuf, len, st->n, BFT_REC_F_HMAC);
@@ -85,13 +96,11 @@ relabel_hist(struct bft_store *st, uint64_t block, const struct bft_ts *ts,
 		return err;
 	if (!bft_equal(e.meta.nh, nh, BFT_HASH_LEN))
 		return -ENOENT;
-	if (bft_equal(e.meta.ts.mac, ts->mac, BFT_MAC_LEN) &&
-	    bft_equal(e.meta.vec, vec, (size_t)st->n * BFT_MAC_LEN))
+	if (!st_macs_take(st, e.meta.ts.mac, e.meta.vec, ts, vec))
 		return 0;
 	if ((err = bft_store_read_hist(st, block, ts, &e, frag)) < 0)
 		return err;
-	memcpy(e.meta.ts.mac, ts->mac, BFT_MAC_LEN);
-	memcpy(e.meta.vec, vec, (size_t)st->n * BFT_MAC_LEN);
+	(void)st_macs_take(st, e.meta.ts.mac, e.meta.vec, ts, vec);
 	if ((err = bft_store_put_hist(st, block, &e.meta, frag)) < 0)
 		return err;
 	return 1;

@@ -285,11 +285,8 @@ relabel_ret_lc(struct bft_store *st, struct ret_node *node, uint32_t k,
 	bft_hash(c.nonce, BFT_NONCE_LEN, h);
 	if (!bft_equal(h, nh, BFT_HASH_LEN))
 		return -ENOENT;
-	if (bft_equal(c.ts.mac, ts->mac, BFT_MAC_LEN) &&
-	    bft_equal(c.vec, vec, (size_t)st->n * BFT_MAC_LEN))
+	if (!st_macs_take(st, c.ts.mac, c.vec, ts, vec))
 		return 0;
-	memcpy(c.ts.mac, ts->mac, BFT_MAC_LEN);
-	memcpy(c.vec, vec, (size_t)st->n * BFT_MAC_LEN);
 	len = bft_rec_encode_lc_as(st->wbuf, st->n, type, st->next_seq,
 	    node->addr, &c);
 	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)
@@ -317,11 +314,8 @@ relabel_ret_hist(struct bft_store *st, struct ret_node *node, uint32_t k,
 		return err;
 	if (!bft_equal(m.nh, nh, BFT_HASH_LEN))
 		return -ENOENT;
-	if (bft_equal(m.ts.mac, ts->mac, BFT_MAC_LEN) &&
-	    bft_equal(m.vec, vec, (size_t)st->n * BFT_MAC_LEN))
+	if (!st_macs_take(st, m.ts.mac, m.vec, ts, vec))
 		return 0;
-	memcpy(m.ts.mac, ts->mac, BFT_MAC_LEN);
-	memcpy(m.vec, vec, (size_t)st->n * BFT_MAC_LEN);
 	len = bft_rec_encode_hist(st->wbuf, st->n, st->next_seq, block, &m,
 	    st->rbuf + bft_rec_frag_off(st->n));
 	if ((err = st_append_rec(st, st->wbuf, len, &loc)) < 0)

@@ -74,17 +74,28 @@ written(uint64_t block, const struct bft_cand *c, uint8_t seed)
 	assert_int_equal(complete(block, c), BFT_OK);
 }
 
-/* REAUTH of c's version with MACs under the next epoch's keys. */
+/*
+ * REAUTH of c's version with MACs under the next epoch's keys, in the
+ * view at boundary g (BFT_GEN_MAX: the head).
+ */
 static int
-reauth(uint64_t block, const struct bft_cand *c)
+reauth_view(uint64_t block, const struct bft_cand *c, uint64_t g)
 {
 	set_req(BFT_REAUTH, block);
+	req.gen = g;
 	req.ts = c->ts;
 	bft_ts_sign(&req.ts, block, kw2);
 	bft_hash(c->nonce, BFT_NONCE_LEN, req.nh);
 	for (unsigned j = 0; j < N; j++)
 		bft_vec_mac(&req.ts, block, req.nh, k2[j], req.vec[j]);
 	return handle();
+}
+
+/* The same of the head. */
+static int
+reauth(uint64_t block, const struct bft_cand *c)
+{
+	return reauth_view(block, c, BFT_GEN_MAX);
 }
 
 /* SNAP op of boundary g of VOL, under the keys k. */
@@ -357,20 +368,6 @@ test_retained(void **state)
 	pass();
 	assert_false(sk.has_alt || sk.retiring);
 	assert_int_equal(sk.epoch, 1);
-}
-
-/* REAUTH of c's version in the view at boundary g. */
-static int
-reauth_view(uint64_t block, const struct bft_cand *c, uint64_t g)
-{
-	set_req(BFT_REAUTH, block);
-	req.gen = g;
-	req.ts = c->ts;
-	bft_ts_sign(&req.ts, block, kw2);
-	bft_hash(c->nonce, BFT_NONCE_LEN, req.nh);
-	for (unsigned j = 0; j < N; j++)
-		bft_vec_mac(&req.ts, block, req.nh, k2[j], req.vec[j]);
-	return handle();
 }
 
 /*
