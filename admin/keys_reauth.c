@@ -351,7 +351,7 @@ walk_snapshots(struct reauth *ra, struct admin_progress *prog)
 	struct bftblk_snap *snaps = NULL;
 	uint64_t *blocks = NULL;
 	size_t ns = 0, nb;
-	int rc = -1;
+	int rc = 0;
 
 	if (ra->h[0] == NULL && (ra->h[0] = admin_open_cluster_as(ra->a->dir,
 	    ra->a->keys, ra->a->timeout_s, 0)) == NULL)
@@ -360,7 +360,6 @@ walk_snapshots(struct reauth *ra, struct admin_progress *prog)
 		bft_log("snapshots: %s", bftblk_errmsg(ra->h[0]));
 		return -1;
 	}
-	rc = 0;
 	for (size_t i = 0; i < ns; i++) {
 		const struct bftblk_snap *sn = &snaps[i];
 
@@ -381,7 +380,6 @@ walk_snapshots(struct reauth *ra, struct admin_progress *prog)
 		ra->held += nb;
 		ra->gen = sn->boundary;
 		walk_blocks(ra, blocks, nb, prog);
-		ra->views += nb;
 		free(blocks);
 		blocks = NULL;
 	}

@@ -51,7 +51,6 @@ struct reauth {
 	struct bft_msg *req, *rep;	/* big: not on the stack */
 	char state[ADMIN_PATH_MAX];
 	uint64_t read, current, zero, sent, failed;
-	uint64_t views;			/* blocks read in snapshots' views */
 };
 
 /*

@@ -43,11 +43,8 @@ bft_handle_reauth(struct bft_handler *h, const char *peer,
 		rep->status = BFT_EAUTH;
 		return;
 	}
-	r = req->gen == BFT_GEN_MAX ? bft_store_relabel(h->st, req->block,
-	    &req->ts, req->nh, (const uint8_t (*)[BFT_MAC_LEN])req->vec,
-	    h->fragbuf) : bft_store_view_relabel(h->st, req->block, req->gen,
-	    &req->ts, req->nh, (const uint8_t (*)[BFT_MAC_LEN])req->vec,
-	    h->fragbuf);
+	r = bft_store_view_relabel(h->st, req->block, req->gen, &req->ts,
+	    req->nh, (const uint8_t (*)[BFT_MAC_LEN])req->vec, h->fragbuf);
 	switch (r) {
 	case -ENOENT:
 		rep->status = BFT_EGONE;

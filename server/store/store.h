@@ -353,11 +353,12 @@ int bft_store_view_read_hist(struct bft_store *st, uint64_t block,
     uint64_t gen, const struct bft_ts *ts, struct bft_hist_entry *out,
     uint8_t *buf);
 /*
- * bft_store_relabel for block's view at boundary gen: while the view is
- * the live state, that; once frozen, its retained lc record and Hist
- * entry of ts's (num, wid) and nonce hash nh are appended again with
- * ts's MAC and vec, each copy taking its record's place as compaction's
- * does, so every boundary that shares the record has it relabelled.
+ * bft_store_relabel for block's view at boundary gen: for BFT_GEN_MAX,
+ * or while the view is the live state, that; once frozen, its retained
+ * lc record and Hist entry of ts's (num, wid) and nonce hash nh are
+ * appended again with ts's MAC and vec, each copy taking its record's
+ * place as compaction's does, so every boundary that shares the record
+ * has it relabelled.
  * frag is BFT_MAX_FRAG bytes of scratch.  The number of records
  * appended; -ENOENT when the view holds no such version (or gen is no
  * boundary), -ERANGE, -EIDRM, or an append's error.

@@ -335,6 +335,8 @@ bft_store_view_relabel(struct bft_store *st, uint64_t block, uint64_t gen,
 	bool frozen, found = false;
 	long lc_i;
 
+	if (gen == BFT_GEN_MAX)
+		return bft_store_relabel(st, block, ts, nh, vec, frag);
 	if ((err = view_find(st, block, gen, &frozen, &node, &lc_i)) < 0)
 		return err;
 	if (!frozen)
