@@ -208,9 +208,7 @@ for p in 1 2 3; do
 done
 [ "$ok" = 1 ] || fail "keys reauth still fails after 3 passes"
 [ -e "$STATE" ] && fail "a finished pass left $STATE"
-"$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
-    >"$TESTDIR/log/reauth-check.log" 2>&1 ||
-    { cat "$TESTDIR/log/reauth-check.log" >&2; fail "the checking pass"; }
+keys_reauth reauth-check "the checking pass"
 grep -qE "^[0-9]+ blocks read: 0 re-authenticated, [0-9]+ under epoch 1 already, [0-9]+ never written, 0 failed" \
     "$TESTDIR/log/reauth-check.log" ||
     { cat "$TESTDIR/log/reauth-check.log" >&2; fail "a whole pass after" \

@@ -56,9 +56,7 @@ for w in a b; do
 	_wait_log "${NBDKIT_PID[$w]}" "$TESTDIR/log/nbdkit-$w.log" 0 \
 	    "every server accepts epoch 1" "nbdkit $w (epoch 1)"
 done
-"$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
-    >"$TESTDIR/log/reauth.log" 2>&1 ||
-    { cat "$TESTDIR/log/reauth.log" >&2; fail "keys reauth"; }
+keys_reauth reauth "keys reauth"
 log "injected: keys reauth ($(grep -E '^[0-9]+ blocks read' \
     "$TESTDIR/log/reauth.log"))"
 keys_retire 20

@@ -107,9 +107,7 @@ log "step 3: reauth"
 # As if a pass had stopped past volume 0: it resumes there, and volume
 # 0's blocks are left to the next one.
 printf 'epoch 1 volume 65536 block 0\n' >"$CLUSTER_DIR/keys-reauth.state"
-"$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
-    >"$TESTDIR/log/reauth-resumed.log" 2>&1 ||
-    { cat "$TESTDIR/log/reauth-resumed.log" >&2; fail "keys reauth resumed"; }
+keys_reauth reauth-resumed "keys reauth resumed"
 grep -q "resuming epoch 1's pass at volume 65536 block 0" \
     "$TESTDIR/log/reauth-resumed.log" ||
     { cat "$TESTDIR/log/reauth-resumed.log" >&2; fail "the pass did not" \
@@ -117,9 +115,7 @@ grep -q "resuming epoch 1's pass at volume 65536 block 0" \
 resumed=$(grep -E '^[0-9]+ blocks read' "$TESTDIR/log/reauth-resumed.log" |
     cut -d' ' -f1)
 [ "$resumed" -lt 100 ] || fail "the resumed pass read volume 0 again"
-"$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
-    >"$TESTDIR/log/reauth.log" 2>&1 ||
-    { cat "$TESTDIR/log/reauth.log" >&2; fail "keys reauth"; }
+keys_reauth reauth "keys reauth"
 cat "$TESTDIR/log/reauth.log"
 grep -q "reauth: .* MiB .*took" "$TESTDIR/log/reauth.log" ||
     fail "reauth printed no progress"
@@ -130,9 +126,7 @@ grep -qE "^snapshot vm1@before: [2-9][0-9]* blocks written since" \
     fail "reauth did not walk the snapshot's view of the blocks written since"
 [ -e "$CLUSTER_DIR/keys-reauth.state" ] &&
     fail "a finished pass left its state file"
-"$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
-    >"$TESTDIR/log/reauth2.log" 2>&1 ||
-    { cat "$TESTDIR/log/reauth2.log" >&2; fail "keys reauth again"; }
+keys_reauth reauth2 "keys reauth again"
 grep -qE "^[0-9]+ blocks read: 0 re-authenticated" \
     "$TESTDIR/log/reauth2.log" ||
     { cat "$TESTDIR/log/reauth2.log" >&2; fail "a second pass found" \

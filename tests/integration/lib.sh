@@ -383,6 +383,15 @@ keys_retire()
 	done
 }
 
+# keys_reauth NAME WHAT: a bftblk keys reauth pass that must succeed,
+# its output in log/NAME.log (shown, with WHAT, when it fails).
+keys_reauth()
+{
+	"$ADMIN" keys reauth --dir "$CLUSTER_DIR" --timeout 3 \
+	    >"$TESTDIR/log/$1.log" 2>&1 ||
+	    { cat "$TESTDIR/log/$1.log" >&2; fail "$2"; }
+}
+
 # status_has TEXT: bftblk status prints TEXT (a failure shows it all).
 status_has()
 {
