@@ -58,8 +58,12 @@ bft_test_option(int ch, const char *arg)
 		}
 		break;
 	case 'S':
+		/*
+		 * Decimal always: tests print the seed they drew and a
+		 * leading zero must not turn it into another (octal) seed.
+		 */
 		errno = 0;
-		ts.byz_seed = strtoull(arg, &end, 0);
+		ts.byz_seed = strtoull(arg, &end, 10);
 		if (errno || end == arg || *end != '\0') {
 			bft_log("--byzantine-seed: not a number: %s", arg);
 			return -1;

@@ -129,10 +129,17 @@ rc=0
 BFTBLK_TEST_BYZANTINE=1 timeout -k 5 2 "$TEST_SERVER" \
     --config "$TESTDIR/rf/bftblk.conf" --key "$TESTDIR/rf/server-0.key" \
     --data "$TESTDIR/rf-data" --record-frames "$TESTDIR/rec2" \
-    --rebuild-rate 5 >"$out" 2>&1 </dev/null || rc=$?
+    --rebuild-rate 5 --byzantine=mute --byzantine-seed=0123456789 \
+    >"$out" 2>&1 </dev/null || rc=$?
 grep -q "recording received frames" "$out" && grep -q "listening on" "$out" ||
     { _show_log_tail "$out"; fail "$TEST_SERVER --record-frames DIR" \
     "--rebuild-rate 5 did not start recording and listening"; }
-log "$TEST_SERVER with the variable: --record-frames and --rebuild-rate" \
-    "both taken (stopped by timeout, status $rc)"
+# Tests print the seed they drew; one with a leading zero is still that
+# decimal number (it once read as octal, and 8 or 9 in it was refused).
+grep -q "BYZANTINE TEST MODE: mute (seed 123456789)" "$out" ||
+    { _show_log_tail "$out"; fail "$TEST_SERVER --byzantine-seed=0123456789" \
+    "was not taken as decimal 123456789"; }
+log "$TEST_SERVER with the variable: --record-frames, --rebuild-rate and" \
+    "--byzantine-seed=0123456789 (decimal) all taken (stopped by timeout," \
+    "status $rc)"
 log "ok"
