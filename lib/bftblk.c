@@ -6,6 +6,7 @@
  * write.c (over plan.c), the rounds engine.c.
  */
 #include <errno.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -110,6 +111,7 @@ bftblk_create(void)
 		return NULL;
 	h->timeout_s = TIMEOUT_DEFAULT;
 	h->io_timeout_s = IO_TIMEOUT_DEFAULT;
+	h->senders = -1;
 	h->cache_bytes = CACHE_DEFAULT;
 	h->lease_s = BFT_LEASE_DEFAULT_S;
 	h->log = log_stderr;
@@ -303,6 +305,22 @@ bftblk_load(struct bftblk *h)
 	return 0;
 }
 
+/*
+ * senders= when not given: on with more than two CPUs to run on (the
+ * loop's, and nbdkit's workers' that code and hash).  With two they
+ * cost more than they free: on the 2-CPU bench machine they moved
+ * about 75 us per 64 KiB block off the loop thread and spent about 100
+ * us in their own, for the same throughput (docs/performance.md).
+ */
+static bool
+default_senders(void)
+{
+	cpu_set_t set;
+
+	return sched_getaffinity(0, sizeof set, &set) == 0 &&
+	    CPU_COUNT(&set) > 2;
+}
+
 int
 bftblk_connect(struct bftblk *h)
 {
@@ -323,6 +341,8 @@ bftblk_connect(struct bftblk *h)
 		/* A whole op never has less time than one of its rounds. */
 		.io_timeout_ms = (h->io_timeout_s > h->timeout_s ?
 		    h->io_timeout_s : h->timeout_s) * 1000,
+		.senders = h->senders >= 0 ? h->senders > 0 :
+		    default_senders(),
 		.writer_id = h->writer_id, .volume_id = h->volume_id,
 		.skip = h->skip, .stats_path = h->stats_path,
 		.metrics_addr = h->metrics_addr, .log = h->log, .log_opaque = h->log_opaque,

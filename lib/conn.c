@@ -25,10 +25,19 @@ bftblk__conn_send(struct conn *c, const struct bft_msg *m)
 {
 	size_t off = c->out.len, tail_len;
 	const uint8_t *tail;
+	int r;
 
-	/* A STORE's fragment is sealed from op->frags, never copied first. */
-	if (bft_wire_encode_head(m, c->cl->n, &c->out, &tail, &tail_len) != 0 ||
-	    bft_chan_seal_tail(&c->chan, &c->out, off, tail, tail_len) != 0) {
+	/*
+	 * A ready connection's sender thread seals what it is handed
+	 * (conn_tx.c); without senders, and for the HELLO, the loop seals
+	 * it here, a STORE's fragment from op->frags without a copy.
+	 */
+	if (c->state == C_READY && c->tx.s != NULL)
+		r = bft_wire_encode(m, c->cl->n, &c->out);
+	else if ((r = bft_wire_encode_head(m, c->cl->n, &c->out, &tail,
+	    &tail_len)) == 0)
+		r = bft_chan_seal_tail(&c->chan, &c->out, off, tail, tail_len);
+	if (r != 0) {
 		/* Only ENOMEM gets here: the round times out or others answer. */
 		c->out.len = off;
 		bftblk__eng_log(c->cl, BFTBLK_LOG_ERROR, "cannot encode %s",
@@ -85,6 +94,15 @@ conn_flush(struct conn *c)
 	if (c->writing || c->out.len == 0 || (c->state != C_HANDSHAKE &&
 	    c->state != C_HELLO && c->state != C_READY))
 		return;
+	if (c->state == C_READY && c->tx.s != NULL) {
+		uv_os_fd_t fd;
+
+		if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 ||
+		    bftblk__conn_tx_hand(c, fd) != 0)
+			bftblk__conn_close(c, "cannot hand frames to the "
+			    "sender thread");
+		return;
+	}
 	tmp = c->wbuf;
 	c->wbuf = c->out;
 	c->out = tmp;
@@ -139,6 +157,9 @@ static void on_closed(uv_handle_t *h);
 void
 bftblk__conn_close(struct conn *c, const char *why)
 {
+	size_t unsent;
+	int err;
+
 	if (c->state == C_CLOSING || c->state == C_IDLE)
 		return;
 	/*
@@ -150,11 +171,19 @@ bftblk__conn_close(struct conn *c, const char *why)
 		bftblk__conn_set_state(c, C_CLOSING);
 		return;
 	}
+	/* The sender lets go of the socket and the channel first. */
+	err = bftblk__conn_tx_quiesce(c, &unsent);
 	bftblk__engine_conn_lost(c);
 	c->out.len = 0;		/* lost with the connection, resent later */
 	if (!c->warned)
 		bftblk__eng_log(c->cl, BFTBLK_LOG_WARN, "server %u: connection "
-		    "lost: %s", c->idx, why);
+		    "lost: %s%s", c->idx, err ? "send: " : "",
+		    err ? strerror(err) : why);
+	if (unsent > 0)
+		bftblk__eng_log(c->cl, BFTBLK_LOG_WARN, "server %u: %.1f MiB "
+		    "not yet sent dropped with the connection (requests go "
+		    "again once it is back)", c->idx,
+		    (double)unsent / (1 << 20));
 	c->warned = true;
 	bftblk__conn_set_state(c, C_CLOSING);
 	bft_chan_clear(&c->chan);

@@ -5,6 +5,8 @@
 #ifndef BFTBLK_CONN_INT_H
 #define BFTBLK_CONN_INT_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <sys/socket.h>
 
 #include <uv.h>
@@ -28,6 +30,38 @@ enum conn_state {
 	C_IDLE, C_CONNECTING, C_HANDSHAKE, C_HELLO, C_READY, C_CLOSING
 };
 
+/*
+ * Sender threads (conn_tx.c), one per connection with senders=on, seal
+ * the frames the loop gathered for a ready connection and write them,
+ * so that the AEAD and the kernel's send path, most of a write's cost
+ * in the client, run beside the loop instead of on it.  A sender takes
+ * its connection's batches in the order the loop handed them over;
+ * while the connection is ready its channel's sending half is that
+ * thread's, until the loop takes it back to close it
+ * (bftblk__conn_tx_quiesce).  With senders=off the loop does it all.
+ */
+struct conn_tx {
+	struct tx_sender *s;		/* NULL: the loop writes */
+	bool busy;			/* its sender holds a batch */
+	bool abort;			/* drop what is held: closing */
+	int fd;
+	int err;			/* a send or seal failed: errno */
+	size_t unsent;			/* of the batch, when the socket filled */
+	struct bft_buf pend;		/* plaintext frames handed over */
+	struct bft_buf plain, sealed;	/* the sender's own */
+};
+
+struct tx_sender {
+	pthread_t thread;
+	pthread_mutex_t lock;		/* this and its connection's tx */
+	pthread_cond_t work;		/* pend filled, or stop */
+	pthread_cond_t idle;		/* busy cleared */
+	bool started;
+	bool waiting;			/* the thread sleeps on work */
+	bool stop;
+	struct conn *c;
+};
+
 struct conn {
 	struct bft_engine *cl;
 	unsigned idx;
@@ -42,7 +76,8 @@ struct conn {
 	uint8_t *rbuf;
 	size_t rlen, rcap;
 	struct bft_buf out;		/* frames gathered this iteration */
-	struct bft_buf wbuf;		/* frames being written */
+	struct bft_buf wbuf;		/* frames being written (uv_write) */
+	struct conn_tx tx;
 	uv_write_t wreq;
 	bool writing;
 	struct bft_chan_client hs;
@@ -69,6 +104,8 @@ struct engine_loop {
 	uv_timer_t tick;
 	pthread_t thread;
 	struct conn conns[BFT_MAX_N];
+	struct tx_sender senders[BFT_MAX_N];
+	unsigned nsenders;
 
 	pthread_mutex_t qlock;
 	struct op *qhead, *qtail;	/* submitted, not yet taken */
@@ -108,6 +145,27 @@ void bftblk__conn_close(struct conn *c, const char *why);
 void bftblk__conn_flush_all(uv_check_t *h);
 int bftblk__conn_resolve(struct bft_engine *cl, const struct bft_server_addr *a,
     struct sockaddr_storage *out);
+
+/*
+ * conn_tx.c.  Starts a sender thread for each of n connections: 0, or
+ * -1 when a thread cannot start (those started are stopped again).
+ */
+int bftblk__conn_tx_start(struct engine_loop *lp, unsigned n);
+/*
+ * Hands c->out (plaintext frames of a ready connection) to its sender:
+ * 0, or -1 when out of memory (the caller closes the connection).
+ */
+int bftblk__conn_tx_hand(struct conn *c, int fd);
+/*
+ * Takes the channel and the socket back: drops what was handed over and
+ * not sent, and waits until the sender holds nothing of c.  Then the
+ * send failure, if any (an errno, else 0), which it forgets; *unsent is
+ * how many bytes were dropped (counted in the batch being sent only
+ * when the socket had filled up).
+ */
+int bftblk__conn_tx_quiesce(struct conn *c, size_t *unsent);
+/* Ends the senders, if any, and frees the connections' buffers. */
+void bftblk__conn_tx_stop(struct engine_loop *lp, unsigned n);
 
 /*
  * engine.c.  bftblk__engine_new and bftblk__engine_free make an engine

@@ -484,6 +484,8 @@ bftblk__engine_free(struct bft_engine *cl)
 	/* Before the walk, which would close its handles without freeing. */
 	bftblk__eng_metrics_stop(lp->metrics);
 	lp->metrics = NULL;
+	/* Senders first: the walk closes the sockets they write to. */
+	bftblk__conn_tx_stop(lp, cl->n);
 	uv_walk(&lp->loop, close_handle, NULL);
 	uv_run(&lp->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&lp->loop);
@@ -541,11 +543,18 @@ bftblk__engine_start(const struct bft_engine_params *p)
 		bftblk__eng_log(cl, BFTBLK_LOG_INFO, "metrics on "
 		    "http://%s/metrics", bftblk__eng_metrics_where(lp->metrics));
 	}
+	if (p->senders && bftblk__conn_tx_start(lp, cl->n) != 0) {
+		bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "cannot start a sender "
+		    "thread per server (senders=off does without)");
+		goto out_free;
+	}
 	for (unsigned i = 0; i < cl->n; i++)
 		if (!(p->skip & (1u << i)))
 			bftblk__conn_connect(&lp->conns[i]);
 	if (pthread_create(&lp->thread, NULL, loop_main, lp) != 0)
 		goto out_free;
+	/* For top -H and the bench's CPU by thread. */
+	(void)pthread_setname_np(lp->thread, "bftblk-loop");
 	return cl;
 
 out_free:

@@ -195,6 +195,7 @@ struct bft_engine_params {
 	const struct bft_volcrypt *vc;	/* NULL unless encrypt=on */
 	unsigned timeout_ms;		/* per round */
 	unsigned io_timeout_ms;		/* per op, restarts included */
+	bool senders;			/* a sender thread per server (conn_tx.c) */
 	uint64_t writer_id;
 	uint32_t volume_id;		/* ops' blocks are its addresses */
 	const char *stats_path;		/* stats-file=; NULL: none */

@@ -32,6 +32,7 @@ struct bftblk {
 	bool encrypt;
 	uint64_t export_size;		/* 0: the whole cluster disk */
 	unsigned timeout_s, io_timeout_s;
+	int senders;			/* senders=on|off; -1: by the CPUs */
 	uint64_t writer_id;
 	uint32_t volume_id;		/* volume-id=: 0, the cluster's disk */
 	char *volume_name;		/* volume=: found in the table at load */

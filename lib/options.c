@@ -136,6 +136,7 @@ PATH_SETTER(set_stats_file, stats_path)
 NUM_SETTER(set_volume_id, volume_id, uint32_t)
 NUM_SETTER(set_timeout, timeout_s, unsigned)
 NUM_SETTER(set_io_timeout, io_timeout_s, unsigned)
+NUM_SETTER(set_senders, senders, int)
 NUM_SETTER(set_writer_id, writer_id, uint64_t)
 NUM_SETTER(set_t, want_t, unsigned)
 NUM_SETTER(set_lease, lease_s, unsigned)
@@ -185,6 +186,10 @@ const struct bftblk__option bftblk__options[] = {
 	    "an I/O that cannot finish fails with EIO after this\n"
 	    "many seconds, naming silent servers (default 30)",
 	    set_io_timeout },
+	{ "senders", "on|off", OPT_BOOL, 0, 0, NULL,
+	    "a thread per server seals and sends its frames\n"
+	    "(default on with more than two CPUs; off: the\n"
+	    "event loop's thread does it)", set_senders },
 	{ "writer-id", "N", OPT_NUM, 1, UINT64_MAX, NULL,
 	    "this writer's id (default random)", set_writer_id },
 	{ "t", "T", OPT_NUM, 0, BFT_MAX_T, NULL,

@@ -612,6 +612,9 @@ nbdkit_start()
 {
 	local name=nbd p shared=$NBDKIT_SHARED pin=$NBDKIT_PIN
 	local -a extra=()
+	# make check's choice of sender threads; a test's own senders= wins.
+	[ -z "${BFTBLK_TEST_SENDERS:-}" ] ||
+	    extra+=("senders=$BFTBLK_TEST_SENDERS")
 	if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then
 		name=$1
 		shift
