@@ -194,7 +194,8 @@ bftblk__conn_tx_start(struct engine_loop *lp, unsigned n)
 		s->started = true;
 		lp->nsenders = i + 1;
 		lp->conns[i].tx.s = s;
-		snprintf(name, sizeof name, "bftblk-tx%u", i);
+		/* i < BFT_MAX_N; the cast tells the compiler it fits. */
+		snprintf(name, sizeof name, "bftblk-tx%u", (unsigned)(uint8_t)i);
 		(void)pthread_setname_np(s->thread, name);
 	}
 	return 0;
