@@ -37,23 +37,16 @@ while kill -0 "$wpid" 2>/dev/null; do
 done
 wait "$wpid" || fail "writing $BLOCKS blocks with server 3 stopped failed"
 log "$BLOCKS blocks written in $((SECONDS - start)) s with server 3 stopped"
-until grep -aq 'server 3: .* MiB not yet sent dropped' "$NLOG"; do
-	[ $((SECONDS - start)) -le 30 ] || { _show_log_tail "$NLOG" 30
-	    fail "the plugin did not drop server 3's queue within 30 s"; }
-	sleep 0.2
-done
+wait_grep "$NLOG" 'server 3: .* MiB not yet sent dropped' 30 \
+    "the plugin did not drop server 3's queue"
 log "plugin: $(grep -a -m1 -o 'server 3: nothing came back.*' "$NLOG")"
 log "plugin: $(grep -a -m1 -o 'server 3: [0-9.]* MiB not yet sent.*' "$NLOG")"
 heal_check nbd b 0 "$BLOCKS" "server 3 stopped"
 
 server_kill 3 CONT
-start=$SECONDS
-until grep -aq 'server 3: connected again' "$NLOG"; do
-	[ $((SECONDS - start)) -le 15 ] ||
-	    fail "the plugin did not reconnect to server 3 after SIGCONT"
-	sleep 0.2
-done
-log "after SIGCONT: server 3 connected again in $((SECONDS - start)) s"
+wait_grep "$NLOG" 'server 3: connected again' 15 \
+    "the plugin did not reconnect to server 3 after SIGCONT"
+log "after SIGCONT: server 3 connected again in $WAITED s"
 heal_write nbd c 0 32
 server_kill 0 STOP
 log "injected: server 0 stopped; reads now need server 3"

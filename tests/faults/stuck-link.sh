@@ -39,12 +39,8 @@ done
 log "idle plugin, after $((SECONDS - start)) s: $(grep -a -m1 -o 'server 2: nothing came back.*' "$ILOG")"
 
 server_kill 2 CONT
-start=$SECONDS
-until grep -aq 'server 2: connected again' "$NLOG"; do
-	[ $((SECONDS - start)) -le 15 ] ||
-	    fail "the plugin did not reconnect to server 2 after SIGCONT"
-	sleep 0.2
-done
-log "after SIGCONT: server 2 connected again in $((SECONDS - start)) s"
+wait_grep "$NLOG" 'server 2: connected again' 15 \
+    "the plugin did not reconnect to server 2 after SIGCONT"
+log "after SIGCONT: server 2 connected again in $WAITED s"
 heal_check nbd a 0 8 "all servers back"
 log "ok"

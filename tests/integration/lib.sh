@@ -504,6 +504,22 @@ _valgrind_suppressions()
 EOF
 }
 
+# wait_grep FILE PATTERN SECS WHAT: waits until FILE has a line with
+# PATTERN (grep -a), and fails saying WHAT did not happen within SECS.
+# WAITED is then how many seconds it took.
+wait_grep()
+{
+	local f=$1 pattern=$2 secs=$3 what=$4 start=$SECONDS
+	until grep -aq -- "$pattern" "$f"; do
+		if [ $((SECONDS - start)) -gt "$secs" ]; then
+			_show_log_tail "$f" 30
+			fail "$what within $secs s"
+		fi
+		sleep 0.2
+	done
+	WAITED=$((SECONDS - start))
+}
+
 # wait_connected I...: waits until every listed server has an
 # established connection on its port, i.e. nbdkit's client reconnected.
 wait_connected()
