@@ -629,7 +629,10 @@ nbdkit_start()
 	local name=nbd p shared=$NBDKIT_SHARED pin=$NBDKIT_PIN
 	local -a extra=()
 	# make check's choice of sender threads; a test's own senders= wins.
+	# Only for this tree's plugin: an older release's (the upgrade
+	# tests) has no such option and refuses to start with it.
 	[ -z "${BFTBLK_TEST_SENDERS:-}" ] ||
+	    [ "$PLUGIN" != "$BUILD/nbdkit-bftblk-plugin.so" ] ||
 	    extra+=("senders=$BFTBLK_TEST_SENDERS")
 	if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then
 		name=$1
