@@ -398,6 +398,15 @@ struct bft_buf {
 };
 
 void bft_buf_free(struct bft_buf *b);
+/* Exchanges two buffers, contents and memory: a hand-over without a copy. */
+static inline void
+bft_buf_swap(struct bft_buf *a, struct bft_buf *b)
+{
+	struct bft_buf t = *a;
+
+	*a = *b;
+	*b = t;
+}
 /* Appends len bytes, growing b.  Returns 0, or -ENOMEM. */
 int bft_buf_append(struct bft_buf *b, const void *p, size_t len);
 /*

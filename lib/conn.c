@@ -32,7 +32,7 @@ bftblk__conn_send(struct conn *c, const struct bft_msg *m)
 	 * (conn_tx.c); without senders, and for the HELLO, the loop seals
 	 * it here, a STORE's fragment from op->frags without a copy.
 	 */
-	if (c->state == C_READY && c->tx.s != NULL)
+	if (c->state == C_READY && c->tx.on)
 		r = bft_wire_encode(m, c->cl->n, &c->out);
 	else if ((r = bft_wire_encode_head(m, c->cl->n, &c->out, &tail,
 	    &tail_len)) == 0)
@@ -88,13 +88,12 @@ on_write(uv_write_t *req, int status)
 static void
 conn_flush(struct conn *c)
 {
-	struct bft_buf tmp;
 	uv_buf_t b;
 
 	if (c->writing || c->out.len == 0 || (c->state != C_HANDSHAKE &&
 	    c->state != C_HELLO && c->state != C_READY))
 		return;
-	if (c->state == C_READY && c->tx.s != NULL) {
+	if (c->state == C_READY && c->tx.on) {
 		uv_os_fd_t fd;
 
 		if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 ||
@@ -103,9 +102,7 @@ conn_flush(struct conn *c)
 			    "sender thread");
 		return;
 	}
-	tmp = c->wbuf;
-	c->wbuf = c->out;
-	c->out = tmp;
+	bft_buf_swap(&c->wbuf, &c->out);
 	c->out.len = 0;
 	b = uv_buf_init((char *)c->wbuf.data, (unsigned)c->wbuf.len);
 	c->wreq.data = c;

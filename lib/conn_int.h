@@ -41,25 +41,20 @@ enum conn_state {
  * (bftblk__conn_tx_quiesce).  With senders=off the loop does it all.
  */
 struct conn_tx {
-	struct tx_sender *s;		/* NULL: the loop writes */
-	bool busy;			/* its sender holds a batch */
+	bool on;			/* a thread; else the loop writes */
+	pthread_t thread;
+	pthread_mutex_t lock;		/* all below */
+	pthread_cond_t work;		/* pend filled, or stop */
+	pthread_cond_t idle;		/* busy cleared */
+	bool waiting;			/* the thread sleeps on work */
+	bool stop;
+	bool busy;			/* the thread holds a batch */
 	bool abort;			/* drop what is held: closing */
 	int fd;
 	int err;			/* a send or seal failed: errno */
 	size_t unsent;			/* of the batch, when the socket filled */
 	struct bft_buf pend;		/* plaintext frames handed over */
-	struct bft_buf plain, sealed;	/* the sender's own */
-};
-
-struct tx_sender {
-	pthread_t thread;
-	pthread_mutex_t lock;		/* this and its connection's tx */
-	pthread_cond_t work;		/* pend filled, or stop */
-	pthread_cond_t idle;		/* busy cleared */
-	bool started;
-	bool waiting;			/* the thread sleeps on work */
-	bool stop;
-	struct conn *c;
+	struct bft_buf plain, sealed;	/* the thread's own */
 };
 
 struct conn {
@@ -104,8 +99,6 @@ struct engine_loop {
 	uv_timer_t tick;
 	pthread_t thread;
 	struct conn conns[BFT_MAX_N];
-	struct tx_sender senders[BFT_MAX_N];
-	unsigned nsenders;
 
 	pthread_mutex_t qlock;
 	struct op *qhead, *qtail;	/* submitted, not yet taken */

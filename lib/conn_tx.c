@@ -30,19 +30,9 @@
 /* How long a full socket is waited on before the abort flag is looked at. */
 #define TX_POLL_MS	100
 
-static void
-buf_swap(struct bft_buf *a, struct bft_buf *b)
-{
-	struct bft_buf t = *a;
-
-	*a = *b;
-	*b = t;
-}
-
 /* Writes all of p.  0, or a negative errno (-ECANCELED when aborted). */
 static int
-tx_send(struct tx_sender *s, struct conn_tx *tx, int fd, const uint8_t *p,
-    size_t len)
+tx_send(struct conn_tx *tx, int fd, const uint8_t *p, size_t len)
 {
 	while (len > 0) {
 		ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
@@ -58,10 +48,10 @@ tx_send(struct tx_sender *s, struct conn_tx *tx, int fd, const uint8_t *p,
 			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
 			bool abort;
 
-			pthread_mutex_lock(&s->lock);
-			abort = tx->abort || s->stop;
+			pthread_mutex_lock(&tx->lock);
+			abort = tx->abort || tx->stop;
 			tx->unsent = len;
-			pthread_mutex_unlock(&s->lock);
+			pthread_mutex_unlock(&tx->lock);
 			if (abort)
 				return -ECANCELED;
 			/* The server reads slowly: wait, but not blind. */
@@ -78,7 +68,7 @@ tx_send(struct tx_sender *s, struct conn_tx *tx, int fd, const uint8_t *p,
  * them.  0, or a negative errno.
  */
 static int
-tx_seal_send(struct tx_sender *s, struct conn *c, int fd)
+tx_seal_send(struct conn *c, int fd)
 {
 	struct conn_tx *tx = &c->tx;
 	const uint8_t *p = tx->plain.data;
@@ -86,7 +76,7 @@ tx_seal_send(struct tx_sender *s, struct conn *c, int fd)
 	int r;
 
 	if (c->chan.mode == BFT_CHAN_PLAIN)
-		return tx_send(s, tx, fd, p, left);
+		return tx_send(tx, fd, p, left);
 	tx->sealed.len = 0;
 	while (left > 0) {
 		size_t off = tx->sealed.len;
@@ -106,39 +96,38 @@ tx_seal_send(struct tx_sender *s, struct conn *c, int fd)
 		p += 4 + (size_t)blen;
 		left -= 4 + (size_t)blen;
 	}
-	return tx_send(s, tx, fd, tx->sealed.data, tx->sealed.len);
+	return tx_send(tx, fd, tx->sealed.data, tx->sealed.len);
 }
 
 static void *
 tx_main(void *arg)
 {
-	struct tx_sender *s = arg;
-	struct conn *c = s->c;
+	struct conn *c = arg;
 	struct conn_tx *tx = &c->tx;
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&tx->lock);
 	for (;;) {
 		bool failed;
 		int fd, r;
 
-		while (!s->stop && c->tx.pend.len == 0) {
-			s->waiting = true;
-			pthread_cond_wait(&s->work, &s->lock);
-			s->waiting = false;
+		while (!tx->stop && tx->pend.len == 0) {
+			tx->waiting = true;
+			pthread_cond_wait(&tx->work, &tx->lock);
+			tx->waiting = false;
 		}
-		if (s->stop)
+		if (tx->stop)
 			break;
-		buf_swap(&tx->pend, &tx->plain);
+		bft_buf_swap(&tx->pend, &tx->plain);
 		tx->busy = true;
 		fd = tx->fd;
 		failed = tx->err != 0;
-		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_unlock(&tx->lock);
 
 		/* After a failure the connection is going: drop the rest. */
-		r = failed ? 0 : tx_seal_send(s, c, fd);
+		r = failed ? 0 : tx_seal_send(c, fd);
 		tx->plain.len = 0;
 
-		pthread_mutex_lock(&s->lock);
+		pthread_mutex_lock(&tx->lock);
 		/*
 		 * A failed send ends the connection: shutting the socket
 		 * down makes the loop's read see it and close it there.
@@ -149,27 +138,27 @@ tx_main(void *arg)
 		}
 		tx->busy = false;
 		tx->unsent = 0;
-		pthread_cond_broadcast(&s->idle);
+		pthread_cond_broadcast(&tx->idle);
 	}
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&tx->lock);
 	return NULL;
 }
 
 static void
-sender_end(struct tx_sender *s)
+sender_end(struct conn_tx *tx)
 {
-	pthread_mutex_lock(&s->lock);
-	s->stop = true;
+	pthread_mutex_lock(&tx->lock);
+	tx->stop = true;
 	/* Wakes a sender blocked on a full socket at once. */
-	if (s->c->tx.busy)
-		(void)shutdown(s->c->tx.fd, SHUT_RDWR);
-	pthread_cond_signal(&s->work);
-	pthread_mutex_unlock(&s->lock);
-	pthread_join(s->thread, NULL);
-	pthread_cond_destroy(&s->idle);
-	pthread_cond_destroy(&s->work);
-	pthread_mutex_destroy(&s->lock);
-	s->started = false;
+	if (tx->busy)
+		(void)shutdown(tx->fd, SHUT_RDWR);
+	pthread_cond_signal(&tx->work);
+	pthread_mutex_unlock(&tx->lock);
+	pthread_join(tx->thread, NULL);
+	pthread_cond_destroy(&tx->idle);
+	pthread_cond_destroy(&tx->work);
+	pthread_mutex_destroy(&tx->lock);
+	tx->on = tx->stop = false;
 }
 
 int
@@ -178,25 +167,23 @@ bftblk__conn_tx_start(struct engine_loop *lp, unsigned n)
 	char name[16];
 
 	for (unsigned i = 0; i < n; i++) {
-		struct tx_sender *s = &lp->senders[i];
+		struct conn_tx *tx = &lp->conns[i].tx;
 
-		*s = (struct tx_sender){ .c = &lp->conns[i] };
-		pthread_mutex_init(&s->lock, NULL);
-		pthread_cond_init(&s->work, NULL);
-		pthread_cond_init(&s->idle, NULL);
-		if (pthread_create(&s->thread, NULL, tx_main, s) != 0) {
-			pthread_cond_destroy(&s->idle);
-			pthread_cond_destroy(&s->work);
-			pthread_mutex_destroy(&s->lock);
+		pthread_mutex_init(&tx->lock, NULL);
+		pthread_cond_init(&tx->work, NULL);
+		pthread_cond_init(&tx->idle, NULL);
+		if (pthread_create(&tx->thread, NULL, tx_main,
+		    &lp->conns[i]) != 0) {
+			pthread_cond_destroy(&tx->idle);
+			pthread_cond_destroy(&tx->work);
+			pthread_mutex_destroy(&tx->lock);
 			bftblk__conn_tx_stop(lp, n);
 			return -1;
 		}
-		s->started = true;
-		lp->nsenders = i + 1;
-		lp->conns[i].tx.s = s;
+		tx->on = true;
 		/* i < BFT_MAX_N; the cast tells the compiler it fits. */
 		snprintf(name, sizeof name, "bftblk-tx%u", (unsigned)(uint8_t)i);
-		(void)pthread_setname_np(s->thread, name);
+		(void)pthread_setname_np(tx->thread, name);
 	}
 	return 0;
 }
@@ -204,34 +191,32 @@ bftblk__conn_tx_start(struct engine_loop *lp, unsigned n)
 int
 bftblk__conn_tx_hand(struct conn *c, int fd)
 {
-	struct tx_sender *s = c->tx.s;
 	struct conn_tx *tx = &c->tx;
 	int r = 0;
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&tx->lock);
 	tx->fd = fd;
 	if (tx->pend.len == 0)
-		buf_swap(&tx->pend, &c->out);
+		bft_buf_swap(&tx->pend, &c->out);
 	else if (bft_buf_append(&tx->pend, c->out.data, c->out.len) != 0)
 		r = -1;
 	c->out.len = 0;
-	if (r == 0 && s->waiting)
-		pthread_cond_signal(&s->work);
-	pthread_mutex_unlock(&s->lock);
+	if (r == 0 && tx->waiting)
+		pthread_cond_signal(&tx->work);
+	pthread_mutex_unlock(&tx->lock);
 	return r;
 }
 
 int
 bftblk__conn_tx_quiesce(struct conn *c, size_t *unsent)
 {
-	struct tx_sender *s = c->tx.s;
 	struct conn_tx *tx = &c->tx;
 	int err;
 
 	*unsent = 0;
-	if (s == NULL)
+	if (!tx->on)
 		return 0;
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&tx->lock);
 	*unsent = tx->pend.len + tx->unsent;
 	tx->pend.len = 0;
 	tx->abort = true;
@@ -239,25 +224,22 @@ bftblk__conn_tx_quiesce(struct conn *c, size_t *unsent)
 	if (tx->busy)
 		(void)shutdown(tx->fd, SHUT_RDWR);
 	while (tx->busy)
-		pthread_cond_wait(&s->idle, &s->lock);
+		pthread_cond_wait(&tx->idle, &tx->lock);
 	tx->abort = false;
 	err = tx->err;
 	tx->err = 0;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&tx->lock);
 	return err;
 }
 
 void
 bftblk__conn_tx_stop(struct engine_loop *lp, unsigned n)
 {
-	for (unsigned j = 0; j < lp->nsenders; j++)
-		if (lp->senders[j].started)
-			sender_end(&lp->senders[j]);
-	lp->nsenders = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct conn_tx *tx = &lp->conns[i].tx;
 
-		tx->s = NULL;
+		if (tx->on)
+			sender_end(tx);
 		bft_buf_free(&tx->pend);
 		bft_buf_free(&tx->plain);
 		bft_buf_free(&tx->sealed);

@@ -72,7 +72,7 @@ fixture_new(enum bft_chan_mode mode)
 	    f->fd), 0);
 	assert_int_equal(fcntl(f->fd[1], F_SETFL, 0), 0);
 	assert_int_equal(bftblk__conn_tx_start(f->lp, 1), 0);
-	assert_non_null(f->lp->conns[0].tx.s);
+	assert_true(f->lp->conns[0].tx.on);
 	return f;
 }
 
@@ -80,7 +80,7 @@ static void
 fixture_free(struct fixture *f)
 {
 	bftblk__conn_tx_stop(f->lp, 1);
-	assert_null(f->lp->conns[0].tx.s);
+	assert_false(f->lp->conns[0].tx.on);
 	bft_buf_free(&f->lp->conns[0].out);
 	bft_chan_clear(&f->lp->conns[0].chan);
 	bft_chan_clear(&f->srv);
@@ -144,20 +144,32 @@ read_all(int fd, uint8_t *p, size_t len)
 	return 0;
 }
 
-/* Waits (bounded by run-unit) until the sender has sent all it was given. */
-static void
-wait_drained(struct conn *c)
+static bool
+drained(const struct conn_tx *tx)
 {
-	struct tx_sender *s = c->tx.s;
+	return tx->pend.len == 0 && !tx->busy;
+}
+
+static bool
+blocked_on_full_socket(const struct conn_tx *tx)
+{
+	return tx->busy && tx->unsent > 0;
+}
+
+/* Waits until what (looked at under the sender's lock) holds, or fails. */
+static void
+wait_sender(struct conn *c, bool (*what)(const struct conn_tx *),
+    const char *name)
+{
 	time_t end = deadline();
 	bool done = false;
 
 	while (!done) {
-		pthread_mutex_lock(&s->lock);
-		done = c->tx.pend.len == 0 && !c->tx.busy;
-		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_lock(&c->tx.lock);
+		done = what(&c->tx);
+		pthread_mutex_unlock(&c->tx.lock);
 		if (!done && time(NULL) > end)
-			fail_msg("the sender still holds frames after %d s",
+			fail_msg("the sender not %s after %d s", name,
 			    GIVE_UP_S);
 		if (!done)
 			(void)poll(NULL, 0, 1);
@@ -227,7 +239,7 @@ test_frames_in_order(void **state)
 		assert_int_equal(bftblk__conn_tx_hand(c, f->fd[0]), 0);
 		assert_int_equal(c->out.len, 0);
 		if (batch == 3)
-			wait_drained(c);
+			wait_sender(c, drained, "drained");
 	}
 	pthread_join(th, NULL);
 	assert_int_equal(rd.bad, 0);
@@ -258,24 +270,12 @@ static void
 fill_unread(struct fixture *f)
 {
 	struct conn *c = &f->lp->conns[0];
-	struct tx_sender *s = c->tx.s;
-	time_t end = deadline();
-	bool blocked = false;
 
 	for (unsigned k = 0; k < 200; k++)
 		put_frame(c, 60000, (uint8_t)k);
 	assert_int_equal(bftblk__conn_tx_hand(c, f->fd[0]), 0);
 	/* The sender takes the batch and blocks on the full socket. */
-	while (!blocked) {
-		pthread_mutex_lock(&s->lock);
-		blocked = c->tx.busy && c->tx.unsent > 0;
-		pthread_mutex_unlock(&s->lock);
-		if (!blocked && time(NULL) > end)
-			fail_msg("the sender did not fill the socket in %d s",
-			    GIVE_UP_S);
-		if (!blocked)
-			(void)poll(NULL, 0, 1);
-	}
+	wait_sender(c, blocked_on_full_socket, "blocked on a full socket");
 	/* More handed over meanwhile waits behind it. */
 	put_frame(c, 1000, 1);
 	assert_int_equal(bftblk__conn_tx_hand(c, f->fd[0]), 0);
@@ -333,7 +333,7 @@ test_send_failure_reported(void **state)
 	f->fd[1] = -1;
 	put_frame(c, 1000, 9);
 	assert_int_equal(bftblk__conn_tx_hand(c, f->fd[0]), 0);
-	wait_drained(c);
+	wait_sender(c, drained, "drained");
 	err = bftblk__conn_tx_quiesce(c, &unsent);
 	assert_true(err == EPIPE || err == ECONNRESET);
 	/* Reported once: the connection made anew starts clean. */
