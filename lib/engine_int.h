@@ -105,6 +105,7 @@ struct op {
 	uint32_t unhashed;		/* replies whose fragment is not checked yet */
 	uint32_t wrong_len;		/* replies with a fragment of another size */
 	uint32_t unsigned_lc;		/* replies whose lc failed our MACs */
+	uint64_t unsigned_gen;		/* ... under cl->keys_gen of then */
 	struct bft_cand chosen;
 	uint32_t quorum;
 	bool zero;			/* C came out empty: the block reads as 0 */

@@ -118,6 +118,7 @@ take_keys(struct bft_engine *cl, struct bft_client_key *k)
 	    k->alt_epoch == cur->epoch)
 		return;		/* the same two epochs, already swapped */
 	bft_client_key_take_macs(cur, k);
+	cl->keys_gen++;
 	if (cur->has_alt && cur->alt_epoch == signing)
 		swap_epochs(cur);
 	if (cur->has_alt)
@@ -170,20 +171,17 @@ watch_key_file(struct engine_loop *lp, struct bft_engine *cl)
 }
 
 bool
-bftblk__engine_keys_stale(struct bft_engine *cl, uint64_t block,
-    uint32_t failed)
+bftblk__engine_keys_stale(struct op *op)
 {
-	uint32_t epoch = cl->key.epoch, alt = cl->key.alt_epoch;
-	bool has_alt = cl->key.has_alt;
+	struct bft_engine *cl = op->cl;
 
 	watch_key_file(cl->lp, cl);
-	if (cl->key.epoch != epoch || cl->key.has_alt != has_alt ||
-	    cl->key.alt_epoch != alt)
+	if (cl->keys_gen != op->unsigned_gen)
 		return false;
 	bftblk__eng_log(cl, BFTBLK_LOG_ERROR, "block %llu: %u servers answered "
 	    "with what this client's MAC keys do not verify (epoch %u%s): "
-	    "%s is out of date", (unsigned long long)block,
-	    popcount32(failed), cl->key.epoch,
+	    "%s is out of date", (unsigned long long)op->block,
+	    popcount32(op->unsigned_lc), cl->key.epoch,
 	    cl->key.has_alt ? " and the next" : " only",
 	    cl->p.key_path != NULL ? cl->p.key_path : "its key file");
 	return true;

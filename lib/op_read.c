@@ -27,7 +27,7 @@ bftblk__read_start(struct op *op)
 	op->quorum = 0;
 	op->unhashed = 0;
 	op->wrong_len = 0;
-	op->unsigned_lc = 0;
+	op_unsigned_clear(op);
 	memset(op->W, 0, op->cl->n * sizeof op->W[0]);
 	bftblk__fast_read_start(op);
 	bftblk__round_start(op, PH_COLLECT);
@@ -162,7 +162,7 @@ keys_out_of_date(struct op *op)
 {
 	if (popcount32(op->unsigned_lc) <= op->cl->t)
 		return false;
-	if (bftblk__engine_keys_stale(op->cl, op->block, op->unsigned_lc))
+	if (bftblk__engine_keys_stale(op))
 		bftblk__op_done(op, EPERM, BFTBLK__KEYS_WHY);
 	else
 		restart(op, "MAC keys taken from the key file");

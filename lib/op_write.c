@@ -152,7 +152,7 @@ bftblk__write_start(struct op *op)
 		return;
 	}
 	memset(&op->ts, 0, sizeof op->ts);
-	op->unsigned_lc = 0;
+	op_unsigned_clear(op);
 	op->fast = e->valid && e->block == op->block;
 	/* A write newer than the cached value is known already. */
 	if (op->based && op->fast && e->num > op->base.num) {
@@ -189,7 +189,7 @@ fast_fallback(struct op *op)
 	bft_random(op->nonce, BFT_NONCE_LEN);
 	bft_hash(op->nonce, BFT_NONCE_LEN, op->nh);
 	memset(&op->ts, 0, sizeof op->ts);
-	op->unsigned_lc = 0;
+	op_unsigned_clear(op);
 	bftblk__round_start(op, PH_CLOCK);
 }
 
@@ -214,7 +214,7 @@ unsigned_newer(struct op *op, unsigned i)
 	op->unsigned_lc |= 1u << i;
 	if (popcount32(op->unsigned_lc) <= cl->t)
 		return false;
-	if (bftblk__engine_keys_stale(cl, op->block, op->unsigned_lc))
+	if (bftblk__engine_keys_stale(op))
 		bftblk__op_done(op, EPERM, BFTBLK__KEYS_WHY);
 	else if (op->based)
 		write_stale(op, op->phase != PH_CLOCK);

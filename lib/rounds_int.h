@@ -31,6 +31,11 @@ struct bft_engine {
 	 * loop thread changes when a rotation comes (engine_keys.c).
 	 */
 	struct bft_client_key key;
+	/*
+	 * Counts the MAC key sets taken from the key file: a reply that
+	 * failed under an older set says nothing about the current one.
+	 */
+	uint64_t keys_gen;
 	unsigned n, t;
 	uint64_t writer_id;		/* loop thread only */
 	/*
@@ -119,16 +124,26 @@ bool bftblk__fast_read_try(struct op *op);
 void bftblk__fast_read_expired(struct op *op);
 
 /*
- * failed: more than t servers whose lc or timestamp for block did not
- * verify under cl's MAC keys, so a correct one among them holds what a
- * writer signed under keys cl lacks (docs/key-epochs.md).  The key file
- * is looked at now, out of turn (engine_keys.c): false when the keys
- * changed, and the op starts over under them; true, logged, when they
- * are out of date, and the op fails with EPERM and BFTBLK__KEYS_WHY.
+ * More than t servers whose lc or timestamp for op's block did not
+ * verify under the engine's MAC keys (op->unsigned_lc), so a correct
+ * one among them holds what a writer signed under keys the engine
+ * lacks (docs/key-epochs.md).  The key file is looked at now, out of
+ * turn (engine_keys.c): false when the keys changed since those
+ * replies were checked (by this look or by another op's meanwhile),
+ * and the op starts over under them; true, logged, when they are out
+ * of date, and the op fails with EPERM and BFTBLK__KEYS_WHY.
  * Loop thread.
  */
-bool bftblk__engine_keys_stale(struct bft_engine *cl, uint64_t block,
-    uint32_t failed);
+bool bftblk__engine_keys_stale(struct op *op);
+
+/* Forgets which replies failed the MAC keys, as op starts a round over. */
+static inline void
+op_unsigned_clear(struct op *op)
+{
+	op->unsigned_lc = 0;
+	op->unsigned_gen = op->cl->keys_gen;
+}
+
 #define BFTBLK__KEYS_WHY \
 	"the servers hold values under MAC keys this client does not hold"
 

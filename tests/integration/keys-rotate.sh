@@ -14,7 +14,8 @@
 # 4. Server 3 reloads: the writer signs under epoch 1 within seconds,
 #    and status says so.  A plugin holding epoch 0 alone (the file from
 #    before the rotation) reads nothing written since: it fails with an
-#    error, not with zeros or old data.
+#    error, not with zeros or old data; given the new file as 64 reads
+#    are in flight, it reads every one back.
 # 5. Every server restarted: they load both epochs from their files, and
 #    what was written under either reads back the same.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -137,8 +138,13 @@ print(hashlib.sha256(h.pread(101 * 65536, 0)).hexdigest())"
 nbdsh_run a "h.pwrite(b'e1' * 32768, 100 * 65536)" ||
     fail "a write under epoch 1"
 before=$(sum_of a) || fail "reading back through nbdkit a"
+nbdsh_run a "
+for b in range(200, 264):
+    h.pwrite(bytes([b & 255]) * 65536, b * 65536)" ||
+    fail "64 blocks written under epoch 1"
+cp "$TESTDIR/old/client.key" "$TESTDIR/reader.key"
 nbdkit_start_with old "$PLUGIN" config="$CONF" \
-    keys="$TESTDIR/old/client.key" shared=on volume-id=0 timeout=2 \
+    keys="$TESTDIR/reader.key" shared=on volume-id=0 timeout=2 \
     io-timeout=4
 if nbdsh_run old "print(h.pread(65536, 100 * 65536)[:8])" \
     >"$TESTDIR/log/old-read.log" 2>&1
@@ -147,6 +153,31 @@ then
 	fail "a plugin without epoch 1 read a block written under it"
 fi
 log "a plugin holding epoch 0 alone: $(tail -n 1 "$TESTDIR/log/old-read.log")"
+# Its key file gets epoch 1 as 64 reads of blocks written under it are
+# in flight.  The first read to find t+1 replies it cannot verify looks
+# at the file and takes the keys; a read whose replies were checked
+# under the old keys before that must start again, not fail as if the
+# file were still out of date.
+nbdsh_run old "
+import os, shutil
+tmp = '$TESTDIR/reader.key.new'
+shutil.copy('$TESTDIR/client.key.rotated', tmp)
+os.chmod(tmp, 0o600)
+os.rename(tmp, '$TESTDIR/reader.key')
+pend = []
+for b in range(200, 264):
+    buf = nbd.Buffer(65536)
+    pend.append((b, buf, h.aio_pread(buf, b * 65536)))
+while h.aio_in_flight() > 0:
+    h.poll(-1)
+for b, buf, c in pend:
+    h.aio_command_completed(c)
+    assert buf.to_bytearray() == bytes([b & 255]) * 65536, b
+print('64 reads in flight as the key file got epoch 1: all read back')" \
+    >"$TESTDIR/log/old-reload.log" 2>&1 ||
+    { cat "$TESTDIR/log/old-reload.log" >&2; fail "reads in flight as the" \
+    "key file got epoch 1 failed"; }
+log "$(tail -n 1 "$TESTDIR/log/old-reload.log")"
 nbdkit_stop old
 
 log "step 5: every server restarted loads both epochs"
