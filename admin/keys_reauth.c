@@ -449,7 +449,7 @@ keys_reauth(struct keys_args *a)
 		    "one MAC key epoch");
 		goto out_wipe;
 	}
-	if (ra.ck.alt_epoch > ra.ck.epoch) {
+	if (bft_client_key_next_pending(&ra.ck)) {
 		ra.kw = ra.ck.kw_alt;
 		ra.k = (const uint8_t (*)[BFT_KEY_LEN])ra.ck.k_alt;
 		ra.epoch = ra.ck.alt_epoch;

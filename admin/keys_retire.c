@@ -91,11 +91,8 @@ out:
 static void
 newest_only(struct bft_client_key *ck)
 {
-	if (ck->alt_epoch > ck->epoch) {
-		memcpy(ck->k, ck->k_alt, sizeof ck->k);
-		memcpy(ck->kw, ck->kw_alt, sizeof ck->kw);
-		ck->epoch = ck->alt_epoch;
-	}
+	if (bft_client_key_next_pending(ck))
+		bft_client_key_swap(ck);
 	bft_wipe(ck->k_alt, sizeof ck->k_alt);
 	bft_wipe(ck->kw_alt, sizeof ck->kw_alt);
 	ck->has_alt = false;

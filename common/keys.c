@@ -305,6 +305,31 @@ bft_client_mac_keys(const struct bft_client_key *key, unsigned i)
 	    key->has_alt ? key->k_alt[i] : NULL };
 }
 
+bool
+bft_client_key_next_pending(const struct bft_client_key *key)
+{
+	return key->has_alt && key->alt_epoch > key->epoch;
+}
+
+void
+bft_client_key_swap(struct bft_client_key *key)
+{
+	uint8_t tmp[BFT_KEY_LEN];
+	uint32_t e = key->epoch;
+
+	for (unsigned i = 0; i < BFT_MAX_N; i++) {
+		memcpy(tmp, key->k[i], BFT_KEY_LEN);
+		memcpy(key->k[i], key->k_alt[i], BFT_KEY_LEN);
+		memcpy(key->k_alt[i], tmp, BFT_KEY_LEN);
+	}
+	memcpy(tmp, key->kw, BFT_KEY_LEN);
+	memcpy(key->kw, key->kw_alt, BFT_KEY_LEN);
+	memcpy(key->kw_alt, tmp, BFT_KEY_LEN);
+	bft_wipe(tmp, sizeof tmp);
+	key->epoch = key->alt_epoch;
+	key->alt_epoch = e;
+}
+
 void
 bft_peer_key(const struct bft_server_key *sk, struct bft_client_key *ck)
 {

@@ -120,6 +120,14 @@ const uint8_t *bft_server_newest_key(const struct bft_server_key *key);
 uint32_t bft_server_newest_epoch(const struct bft_server_key *key);
 struct bft_mac_keys bft_client_mac_keys(const struct bft_client_key *key,
     unsigned i);
+/*
+ * Whether key holds an epoch newer than the one it signs under: a
+ * rotation's next, which a writer switches to once every server
+ * accepts it, the reauth pass signs under and retire keeps.
+ */
+bool bft_client_key_next_pending(const struct bft_client_key *key);
+/* Exchanges key's two epochs: it signs under the other from now on. */
+void bft_client_key_swap(struct bft_client_key *key);
 
 /* A volume key file: loaded and written as the others are. */
 struct bft_volume_key;

@@ -36,33 +36,13 @@ server_accepts(const struct engine_loop *lp, unsigned i, uint32_t e)
 	    (lp->srv_next[i] != 0 && lp->srv_next[i] == e);
 }
 
-/* Exchanges the two epochs' keys: the other one is signed under now. */
-static void
-swap_epochs(struct bft_client_key *k)
-{
-	uint8_t tmp[BFT_KEY_LEN];
-	uint32_t e = k->epoch;
-
-	for (unsigned i = 0; i < BFT_MAX_N; i++) {
-		memcpy(tmp, k->k[i], BFT_KEY_LEN);
-		memcpy(k->k[i], k->k_alt[i], BFT_KEY_LEN);
-		memcpy(k->k_alt[i], tmp, BFT_KEY_LEN);
-	}
-	memcpy(tmp, k->kw, BFT_KEY_LEN);
-	memcpy(k->kw, k->kw_alt, BFT_KEY_LEN);
-	memcpy(k->kw_alt, tmp, BFT_KEY_LEN);
-	bft_wipe(tmp, sizeof tmp);
-	k->epoch = k->alt_epoch;
-	k->alt_epoch = e;
-}
-
 /* Whether the writer has a next epoch it does not sign under yet. */
 static bool
 switch_pending(const struct bft_engine *cl)
 {
 	const struct bft_client_key *k = cl->p.key;
 
-	return k->role == BFT_ROLE_RW && k->has_alt && k->alt_epoch > k->epoch;
+	return k->role == BFT_ROLE_RW && bft_client_key_next_pending(k);
 }
 
 /* Signs under the next epoch once every server accepts it. */
@@ -74,7 +54,7 @@ maybe_switch(struct engine_loop *lp, struct bft_engine *cl)
 	for (unsigned i = 0; i < cl->n; i++)
 		if (!server_accepts(lp, i, cl->key.alt_epoch))
 			return;
-	swap_epochs(&cl->key);
+	bft_client_key_swap(&cl->key);
 	bftblk__eng_log(cl, BFTBLK_LOG_WARN, "MAC keys: every server accepts "
 	    "epoch %u; writes are signed under it from now on (epoch %u "
 	    "still accepted)", cl->key.epoch, cl->key.alt_epoch);
@@ -120,7 +100,7 @@ take_keys(struct bft_engine *cl, struct bft_client_key *k)
 	bft_client_key_take_macs(cur, k);
 	cl->keys_gen++;
 	if (cur->has_alt && cur->alt_epoch == signing)
-		swap_epochs(cur);
+		bft_client_key_swap(cur);
 	if (cur->has_alt)
 		bftblk__eng_log(cl, BFTBLK_LOG_WARN, "MAC keys: %s holds "
 		    "epochs %u and %u; signing under %u", cl->p.key_path,

@@ -3,7 +3,7 @@
  * `bftblk keys rotate` writes loads back exactly, a file without epochs
  * stays as release 0.2.0 wrote it, and every half-made or skipping
  * rotation is refused with a reason.  Also the checks under two epochs
- * (crypto.h): either passes, a third does not.
+ * (crypto.h): either passes, a third does not; and which is the newest.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -221,6 +221,37 @@ test_checks(void **state)
 	assert_false(bft_snap_check(5, 2, 1, &both, m));
 }
 
+/*
+ * Which epoch is newest is decided once, for the engine's switch, the
+ * reauth pass and retire: the other epoch when it is the higher, never
+ * one a file does not hold; a swap exchanges every key and the epochs.
+ */
+static void
+test_newest(void **state)
+{
+	static struct bft_client_key k, orig;
+
+	(void)state;
+	bft_random(&k, sizeof k);
+	k.epoch = 3;
+	k.alt_epoch = 4;
+	k.has_alt = false;
+	assert_false(bft_client_key_next_pending(&k));
+	k.has_alt = true;
+	assert_true(bft_client_key_next_pending(&k));
+	memcpy(&orig, &k, sizeof k);
+	bft_client_key_swap(&k);
+	assert_int_equal(k.epoch, 4);
+	assert_int_equal(k.alt_epoch, 3);
+	assert_false(bft_client_key_next_pending(&k));
+	assert_memory_equal(k.kw, orig.kw_alt, BFT_KEY_LEN);
+	assert_memory_equal(k.kw_alt, orig.kw, BFT_KEY_LEN);
+	assert_memory_equal(k.k, orig.k_alt, sizeof k.k);
+	assert_memory_equal(k.k_alt, orig.k, sizeof k.k);
+	bft_client_key_swap(&k);
+	assert_memory_equal(&k, &orig, sizeof k);
+}
+
 int
 main(void)
 {
@@ -228,6 +259,7 @@ main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_checks),
+		cmocka_unit_test(test_newest),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
