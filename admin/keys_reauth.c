@@ -26,9 +26,10 @@
  * older one where a block did not change between them: the server
  * appends nothing the second time.
  *
- * The pass keeps where it is in DIR/keys-reauth.state (epoch, volume,
- * block) at most once a second, and starts from there when run again
- * for the same epoch; --restart walks everything again.  The snapshots
+ * The pass keeps where it is in DIR/keys-reauth.state (reauth_state.h:
+ * epoch, volume, block, and its progress for bftblk status) at most
+ * once a second, and starts from there when run again for the same
+ * epoch; --restart walks everything again.  The snapshots
  * are walked whole after the volumes, whenever the pass resumed.
  */
 #include <errno.h>
@@ -45,45 +46,52 @@
 #include "log.h"
 #include "peer.h"
 #include "progress.h"
+#include "reauth_state.h"
 
-#define STATE_FILE	"keys-reauth.state"
 #define BATCH		BFTBLK__PEER_BATCH
 
 /* Where a pass for this epoch stopped, if one did. */
 static void
 load_state(struct reauth *ra, uint32_t *vol, uint64_t *block)
 {
-	unsigned long long e, v, b;
-	FILE *fp;
+	struct reauth_state st;
 
 	*vol = 0;
 	*block = 0;
-	if (ra->a->restart || (fp = fopen(ra->state, "r")) == NULL)
+	if (ra->a->restart || reauth_state_read(ra->state, &st) != 0 ||
+	    st.epoch != ra->epoch || st.vol > BFT_ADDR_MAX_VOL)
 		return;
-	if (fscanf(fp, "epoch %llu volume %llu block %llu", &e, &v, &b) == 3 &&
-	    e == ra->epoch && v <= BFT_ADDR_MAX_VOL) {
-		*vol = (uint32_t)v;
-		*block = b;
-		printf("resuming epoch %u's pass at volume %u block %llu "
-		    "(%s; --restart to walk everything)\n", ra->epoch, *vol,
-		    b, ra->state);
-	}
-	fclose(fp);
+	*vol = st.vol;
+	*block = st.block;
+	printf("resuming epoch %u's pass at volume %u block %" PRIu64
+	    " (%s; --restart to walk everything)\n", ra->epoch, *vol,
+	    *block, ra->state);
 }
 
+/*
+ * Where the pass is and how fast it goes: at most once a second, and
+ * whenever it reached another volume (a crash then resumes there).
+ */
 static void
-save_state(const struct reauth *ra, uint32_t vol, uint64_t block)
+save_state(struct reauth *ra)
 {
-	char tmp[ADMIN_PATH_MAX + 8];
-	FILE *fp;
+	struct reauth_state st = { .epoch = ra->epoch, .vol = ra->at_vol,
+	    .block = ra->at_block, .progress = true };
+	double now = admin_now_s();
 
-	snprintf(tmp, sizeof tmp, "%s.tmp", ra->state);
-	if ((fp = fopen(tmp, "w")) == NULL)
+	if (now - ra->saved < 1.0 && ra->at_vol == ra->saved_vol)
 		return;
-	fprintf(fp, "epoch %u volume %u block %" PRIu64 "\n", ra->epoch, vol,
-	    block);
-	if (fclose(fp) != 0 || rename(tmp, ra->state) != 0)
-		(void)unlink(tmp);
+	ra->saved = now;
+	ra->saved_vol = ra->at_vol;
+	st.done = ra->read + ra->failed;
+	st.total = ra->held > st.done ? ra->held : st.done;
+	st.rate = now > ra->started ? (uint64_t)((double)st.done *
+	    BFT_BLOCK_SIZE / (now - ra->started)) : 0;
+	st.at = (int64_t)time(NULL);
+	st.pid = (long)getpid();
+	if (gethostname(st.host, sizeof st.host - 1) != 0)
+		st.host[0] = '\0';
+	(void)reauth_state_write(ra->state, &st);
 }
 
 /* REAUTH for block's version p, under the newest epoch's keys, into m. */
@@ -308,16 +316,17 @@ walk_blocks(struct reauth *ra, const uint64_t *blocks, size_t nb,
 		yield(ra, admin_now_s() - t0);
 		admin_progress(prog, (ra->read + ra->failed) * BFT_BLOCK_SIZE,
 		    ra->held * BFT_BLOCK_SIZE, false);
+		save_state(ra);
 	}
 }
 
 /*
- * Volume v's written blocks from block on, range by range; where it is
- * is saved after each range.  *done counts the blocks read.
+ * Volume v's written blocks from block on, range by range: a run that
+ * resumes walks again the range this one was in.
  */
 static void
 walk_volume(struct reauth *ra, const struct reauth_vol *v, uint64_t block,
-    struct admin_progress *prog, double *saved)
+    struct admin_progress *prog)
 {
 	static bool nonempty[BFT_SUMMARY_MAX];
 	static uint64_t listed[REAUTH_RANGE];
@@ -329,14 +338,15 @@ walk_volume(struct reauth *ra, const struct reauth_vol *v, uint64_t block,
 		for (unsigned r = 0; r < nr; r++, block += REAUTH_RANGE) {
 			uint64_t count = v->end - block < REAUTH_RANGE ?
 			    v->end - block : REAUTH_RANGE;
-			unsigned nl = nonempty[r] ? reauth_list(ra, v->vol,
-			    block, count, listed) : 0;
+			unsigned nl;
 
+			ra->at_vol = v->vol;
+			ra->at_block = block;
+			nl = nonempty[r] ? reauth_list(ra, v->vol, block,
+			    count, listed) : 0;
 			walk_blocks(ra, listed, nl, prog);
-			if (admin_now_s() - *saved >= 1.0) {
-				save_state(ra, v->vol, block + count);
-				*saved = admin_now_s();
-			}
+			ra->at_block = block + count;
+			save_state(ra);
 		}
 	}
 }
@@ -394,7 +404,6 @@ run(struct reauth *ra)
 	struct admin_progress prog;
 	uint64_t sblock;
 	uint32_t svol;
-	double saved = 0;
 
 	for (size_t k = 0; k < ra->nvols; k++)
 		printf("%s %u: up to block %" PRIu64 "\n",
@@ -404,14 +413,16 @@ run(struct reauth *ra)
 	printf("about %" PRIu64 " blocks held\n", ra->held);
 	fflush(stdout);
 	load_state(ra, &svol, &sblock);
+	ra->at_vol = svol;
+	ra->at_block = sblock;
+	ra->started = admin_now_s();
 	admin_progress_start(&prog, "reauth", "MiB", 1u << 20);
 	for (size_t k = 0; k < ra->nvols; k++) {
 		const struct reauth_vol *v = &ra->vols[k];
 
 		if (v->vol >= svol)
 			walk_volume(ra, v, v->vol == svol ?
-			    sblock / REAUTH_RANGE * REAUTH_RANGE : 0, &prog,
-			    &saved);
+			    sblock / REAUTH_RANGE * REAUTH_RANGE : 0, &prog);
 	}
 	if (walk_snapshots(ra, &prog) != 0)
 		ra->failed++;
@@ -464,8 +475,8 @@ keys_reauth(struct keys_args *a)
 		bft_log("out of memory");
 		goto out_close;
 	}
-	if (admin_path_in(ra.state, sizeof ra.state, a->dir, STATE_FILE) != 0 ||
-	    reauth_gather(&ra) != 0)
+	if (admin_path_in(ra.state, sizeof ra.state, a->dir,
+	    REAUTH_STATE_FILE) != 0 || reauth_gather(&ra) != 0)
 		goto out_close;
 	rc = run(&ra);
 out_close:

@@ -50,6 +50,10 @@ struct reauth {
 	struct reauth_srv srv[BFT_MAX_N];
 	struct bft_msg *req, *rep;	/* big: not on the stack */
 	char state[ADMIN_PATH_MAX];
+	/* Where a resumed run starts: the range being walked. */
+	uint32_t at_vol, saved_vol;
+	uint64_t at_block;
+	double started, saved;		/* admin_now_s() */
 	uint64_t read, current, zero, sent, failed;
 };
 

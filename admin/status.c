@@ -201,6 +201,21 @@ read_leases(struct status_report *r, const char *conf, const char *keypath,
 	bftblk_close(h);
 }
 
+/* A MAC key reauth pass under way or stopped, from DIR's state file. */
+static void
+read_reauth(struct status_report *r, const char *dir)
+{
+	char path[ADMIN_PATH_MAX];
+	int64_t now = (int64_t)time(NULL);
+
+	if (dir == NULL || admin_path_in(path, sizeof path, dir,
+	    REAUTH_STATE_FILE) != 0 || reauth_state_read(path, &r->reauth) != 0)
+		return;
+	r->has_reauth = true;
+	r->reauth_stopped = reauth_state_stopped(&r->reauth, now);
+	r->reauth_age_s = r->reauth.progress ? now - r->reauth.at : 0;
+}
+
 static int
 status(const char *dir, const char *keys, bool json, unsigned timeout_s,
     char **clients, unsigned nclients)
@@ -240,6 +255,7 @@ status(const char *dir, const char *keys, bool json, unsigned timeout_s,
 		if (a[i].started)
 			pthread_join(a[i].thread, NULL);
 	read_leases(&r, conf, keypath, timeout_s);
+	read_reauth(&r, dir);
 	status_assess(&r);
 	if ((json ? status_print_json(&r, stdout) :
 	    status_print_text(&r, stdout)) != 0 || fflush(stdout) != 0) {

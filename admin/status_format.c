@@ -297,9 +297,8 @@ status_human_bytes(uint64_t v, char *out, size_t len)
 	snprintf(out, len, "%.1f %s", d, units[u]);
 }
 
-/* 45s, 12m05s, 3h04m, 2d03h. */
-static void
-human_secs(uint64_t s, char *out, size_t len)
+void
+status_human_secs(uint64_t s, char *out, size_t len)
 {
 	if (s < 60)
 		snprintf(out, len, "%" PRIu64 "s", s);
@@ -336,7 +335,7 @@ print_progress(const struct bft_status_info *in, FILE *fp)
 			eta = (uint64_t)((double)left *
 			    ((double)in->rebuild_bytes / in->rebuild_done) /
 			    (double)in->rebuild_rate);
-			human_secs(eta, t, sizeof t);
+			status_human_secs(eta, t, sizeof t);
 			fprintf(fp, ", ETA %s", t);
 		} else {
 			fputs(", ETA unknown", fp);
@@ -395,6 +394,7 @@ status_print_text(const struct status_report *r, FILE *fp)
 	fputc('\n', fp);
 	status_print_releases(r, fp);
 	status_print_mac_epochs(r, fp);
+	status_print_reauth(r, fp);
 	for (unsigned i = 0; i < r->n; i++) {
 		const struct status_server *s = &r->servers[i];
 		const struct bft_status_info *in = &s->info;
@@ -406,7 +406,7 @@ status_print_text(const struct status_report *r, FILE *fp)
 		}
 		status_human_bytes(in->bytes_total, total, sizeof total);
 		status_human_bytes(in->bytes_live, live, sizeof live);
-		human_secs(in->uptime_s, up, sizeof up);
+		status_human_secs(in->uptime_s, up, sizeof up);
 		fprintf(fp, "reachable, release %s, version %" PRIu64 ", up "
 		    "%s, %" PRIu64 " blocks, %s on disk (%s live), %" PRIu64
 		    " damaged, %" PRIu64 " repaired, ", bft_release_str(
@@ -590,6 +590,7 @@ status_print_json(const struct status_report *r, FILE *fp)
 	fputc(']', fp);
 	status_json_releases(r, fp);
 	status_json_mac_epochs(r, fp);
+	status_json_reauth(r, fp);
 	status_json_leases(r, fp);
 	fputs(",\"clients\":[", fp);
 	for (unsigned c = 0; c < r->nclients; c++) {

@@ -35,6 +35,7 @@
 
 #include "bftblk.h"
 #include "config.h"
+#include "reauth_state.h"
 #include "wire.h"
 
 enum status_health {
@@ -113,6 +114,13 @@ struct status_report {
 	char lease_err[256];
 	unsigned nclients;
 	struct status_client clients[STATUS_MAX_CLIENTS];
+	/*
+	 * DIR/keys-reauth.state, when a pass is under way or stopped in
+	 * the middle; stopped and age as judged when status read it.
+	 */
+	bool has_reauth, reauth_stopped;
+	struct reauth_state reauth;
+	int64_t reauth_age_s;
 	/* status_assess() fills these. */
 	enum status_health health;
 	unsigned reachable;
@@ -151,6 +159,15 @@ void status_mac_epochs(const struct status_report *r,
 void status_print_mac_epochs(const struct status_report *r, FILE *fp);
 /* ,"mac_epochs":{...} for the JSON document. */
 void status_json_mac_epochs(const struct status_report *r, FILE *fp);
+/*
+ * "MAC keys: reauth pass to epoch 1: 120/4096 blocks, ..." while one is
+ * under way or stopped in the middle; nothing else.
+ */
+void status_print_reauth(const struct status_report *r, FILE *fp);
+/* ,"reauth_pass":{...} or null for the JSON document. */
+void status_json_reauth(const struct status_report *r, FILE *fp);
+/* 45s, 12m05s, 3h04m, 2d03h. */
+void status_human_secs(uint64_t s, char *out, size_t len);
 
 /*
  * status_recover.c: ", recovering (scrub d/t, catch-up d/t)" for a

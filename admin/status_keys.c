@@ -3,6 +3,7 @@
  * rotation has come (docs/key-epochs.md).  Pure over the report, as
  * status_format.c is.
  */
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -122,4 +123,55 @@ status_json_mac_epochs(const struct status_report *r, FILE *fp)
 	fprintf(fp, ",\"mac_epochs\":{\"oldest\":%llu,\"newest\":%llu,"
 	    "\"accepting_newest\":%u}", (unsigned long long)ep.oldest,
 	    (unsigned long long)ep.newest, ep.naccept);
+}
+
+void
+status_print_reauth(const struct status_report *r, FILE *fp)
+{
+	const struct reauth_state *st = &r->reauth;
+	char t[32];
+
+	if (!r->has_reauth)
+		return;
+	fprintf(fp, "MAC keys: reauth pass to epoch %" PRIu32, st->epoch);
+	if (st->progress && !r->reauth_stopped) {
+		fprintf(fp, ": %" PRIu64 "/%" PRIu64 " blocks, %.1f MB/s",
+		    st->done, st->total, (double)st->rate / 1e6);
+		if (st->rate > 0) {
+			status_human_secs((st->total - st->done) *
+			    BFT_BLOCK_SIZE / st->rate, t, sizeof t);
+			fprintf(fp, ", ETA %s", t);
+		}
+		fprintf(fp, " (pid %ld on %s)\n", st->pid, st->host);
+		return;
+	}
+	fputs(" stopped", fp);
+	if (st->progress) {
+		status_human_secs(r->reauth_age_s > 0 ?
+		    (uint64_t)r->reauth_age_s : 0, t, sizeof t);
+		fprintf(fp, " at %" PRIu64 "/%" PRIu64 " blocks %s ago",
+		    st->done, st->total, t);
+	}
+	fprintf(fp, ": bftblk keys reauth resumes it at volume %" PRIu32
+	    " block %" PRIu64 "\n", st->vol, st->block);
+}
+
+void
+status_json_reauth(const struct status_report *r, FILE *fp)
+{
+	const struct reauth_state *st = &r->reauth;
+
+	if (!r->has_reauth) {
+		fputs(",\"reauth_pass\":null", fp);
+		return;
+	}
+	fprintf(fp, ",\"reauth_pass\":{\"epoch\":%" PRIu32 ",\"volume\":%"
+	    PRIu32 ",\"block\":%" PRIu64 ",\"stopped\":%s", st->epoch,
+	    st->vol, st->block, r->reauth_stopped ? "true" : "false");
+	if (st->progress)
+		fprintf(fp, ",\"done\":%" PRIu64 ",\"total\":%" PRIu64
+		    ",\"bytes_per_s\":%" PRIu64 ",\"age_s\":%" PRId64
+		    ",\"pid\":%ld", st->done, st->total, st->rate,
+		    r->reauth_age_s, st->pid);
+	fputc('}', fp);
 }

@@ -182,6 +182,8 @@ server_start 2
 grep -q "^next-epoch = 1$" "$CLUSTER_DIR/server-2.key" ||
     fail "server-2.key does not hold the next epoch"
 status_has "4 of 4 servers accept 1"
+status_has "MAC keys: reauth pass to epoch 1 stopped at"
+log "status: $(grep "reauth pass" "$TESTDIR/log/status.log")"
 
 log "step 4: reauth resumes; passes until every server took every version"
 ok=0

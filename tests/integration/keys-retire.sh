@@ -10,8 +10,9 @@
 # 2. Rotated; every server reloads; the writer signs under epoch 1.
 #    `keys retire` is refused: servers count versions under epoch 0,
 #    and status says so.
-# 3. `keys reauth` from a state file past volume 0 resumes there and
-#    reads only the rest; then a whole pass walks what the servers hold
+# 3. status shows a pass's state file: stopped, or running while its
+#    PID lives on this host.  `keys reauth` from a state file past
+#    volume 0 resumes there and reads only the rest; then a whole pass walks what the servers hold
 #    (progress lines), every server takes every version, and the
 #    servers' counts fall to zero, the snapshot's retained versions
 #    included (the pass reads its view of the blocks written since, and
@@ -107,6 +108,22 @@ log "step 3: reauth"
 # As if a pass had stopped past volume 0: it resumes there, and volume
 # 0's blocks are left to the next one.
 printf 'epoch 1 volume 65536 block 0\n' >"$CLUSTER_DIR/keys-reauth.state"
+status_has "MAC keys: reauth pass to epoch 1 stopped: bftblk keys reauth" \
+    "resumes it at volume 65536 block 0"
+# A pass of this host: running while its PID lives, stopped once not.
+sleep 60 &
+fake=$!
+_track "$fake" fake-pass
+printf 'epoch 1 volume 65536 block 0\nprogress 10 of 100 blocks, %s\n' \
+    "65536 bytes/s, at $(date +%s), pid $fake on $(hostname)" \
+    >"$CLUSTER_DIR/keys-reauth.state"
+status_has "MAC keys: reauth pass to epoch 1: 10/100 blocks, 0.1 MB/s," \
+    "ETA 1m30s (pid $fake on $(hostname))"
+kill "$fake"
+_reap "$fake"
+_forget_pid "$fake"
+status_has "MAC keys: reauth pass to epoch 1 stopped at 10/100 blocks"
+printf 'epoch 1 volume 65536 block 0\n' >"$CLUSTER_DIR/keys-reauth.state"
 keys_reauth reauth-resumed "keys reauth resumed"
 grep -q "resuming epoch 1's pass at volume 65536 block 0" \
     "$TESTDIR/log/reauth-resumed.log" ||
@@ -126,6 +143,9 @@ grep -qE "^snapshot vm1@before: [2-9][0-9]* blocks written since" \
     fail "reauth did not walk the snapshot's view of the blocks written since"
 [ -e "$CLUSTER_DIR/keys-reauth.state" ] &&
     fail "a finished pass left its state file"
+status_has "MAC keys:"
+grep -q "reauth pass" "$TESTDIR/log/status.log" &&
+    fail "status shows a pass that finished"
 keys_reauth reauth2 "keys reauth again"
 grep -qE "^[0-9]+ blocks read: 0 re-authenticated" \
     "$TESTDIR/log/reauth2.log" ||

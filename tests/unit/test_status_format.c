@@ -354,8 +354,49 @@ test_json(void **state)
 	    "\"error\":\"say \\\"no\\\"\\\\\\n\"}],\"releases\":{"
 	    "\"mixed\":false,\"newest\":\"0.3.0\",\"finalized\":true,"
 	    "\"finalized_servers\":1},\"mac_epochs\":{\"oldest\":0,"
-	    "\"newest\":0,\"accepting_newest\":1},\"leases\":[],"
+	    "\"newest\":0,\"accepting_newest\":1},\"reauth_pass\":null,"
+	    "\"leases\":[],"
 	    "\"clients\":[]}\n");
+}
+
+/*
+ * A reauth pass under way shows its progress, rate and time left; one
+ * that stopped, how long ago and where a run resumes; a state file of
+ * before the progress line, where alone.
+ */
+static void
+test_reauth(void **state)
+{
+	(void)state;
+	healthy(1, 2);
+	status_assess(&r);
+	r.has_reauth = true;
+	r.reauth = (struct reauth_state){ .epoch = 2, .vol = 1,
+	    .block = 4096, .progress = true, .done = 1000, .total = 3000,
+	    .rate = 65536000, .at = 1000, .pid = 77, .host = "adm" };
+	r.reauth_age_s = 1;
+	print(status_print_text);
+	assert_non_null(strstr(text, "MAC keys: reauth pass to epoch 2: "
+	    "1000/3000 blocks, 65.5 MB/s, ETA 2s (pid 77 on adm)\n"));
+	r.reauth_stopped = true;
+	r.reauth_age_s = 310;
+	print(status_print_text);
+	assert_non_null(strstr(text, "MAC keys: reauth pass to epoch 2 "
+	    "stopped at 1000/3000 blocks 5m10s ago: bftblk keys reauth "
+	    "resumes it at volume 1 block 4096\n"));
+	print(status_print_json);
+	assert_non_null(strstr(text, ",\"reauth_pass\":{\"epoch\":2,"
+	    "\"volume\":1,\"block\":4096,\"stopped\":true,\"done\":1000,"
+	    "\"total\":3000,\"bytes_per_s\":65536000,\"age_s\":310,"
+	    "\"pid\":77},"));
+	r.reauth.progress = false;
+	print(status_print_text);
+	assert_non_null(strstr(text, "MAC keys: reauth pass to epoch 2 "
+	    "stopped: bftblk keys reauth resumes it at volume 1 block "
+	    "4096\n"));
+	r.has_reauth = false;
+	print(status_print_text);
+	assert_null(strstr(text, "reauth pass"));
 }
 
 /* Client c of r: fresh, every server connected and quiet. */
@@ -583,6 +624,7 @@ main(void)
 		cmocka_unit_test_teardown(test_text, teardown),
 		cmocka_unit_test_teardown(test_json, teardown),
 		cmocka_unit_test_teardown(test_json_string, teardown),
+		cmocka_unit_test_teardown(test_reauth, teardown),
 		cmocka_unit_test_teardown(test_clients, teardown),
 		cmocka_unit_test_teardown(test_clients_print, teardown),
 		cmocka_unit_test_teardown(test_client_load, teardown),
