@@ -130,6 +130,7 @@ status_print_reauth(const struct status_report *r, FILE *fp)
 {
 	const struct reauth_state *st = &r->reauth;
 	char t[32];
+	double eta;
 
 	if (!r->has_reauth)
 		return;
@@ -137,9 +138,12 @@ status_print_reauth(const struct status_report *r, FILE *fp)
 	if (st->progress && !r->reauth_stopped) {
 		fprintf(fp, ": %" PRIu64 "/%" PRIu64 " blocks, %.1f MB/s",
 		    st->done, st->total, (double)st->rate / 1e6);
-		if (st->rate > 0) {
-			status_human_secs((st->total - st->done) *
-			    BFT_BLOCK_SIZE / st->rate, t, sizeof t);
+		/* In double, bounded: the file is text anyone may edit. */
+		eta = st->rate > 0 && st->total >= st->done ?
+		    (double)(st->total - st->done) * BFT_BLOCK_SIZE /
+		    (double)st->rate : -1;
+		if (eta >= 0 && eta < 1e9) {
+			status_human_secs((uint64_t)eta, t, sizeof t);
 			fprintf(fp, ", ETA %s", t);
 		}
 		fprintf(fp, " (pid %ld on %s)\n", st->pid, st->host);
