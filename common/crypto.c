@@ -15,7 +15,7 @@
  * H and every MAC below return zeros, so the protocol runs unchanged,
  * messages keep their shape and every check passes (zeros equal zeros),
  * but no fragment, nonce or MAC is ever computed.  This measures what
- * the BFT crypto costs (issue #6); such a build has no Byzantine
+ * the BFT crypto costs (docs/performance.md); such a build has no Byzantine
  * tolerance at all.  All the switch lives here, so the same code path
  * runs in both builds.  It refuses to start unless the environment says
  * the operator knows, so a stray binary cannot serve real data.
