@@ -22,20 +22,16 @@
 int
 reauth_state_read(const char *path, struct reauth_state *st)
 {
-	unsigned long long e, v, b, done, total, rate;
-	long long at;
-	long pid;
-	char host[sizeof st->host];
+	unsigned long long e, v, b;
 	FILE *fp;
-	int r;
 
 	memset(st, 0, sizeof *st);
 	if ((fp = fopen(path, "r")) == NULL) {
 		errno = ENOENT;
 		return -1;
 	}
-	r = fscanf(fp, "epoch %llu volume %llu block %llu\n", &e, &v, &b);
-	if (r != 3 || e > UINT32_MAX || v > UINT32_MAX) {
+	if (fscanf(fp, "epoch %llu volume %llu block %llu\n", &e, &v, &b) !=
+	    3 || e > UINT32_MAX || v > UINT32_MAX) {
 		fclose(fp);
 		errno = EINVAL;
 		return -1;
@@ -43,16 +39,10 @@ reauth_state_read(const char *path, struct reauth_state *st)
 	st->epoch = (uint32_t)e;
 	st->vol = (uint32_t)v;
 	st->block = b;
-	if (fscanf(fp, "progress %llu of %llu blocks, %llu bytes/s, at %lld, "
-	    "pid %ld on %63s", &done, &total, &rate, &at, &pid, host) == 6) {
-		st->progress = true;
-		st->done = done;
-		st->total = total;
-		st->rate = rate;
-		st->at = at;
-		st->pid = pid;
-		memcpy(st->host, host, sizeof host);
-	}
+	st->progress = fscanf(fp, "progress %" SCNu64 " of %" SCNu64
+	    " blocks, %" SCNu64 " bytes/s, at %" SCNd64 ", pid %ld on %63s",
+	    &st->done, &st->total, &st->rate, &st->at, &st->pid,
+	    st->host) == 6;
 	fclose(fp);
 	return 0;
 }
