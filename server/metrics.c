@@ -189,6 +189,9 @@ put_store(struct bft_prom *p, const struct bft_net *net)
 	    "Segments compacted since start.", ss.compactions);
 	bft_prom_one(p, P "store_compacted_bytes_total", "counter",
 	    "Bytes copied by compaction since start.", ss.bytes_copied);
+	bft_prom_one(p, P "store_uncached_bytes_total", "counter",
+	    "Bytes of sealed segments whose pages were given back, behind "
+	    "the --page-cache-mb window.", ss.bytes_uncached);
 	bft_prom_one(p, P "store_syncs_total", "counter",
 	    "Syncs of the log (FLUSH, shutdown).", ss.syncs);
 	bft_prom_one(p, P "store_fsyncs_total", "counter",

@@ -21,6 +21,7 @@ usage(FILE *f)
 	    "                     [--unix PATH] [--compact-pct P] "
 	    "[--segment-mb MB]\n"
 	    "                     [--meta-cache-mb MB] [--checkpoint-mb MB]\n"
+	    "                     [--page-cache-mb MB]\n"
 	    "                     [--max-pending N] "
 	    "[--max-conns N]\n"
 	    "                     [--max-client-conns N] [--max-inflight N] "
@@ -61,14 +62,16 @@ parse_count(const char *s, unsigned *out)
 }
 
 /*
- * --meta-cache-mb (0: no cache), --checkpoint-mb (0: only at shutdown)
- * and --segment-mb (1 to 1024), all in MiB.
+ * --meta-cache-mb (0: no cache), --checkpoint-mb (0: only at shutdown),
+ * --page-cache-mb (0: no bound) and --segment-mb (1 to 1024), all in
+ * MiB.
  */
 static int
 parse_store_mb(int ch, const char *arg, struct bft_store_opts *so)
 {
 	const char *name = ch == 'X' ? "--meta-cache-mb" : ch == 'Y' ?
-	    "--checkpoint-mb" : "--segment-mb";
+	    "--checkpoint-mb" : ch == 'G' ? "--page-cache-mb" :
+	    "--segment-mb";
 	unsigned v, min = ch == 'Z', max = ch == 'Z' ? 1024 : 1000000;
 
 	if (parse_number(arg, min, &v) < 0 || v > max) {
@@ -82,6 +85,9 @@ parse_store_mb(int ch, const char *arg, struct bft_store_opts *so)
 	} else if (ch == 'Y') {
 		so->checkpoint_bytes = (uint64_t)v << 20;
 		so->checkpoint_off = v == 0;
+	} else if (ch == 'G') {
+		so->page_cache_bytes = (uint64_t)v << 20;
+		so->page_cache_all = v == 0;
 	} else {
 		so->segment_size = (uint64_t)v << 20;
 	}
@@ -108,6 +114,7 @@ bft_server_parse_args(int argc, char **argv, struct bft_server_opts *o)
 		{ "meta-cache-mb", required_argument, NULL, 'X' },
 		{ "checkpoint-mb", required_argument, NULL, 'Y' },
 		{ "segment-mb", required_argument, NULL, 'Z' },
+		{ "page-cache-mb", required_argument, NULL, 'G' },
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "max-client-conns", required_argument, NULL, 'M' },
 		{ "max-inflight", required_argument, NULL, 'I' },
@@ -186,6 +193,7 @@ bft_server_parse_args(int argc, char **argv, struct bft_server_opts *o)
 		case 'v': o->verbose = 1; break;
 		case 'X':
 		case 'Y':
+		case 'G':
 		case 'Z':
 			if (parse_store_mb(ch, optarg, &o->store) < 0)
 				return -1;

@@ -118,6 +118,7 @@ st_append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
 	if (s->size > 0 && s->size + len > st->seg_max) {
 		if ((err = st_seg_create(st)) < 0)
 			return err;
+		st_pagecache_trim(st);
 		s = active(st);
 	}
 	if ((err = bft_pwrite_all(s->fd, rec, len, s->size)) < 0) {
@@ -536,6 +537,7 @@ bft_store_stats(const struct bft_store *st, struct bft_store_stats *out)
 	out->compactions = st->compactions;
 	out->bytes_copied = st->copied;
 	out->bytes_removed = st->removed;
+	out->bytes_uncached = st->pc_dropped;
 	out->blocks_held = st->held;
 	out->syncs = st->syncs;
 	out->fsyncs = st->fsyncs;

@@ -452,6 +452,13 @@ struct bft_store_opts {
 	bool cache_off;
 	uint64_t checkpoint_bytes;
 	bool checkpoint_off;
+	/*
+	 * The newest page_cache_bytes of the log stay in the page cache
+	 * and older segments' pages are given back (an eighth of the
+	 * host's memory); page_cache_all: the kernel decides alone.
+	 */
+	uint64_t page_cache_bytes;
+	bool page_cache_all;
 };
 
 /* bft_store_open() with tunables; opts may be NULL. */
@@ -471,6 +478,7 @@ struct bft_store_stats {
 	uint64_t blocks_held;		/* blocks whose lc is not c0 */
 	uint64_t syncs;			/* bft_store_sync calls */
 	uint64_t fsyncs;		/* fsync and fdatasync calls made */
+	uint64_t bytes_uncached;	/* of segments whose pages went back */
 };
 void bft_store_stats(const struct bft_store *st, struct bft_store_stats *out);
 

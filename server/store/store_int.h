@@ -37,6 +37,7 @@
 #define BFT_STORE_DEFAULT_PCT		70u
 #define BFT_STORE_DEFAULT_CACHE		(64ull << 20)
 #define BFT_STORE_DEFAULT_CKPT		(1ull << 30)
+#define BFT_STORE_MIN_PAGE_CACHE	(256ull << 20)
 
 /*
  * A record's location: segment number in the high half, offset in the
@@ -58,6 +59,7 @@ struct seg {
 	bool dirty;		/* written since the last sync */
 	bool stuck;		/* compaction could not parse it: keep it */
 	bool retired;		/* compacted: unlink once copies are synced */
+	bool uncached;		/* its pages given back (store_pagecache.c) */
 };
 
 /*
@@ -260,6 +262,12 @@ struct bft_store {
 	struct ckpt_job *ckpt_job;
 	pthread_t ckpt_thread;
 	struct bft_store_ckpt_info ck;
+	/* The log's pages (store_pagecache.c); pc_window 0: all stay. */
+	uint64_t pc_window;
+	uint64_t pc_dropped;		/* bytes of segments given back */
+	struct pc_job *pc_job;
+	pthread_t pc_thread;
+	bool pc_failing;		/* its error is logged already */
 };
 
 /*
@@ -268,6 +276,16 @@ struct bft_store {
  * negative errno with why in err.
  */
 int st_identity_check(struct bft_store *st, char *err, size_t errlen);
+
+/*
+ * store_pagecache.c: at a roll-over, give back the pages of segments
+ * wholly behind the newest pc_window bytes, on a thread; _wait joins
+ * it.
+ */
+void st_pagecache_trim(struct bft_store *st);
+void st_pagecache_wait(struct bft_store *st);
+/* The window when none is given: an eighth of memory, 256 MiB at least. */
+uint64_t st_default_page_cache(void);
 
 /* store.c: segments and appends. */
 struct seg *st_seg_find(struct bft_store *st, uint32_t no);

@@ -364,6 +364,9 @@ bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
 	    BFT_STORE_DEFAULT_SEGMENT;
 	st->compact_pct = opts && opts->compact_pct ? opts->compact_pct :
 	    BFT_STORE_DEFAULT_PCT;
+	st->pc_window = opts && opts->page_cache_all ? 0 :
+	    opts && opts->page_cache_bytes ? opts->page_cache_bytes :
+	    st_default_page_cache();
 	st->next_seq = 1;
 	/* Ours alone whatever the umask; one made by hand stays as it is. */
 	if (!(made = mkdir(dir, 0700) == 0) && errno != EEXIST)
@@ -435,6 +438,7 @@ bft_store_close(struct bft_store *st)
 			bft_error("%s: index checkpoint on close: %s", st->dir,
 			    strerror(-err));
 	}
+	st_pagecache_wait(st);
 	for (size_t i = 0; i < st->nseg; i++)
 		if (st->segs[i].fd >= 0)
 			close(st->segs[i].fd);

@@ -1,8 +1,8 @@
 #!/bin/bash
 # What an overwrite costs the servers against the fill, and where it
 # goes: a t=1 cluster of PROFILE_SIZE (default 4G) and one nbdkit; fio
-# fills the volume with 64 KiB sequential writes (iodepth 16) and then
-# overwrites it twice the same way.  For each pass: fio's MB/s, the four
+# fills the volume with 64 KiB sequential writes (iodepth 16), then
+# overwrites it twice the same way and reads it once.  For each pass: fio's MB/s, the four
 # servers' CPU (utime + stime, /proc/PID/stat) per block written, and
 # `perf record -g` of server 0 for the whole pass, grouped by
 # tests/tools/perf-groups.py in samples per 1000 blocks, so that the
@@ -43,15 +43,16 @@ ticks()
 	echo "$s"
 }
 
-# pass NAME: one sequential 64 KiB pass over the volume, profiled.
+# pass NAME [RW]: one sequential 64 KiB pass over the volume, writes
+# unless RW says read, profiled.
 pass()
 {
-	local name=$1 t0 t1 pp
+	local name=$1 rw=${2:-write} t0 t1 pp
 	t0=$(ticks)
 	perf record -q -g -o "$OUT/$name.data" -p "$srv" -- sleep 3600 \
 	    >/dev/null 2>&1 &
 	pp=$!
-	fio --name="$name" --ioengine=nbd --uri="$uri" --rw=write --bs=64k \
+	fio --name="$name" --ioengine=nbd --uri="$uri" --rw="$rw" --bs=64k \
 	    --iodepth=16 --size="$SIZE" --output-format=json \
 	    --output="$OUT/$name.fio.json" >/dev/null 2>&1 ||
 	    fail "fio $name"
@@ -59,20 +60,33 @@ pass()
 	pkill -INT -P "$pp" sleep || true
 	wait "$pp" || true
 	python3 - "$OUT/$name.fio.json" "$name" "$((t1 - t0))" \
-	    "$(getconf CLK_TCK)" "$BLOCKS" <<'PY'
+	    "$(getconf CLK_TCK)" "$BLOCKS" "$(log_cached 0)" "$rw" <<'PY'
 import json, sys
 t = open(sys.argv[1]).read()
-w = json.loads(t[t.index("{"):])["jobs"][0]["write"]
+w = json.loads(t[t.index("{"):])["jobs"][0][sys.argv[7]]
 ticks, hz, blocks = (int(x) for x in sys.argv[3:6])
-print("%s: %.1f MB/s, the servers' CPU %.1f us per block" %
-      (sys.argv[2], w["bw_bytes"] / 1e6, ticks / hz * 1e6 / blocks))
+cached, size = (int(x) for x in sys.argv[6].split())
+print("%s: %.1f MB/s, the servers' CPU %.1f us per block; server 0's log "
+      "%.0f MiB, %.0f MiB of it in the page cache" %
+      (sys.argv[2], w["bw_bytes"] / 1e6, ticks / hz * 1e6 / blocks,
+       size / 2**20, cached / 2**20))
 PY
+}
+
+# log_cached I: bytes of server I's log segments in the page cache, and
+# their size (fincore).
+log_cached()
+{
+	fincore -b -n -o RES,SIZE "$TESTDIR/data/server-$1"/*.log |
+	    awk '{ r += $1; s += $2 } END { printf "%.0f %.0f\n", r, s }'
 }
 
 log "fill and two overwrite passes of $SIZE"
 for p in fill overwrite1 overwrite2; do
 	pass "$p"
 done
+# What the page cache left behind costs the reads.
+pass read read
 for p in fill overwrite1 overwrite2; do
 	perf report -i "$OUT/$p.data" --no-children -g none --sort dso,sym \
 	    --stdio 2>/dev/null >"$OUT/$p.txt"
