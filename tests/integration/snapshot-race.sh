@@ -193,6 +193,18 @@ create()
 	_track "$!" "create-$name"
 }
 
+# show_creates NAME...: each create's status, start and end, and output:
+# when one fails, the other's tells what it was doing meanwhile.
+show_creates()
+{
+	local s
+	for s in "$@"; do
+		echo "---- snap create $s: rc $(cat "$TESTDIR/create-$s.rc")," \
+		    "from/to $(cat "$TESTDIR/create-$s.t")" >&2
+		cat "$TESTDIR/create-$s" >&2
+	done
+}
+
 wait_creates()
 {
 	local pid
@@ -223,7 +235,7 @@ for r in $(seq 1 "$RACE_ROUNDS"); do
 	wait_creates
 	for s in "a$r" "b$r"; do
 		[ "$(cat "$TESTDIR/create-$s.rc")" = 0 ] ||
-		    { cat "$TESTDIR/create-$s" >&2; fail "snap create $s"; }
+		    { show_creates "a$r" "b$r"; fail "snap create $s"; }
 		log "$s: $(cat "$TESTDIR/create-$s")"
 		SNAPS+=("$s")
 	done
