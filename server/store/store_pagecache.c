@@ -97,17 +97,13 @@ void
 st_pagecache_trim(struct bft_store *st)
 {
 	struct pc_job *job;
-	size_t end, n = 0;
+	size_t end;
 
-	if (st->pc_window == 0 || st->nseg == 0 || !reap(st, false))
-		return;
-	end = behind_window(st);
-	for (size_t i = 0; i < end; i++)
-		n += cached(&st->segs[i]);
-	if (n == 0)
+	if (st->pc_window == 0 || st->nseg == 0 || !reap(st, false) ||
+	    (end = behind_window(st)) == 0)
 		return;
 	if ((job = calloc(1, sizeof *job)) == NULL ||
-	    (job->fds = calloc(n, sizeof *job->fds)) == NULL)
+	    (job->fds = calloc(end, sizeof *job->fds)) == NULL)
 		goto out_free;
 	for (size_t i = 0; i < end; i++) {
 		if (!cached(&st->segs[i]))
@@ -116,7 +112,8 @@ st_pagecache_trim(struct bft_store *st)
 			goto out_close;
 		job->n++;
 	}
-	if (pthread_create(&st->pc_thread, NULL, pc_main, job) != 0)
+	if (job->n == 0 ||
+	    pthread_create(&st->pc_thread, NULL, pc_main, job) != 0)
 		goto out_close;
 	st->pc_job = job;
 	/* Marked once the thread runs; else the next roll-over tries. */

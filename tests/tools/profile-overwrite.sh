@@ -2,8 +2,9 @@
 # What an overwrite costs the servers against the fill, and where it
 # goes: a t=1 cluster of PROFILE_SIZE (default 4G) and one nbdkit; fio
 # fills the volume with 64 KiB sequential writes (iodepth 16), then
-# overwrites it twice the same way and reads it once.  For each pass: fio's MB/s, the four
-# servers' CPU (utime + stime, /proc/PID/stat) per block written, and
+# overwrites it twice the same way and reads it once.  For each pass:
+# fio's MB/s, the four servers' CPU (utime + stime, /proc/PID/stat) per
+# block, server 0's log and how much of it is cached (fincore), and
 # `perf record -g` of server 0 for the whole pass, grouped by
 # tests/tools/perf-groups.py in samples per 1000 blocks, so that the
 # passes compare by what each costs, not by shares.

@@ -7,6 +7,7 @@
  * once the store is closed (close waits for the thread).  The fixture
  * is store_fixture.h.
  */
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/vfs.h>
 
@@ -15,7 +16,6 @@
 #define SEG	(256 * KIB)
 #define WINDOW	(1024 * KIB)
 #define BLOCKS	96u
-#define TMPFS_MAGIC_NO	0x01021994
 
 /* Bytes of segment files 1..last resident in the page cache. */
 static uint64_t
@@ -83,7 +83,7 @@ on_tmpfs(void)
 {
 	struct statfs sf;
 
-	return statfs(dir, &sf) == 0 && sf.f_type == TMPFS_MAGIC_NO;
+	return statfs(dir, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
 }
 
 static void
