@@ -241,6 +241,7 @@ $(BUILD)/tests/test_status_format: $(BUILD)/admin/status_format.o \
     $(BUILD)/admin/status_keys.o
 # Pieces of the engine that stand alone.
 $(BUILD)/tests/test_blockcache: $(BUILD)/lib/blockcache.o
+$(BUILD)/tests/test_lease_watch: $(BUILD)/lib/lease_watch.o
 $(BUILD)/tests/test_coalesce: $(BUILD)/lib/coalesce.o $(BUILD)/lib/error.o
 $(BUILD)/tests/test_error: $(BUILD)/lib/error.o
 $(BUILD)/tests/test_op_pool: $(BUILD)/lib/op_pool.o

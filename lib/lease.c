@@ -275,6 +275,8 @@ take(struct bft_lease *l, unsigned guard_ms)
 		/* Wait out the holder's own period: a live one renews in it. */
 		uint64_t wait = c.period_ms > l->period_ms ? c.period_ms :
 		    l->period_ms;
+		struct bft_lease_watch w;
+		bool alive = false;
 
 		/* An admin waiting its turn says so: it may be a while. */
 		if (!l->running)
@@ -285,7 +287,10 @@ take(struct bft_lease *l, unsigned guard_ms)
 		 * Looked at again every POLL_MS: a holder that releases (an
 		 * admin done with the table) hands over at once, and one that
 		 * renews is known alive at its next renewal, not a period on.
+		 * What counts as a renewal is lease_watch.c's to say: not a
+		 * split register's claims returned in turn.
 		 */
+		bftblk__lease_watch_start(&w, &ts, &c, valid);
 		for (uint64_t waited = 0;;) {
 			uint64_t step = wait - waited < POLL_MS ?
 			    wait - waited : POLL_MS;
@@ -296,11 +301,13 @@ take(struct bft_lease *l, unsigned guard_ms)
 			waited += step;
 			if (claim_read(l, &again, &valid, &ts2) != 0)
 				return -1;
-			if (waited >= wait || !valid || again.released ||
-			    bft_ts_cmp(&ts, &ts2) != 0)
+			if (!valid || again.released)
+				break;
+			if ((alive = bftblk__lease_watch_alive(&w, &ts2,
+			    &again, valid)) || waited >= wait)
 				break;
 		}
-		if (valid && !again.released && bft_ts_cmp(&ts, &ts2) != 0)
+		if (alive)
 			return bftblk__fail(EBUSY, "volume %" PRIu32 " is in "
 			    "use by %s, which renews its lease (every %.1f s); "
 			    "stop it first, open read-only, or use shared=on "
@@ -314,7 +321,11 @@ take(struct bft_lease *l, unsigned guard_ms)
 			    "taking the volume over", again.holder,
 			    (double)wait / 1000);
 		c = again;
-		ts = ts2;
+		/*
+		 * Above the newest generation read, not the last: claiming
+		 * one a rival's reading holds would be refused (ESTALE).
+		 */
+		ts = bft_ts_cmp(&ts2, &w.newest) > 0 ? ts2 : w.newest;
 	}
 	if ((gen = bft_next_gen(&ts)) == 0)
 		return bftblk__fail(EOVERFLOW, "volume %" PRIu32 "'s lease has "
@@ -584,19 +595,19 @@ int
 bftblk__lease_probe(struct bft_engine *eng, uint32_t vol,
     struct bft_lease_info *info)
 {
-	struct bft_ts first;
+	struct bft_lease_watch w;
 
 	if (bftblk__lease_read(eng, vol, info) != 0)
 		return -1;
 	if (!info->claimed || info->claim.released)
 		return 0;
 	/* A live holder renews every period/3: wait a little longer. */
-	first = info->ts;
+	bftblk__lease_watch_start(&w, &info->ts, &info->claim, true);
 	usleep((useconds_t)(info->claim.period_ms / 3 + 1000) * 1000);
 	if (bftblk__lease_read(eng, vol, info) != 0)
 		return -1;
 	info->live = info->claimed && !info->claim.released &&
-	    bft_ts_cmp(&first, &info->ts) != 0;
+	    bftblk__lease_watch_alive(&w, &info->ts, &info->claim, true);
 	return info->live ? 1 : 0;
 }
 

@@ -55,6 +55,28 @@ enum bft_lease_state {
 };
 
 /*
+ * What a waiter saw of a claim it waits out (lease_watch.c): the newest
+ * timestamp read and the nonces of the claims read.
+ */
+#define LEASE_WATCH_NONCES	8
+struct bft_lease_watch {
+	struct bft_ts newest;
+	uint8_t nonce[LEASE_WATCH_NONCES][16];
+	unsigned nonces;
+};
+/* The first reading, ts and its claim c (valid: it decodes as one). */
+void bftblk__lease_watch_start(struct bft_lease_watch *w,
+    const struct bft_ts *ts, const struct bft_lease_claim *c, bool valid);
+/*
+ * Whether a later reading shows a live holder: newer than any seen, and
+ * a claim seen before (a renewal) or of a newer generation (taken over,
+ * re-asserted).  Rival claims of one generation that a split register
+ * returns in turn, and readings older than one seen, do not.
+ */
+bool bftblk__lease_watch_alive(struct bft_lease_watch *w,
+    const struct bft_ts *ts, const struct bft_lease_claim *c, bool valid);
+
+/*
  * Takes volume vol's lease for this handle (name: its key's), waiting a
  * period when another holds it, under a new generation that eng's and
  * data_eng's (if not NULL) writes carry from then on.  With guard_ms,

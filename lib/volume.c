@@ -76,7 +76,7 @@ lock_take(struct bftblk *h, struct bft_lease *lock)
 	unsigned guard = (h->io_timeout_s > h->timeout_s ? h->io_timeout_s :
 	    h->timeout_s) * 1000 + 500;
 	time_t until = time(NULL) + LOCK_WAIT_S;
-	unsigned pause;
+	unsigned pause, clashes = 0;
 	int err;
 
 	/*
@@ -92,15 +92,22 @@ lock_take(struct bftblk *h, struct bft_lease *lock)
 		bftblk__lease_release(lock);
 		/*
 		 * ESTALE: t+1 servers refused our claim, a rival's of the
-		 * same generation being there first: its turn.
+		 * same generation being there first: its turn, unless neither
+		 * claim completed and both admins wait the period out and
+		 * claim the next generation together again.  The pause is
+		 * what sets them apart, so it grows with every clash.
 		 */
-		if ((err = bftblk__take_errno()) == ESTALE)
+		if ((err = bftblk__take_errno()) == ESTALE) {
 			err = EBUSY;
+			if (clashes < 3)
+				clashes++;
+		}
 		if (err != EBUSY || time(NULL) >= until)
 			return bftblk__fail(err, "the volume table's admin "
 			    "lock: %s", bftblk__errmsg());
 		bft_random(&pause, sizeof pause);
-		usleep(500000 + pause % 2000000);
+		usleep(500000 + pause % (2000000u << (clashes > 1 ?
+		    clashes - 1 : 0)));
 	}
 }
 
