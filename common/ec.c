@@ -299,6 +299,27 @@ bft_ec_place(const struct bft_ec *ec, unsigned i, const uint8_t *frag,
 	return 0;
 }
 
+uint32_t
+bft_ec_payload(const struct bft_ec *ec)
+{
+	return ec->payload;
+}
+
+int
+bft_ec_data_frag(const struct bft_ec *ec, uint32_t off, uint32_t len)
+{
+	uint32_t i;
+
+	if (!ec->direct || len == 0 || ec->payload == 0 ||
+	    off > ec->value_len || len > ec->value_len - off)
+		return -1;
+	i = off / ec->payload;
+	if ((off + len - 1) / ec->payload != i || i >= ec->k ||
+	    (uint64_t)(i + 1) * ec->payload > ec->value_len)
+		return -1;
+	return (int)i;
+}
+
 int
 bft_ec_decode_placed(struct bft_ec *ec, uint8_t *const frags[BFT_MAX_N],
     uint32_t have, uint32_t placed, uint8_t *block)

@@ -74,6 +74,15 @@ int bft_ec_decode(struct bft_ec *ec, const uint8_t *const frags[BFT_MAX_N],
 int bft_ec_place(const struct bft_ec *ec, unsigned i, const uint8_t *frag,
 		 uint8_t *hdr, uint8_t *block);
 /*
+ * The data fragment whose payload bft_ec_place() puts over bytes
+ * [off, off + len) of the value, all of them, or -1 when none does (they
+ * span two, fall in a padded payload, or this coder is not direct): a
+ * read of those bytes alone needs only that fragment.
+ */
+int bft_ec_data_frag(const struct bft_ec *ec, uint32_t off, uint32_t len);
+/* The bytes of the value each data fragment's payload holds. */
+uint32_t bft_ec_payload(const struct bft_ec *ec);
+/*
  * bft_ec_decode() where the fragments in placed went through
  * bft_ec_place() into this block and frags[i] hold their headers.
  * Placed fragments not in have may have left anything in block: it is

@@ -234,10 +234,14 @@ bft_cand_written(const struct bft_cand *c, uint64_t block,
 	    &(struct bft_mac_keys){ k->ki, k->ki_alt }, c->vec[k->self]);
 }
 
-enum bft_fast_verdict
-bft_fast_read(const struct bft_collect_reply *A, unsigned n, unsigned t,
+/*
+ * Both 1-round reads: the fragments that count are those of servers in
+ * from, and need of them must hash to the agreed cc.
+ */
+static enum bft_fast_verdict
+fast_read(const struct bft_collect_reply *A, unsigned n, unsigned t,
     uint32_t pending, uint32_t want, uint64_t block,
-    const struct bft_written_key *k,
+    const struct bft_written_key *k, uint32_t from, unsigned need,
     int *pick, uint32_t *have)
 {
 	unsigned missing = (unsigned)__builtin_popcount(pending);
@@ -296,17 +300,39 @@ bft_fast_read(const struct bft_collect_reply *A, unsigned n, unsigned t,
 		return BFT_FAST_YES;
 	/* Fragments of c that hash to the agreed cc: any t+1 decode. */
 	for (unsigned i = 0; i < n; i++) {
-		if (!A[i].present || !A[i].has_frag ||
+		if (!(from & (1u << i)) || !A[i].present || !A[i].has_frag ||
 		    !cand_equal(&A[i].lc, c, n) ||
 		    !bft_equal(A[i].fh, A[cc_src].cc[i], BFT_HASH_LEN))
 			continue;
 		*have |= 1u << i;
 		nfrag++;
 	}
-	if (nfrag >= t + 1)
+	if (nfrag >= need)
 		return BFT_FAST_YES;
-	more = (unsigned)__builtin_popcount(pending & want);
-	return nfrag + more < t + 1 ? BFT_FAST_NO : BFT_FAST_WAIT;
+	more = (unsigned)__builtin_popcount(pending & want & from);
+	return nfrag + more < need ? BFT_FAST_NO : BFT_FAST_WAIT;
+}
+
+enum bft_fast_verdict
+bft_fast_read(const struct bft_collect_reply *A, unsigned n, unsigned t,
+    uint32_t pending, uint32_t want, uint64_t block,
+    const struct bft_written_key *k,
+    int *pick, uint32_t *have)
+{
+	return fast_read(A, n, t, pending, want, block, k, UINT32_MAX, t + 1,
+	    pick, have);
+}
+
+enum bft_fast_verdict
+bft_fast_read_part(const struct bft_collect_reply *A, unsigned n, unsigned t,
+    uint32_t pending, uint32_t want, uint64_t block,
+    const struct bft_written_key *k, unsigned part, int *pick,
+    uint32_t *have)
+{
+	if (part >= n)
+		return BFT_FAST_NO;
+	return fast_read(A, n, t, pending, want, block, k, 1u << part, 1,
+	    pick, have);
 }
 
 bool

@@ -126,6 +126,19 @@ bool bft_cand_written(const struct bft_cand *c, uint64_t block,
 enum bft_fast_verdict bft_fast_read(const struct bft_collect_reply *A,
     unsigned n, unsigned t, uint32_t pending, uint32_t want, uint64_t block,
     const struct bft_written_key *k, int *pick, uint32_t *have);
+/*
+ * bft_fast_read() for a read of part of the value that data fragment
+ * part holds alone (bft_ec_data_frag()): the same candidate and cc
+ * rules, and then that one fragment hashing to the agreed cc's entry
+ * in place of t+1.  The cc t+1 servers agree on is the writer's (one of
+ * them is correct), so a fragment that hashes to its entry is the
+ * writer's fragment, and its payload the value's bytes: the choice of
+ * the value is the whole read's, only less of it is rebuilt.
+ */
+enum bft_fast_verdict bft_fast_read_part(const struct bft_collect_reply *A,
+    unsigned n, unsigned t, uint32_t pending, uint32_t want, uint64_t block,
+    const struct bft_written_key *k, unsigned part, int *pick,
+    uint32_t *have);
 
 /*
  * Lease fencing (proto.h's generations; the argument is in README,

@@ -125,6 +125,15 @@ struct op {
 	bool fast_wait;			/* n-t replies in, fragments awaited */
 	bool fast_done;			/* decided in one round */
 	unsigned fast_pick;		/* ... by A[fast_pick]'s lc and cc */
+	/*
+	 * A read of bytes [range_off, range_off + range_len) of the block
+	 * alone (range_len 0: all of it), set by the submitter.  part is the
+	 * data fragment that holds them, when the 1-round read asks for that
+	 * one only (op_read_fast.c), else -1; fast_done with part >= 0 means
+	 * only those bytes of data hold the value.
+	 */
+	uint32_t range_off, range_len;
+	int part;
 
 	/*
 	 * The arrays, 32 KiB of the op, are last: bftblk__op_new zeroes only
@@ -284,6 +293,8 @@ int bftblk__op_seal_write(struct op *op);
  * never-written block).
  */
 void bftblk__op_read_ts(const struct op *op, struct bft_ts *ts);
+/* Whether a read returned only its range's bytes (op->part). */
+bool bftblk__op_read_part(const struct op *op);
 /*
  * The cross-checksum t+1 servers agreed on for the value a finished
  * read returned, which its fragments matched; NULL for a never-written

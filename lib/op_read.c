@@ -362,6 +362,13 @@ bftblk__op_read_ts(const struct op *op, struct bft_ts *ts)
 		*ts = op->chosen.ts;
 }
 
+bool
+bftblk__op_read_part(const struct op *op)
+{
+	return !op->zero && op->fast_done && op->part >= 0 &&
+	    !bft_cc_is_zero(bftblk__op_read_cc(op), op->cl->n);
+}
+
 int
 bftblk__op_finish_read(struct op *op)
 {
@@ -377,6 +384,18 @@ bftblk__op_finish_read(struct op *op)
 	/* The zero value (trimmed): t+1 servers agree there is nothing. */
 	if (bft_cc_is_zero(bftblk__op_read_cc(op), cl->n)) {
 		memset(op->data, 0, BFT_BLOCK_SIZE);
+		return 0;
+	}
+	if (op->fast_done && op->part >= 0) {
+		/*
+		 * Part of the block: the one data fragment that holds it,
+		 * checked and placed where the value has those bytes; the
+		 * rest of data is not the value and is not read.
+		 */
+		if ((op->fast_have & op->placed & (1u << op->part)) == 0) {
+			op->why = "the part read's fragment is not in place";
+			return -1;
+		}
 		return 0;
 	}
 	if (op->fast_done) {

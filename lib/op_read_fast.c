@@ -62,6 +62,31 @@ bftblk__fast_read_start(struct op *op)
 	op->fast_have = 0;
 	op->placed = 0;
 	/*
+	 * Part of a block that one data fragment holds: that server alone,
+	 * when it is up, not passed over and not slower than the fastest
+	 * by more than a data server may be, moves and checks 1/k of what
+	 * a whole read does.  Sealed values authenticate only whole
+	 * (volcrypt.c).
+	 */
+	op->part = -1;
+	if (op->range_len > 0 && cl->p.vc == NULL) {
+		int d = bft_ec_data_frag(cl->p.ec, op->range_off,
+		    op->range_len);
+		uint64_t fastest = UINT64_MAX;
+
+		for (unsigned i = 0; i < cl->n; i++)
+			if (lp->conns[i].state == C_READY &&
+			    cl->lat_ns[i] < fastest)
+				fastest = cl->lat_ns[i];
+		if (d >= 0 && lp->conns[d].state == C_READY &&
+		    cl->frag_avoid_until[d] <= now &&
+		    cl->lat_ns[d] <= fastest + DATA_PREFERENCE_NS) {
+			op->part = d;
+			op->want = 1u << d;
+			return;
+		}
+	}
+	/*
 	 * The k fastest connected servers not passed over; failing that,
 	 * connected ones, then any, as a server that comes back is sent its
 	 * COLLECT then.
@@ -118,6 +143,9 @@ bftblk__fast_read_note(struct op *op, unsigned i, const struct bft_msg *m)
 	    read_value(op)) == 0) {
 		op->placed |= 1u << i;
 		op->unchecked = true;
+	} else if (op->part >= 0) {
+		/* Unplaced, a part read's one fragment serves nothing. */
+		return;
 	} else {
 		memcpy(op->frags[i], m->frag, flen);
 	}
@@ -163,7 +191,9 @@ bftblk__fast_read_try(struct op *op)
 		if (cl->lp->conns[i].state != C_READY)
 			pending &= ~(1u << i);
 	wkey = eng_written_key(cl);
-	switch (bft_fast_read(op->A, cl->n, cl->t, pending, op->want,
+	switch (op->part >= 0 ? bft_fast_read_part(op->A, cl->n, cl->t,
+	    pending, op->want, op->block, &wkey, (unsigned)op->part, &pick,
+	    &have) : bft_fast_read(op->A, cl->n, cl->t, pending, op->want,
 	    op->block, &wkey, &pick, &have)) {
 	case BFT_FAST_YES:
 		STAT_ADD(cl, fast_reads, 1);

@@ -81,6 +81,12 @@ bftblk__read_blocks(struct bft_engine *cl, struct bft_blockcache *bc,
 
 		/* A genuine pair: the value the register had at ts. */
 		bftblk__op_read_ts(ops[i], &ts);
+		/*
+		 * Only part of data is the value: the entry there, if any,
+		 * stays as it was, a genuine pair still (blockcache_int.h).
+		 */
+		if (bftblk__op_read_part(ops[i]))
+			continue;
 		if (insert)
 			bftblk__bc_put(bc, ops[i]->block, &ts, ops[i]->data);
 		else
@@ -106,6 +112,17 @@ bftblk__io_read(struct bft_engine *cl, struct bft_blockcache *bc, uint8_t *buf,
 		if (bftblk__plan_init(&p, cl, b, nb, offset, count, buf,
 		    OP_READ) != 0)
 			return -1;
+		/* Blocks read in part may move only the part (op_read_fast.c). */
+		for (unsigned i = 0; i < nb; i++) {
+			uint64_t ib, io, n;
+
+			if (p.tmp[i] == NULL)
+				continue;
+			bftblk__plan_overlap(b + i, offset, count, &ib, &io,
+			    &n);
+			p.ops[i]->range_off = (uint32_t)ib;
+			p.ops[i]->range_len = (uint32_t)n;
+		}
 		r = bftblk__read_blocks(cl, bc, p.ops, p.nops, false);
 		for (unsigned i = 0; r == 0 && i < nb; i++) {
 			uint64_t ib, io, n;
