@@ -178,6 +178,7 @@ struct bft_engine_stats {
 	atomic_ullong timeouts, reconnects;
 	atomic_ullong fast_writes, fast_fallbacks;
 	atomic_ullong fast_reads, fast_read_fallbacks;
+	atomic_ullong part_reads;	/* fast_reads of one fragment */
 	/* Partial writes: value from the block cache, a read, or stale. */
 	atomic_ullong cache_hits, cache_misses, cache_stale;
 	/* Small writes that went out in another request's block write. */

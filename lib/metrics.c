@@ -26,6 +26,8 @@ put_engine(struct bft_prom *p, const struct bft_engine_stats *s)
 	const struct { const char *name, *help; uint64_t v; } c[] = {
 		{ P "fast_reads_total", "Reads decided in one round.",
 		  s->fast_reads },
+		{ P "part_reads_total", "Reads in one round of the one "
+		  "fragment that holds the bytes asked for.", s->part_reads },
 		{ P "fast_read_fallbacks_total", "Reads that tried one round "
 		  "and needed the full protocol.", s->fast_read_fallbacks },
 		{ P "fast_writes_total", "Writes that skipped CLOCK on a "

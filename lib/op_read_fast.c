@@ -48,6 +48,36 @@
  */
 #define DATA_PREFERENCE_NS	1000000
 
+/*
+ * Part of a block that one data fragment holds: that server alone moves
+ * and checks 1/k of what a whole read does.  It is asked alone when it
+ * is up, not passed over, and no slower than the slowest server the
+ * whole read would wait for (op->want) by more than a data server may
+ * be: a server sending a fragment answers later for that alone, so a
+ * margin over the fastest would turn part reads away from the very
+ * servers they keep busy.  Sealed values authenticate only whole
+ * (volcrypt.c).
+ */
+static void
+part_choose(struct op *op, uint64_t now)
+{
+	struct bft_engine *cl = op->cl;
+	struct engine_loop *lp = cl->lp;
+	int d = bft_ec_data_frag(cl->p.ec, op->range_off, op->range_len);
+	uint64_t slowest = 0;
+
+	if (d < 0 || lp->conns[d].state != C_READY ||
+	    cl->frag_avoid_until[d] > now)
+		return;
+	for (unsigned i = 0; i < cl->n; i++)
+		if ((op->want & (1u << i)) && cl->lat_ns[i] > slowest)
+			slowest = cl->lat_ns[i];
+	if (cl->lat_ns[d] > slowest + DATA_PREFERENCE_NS)
+		return;
+	op->part = d;
+	op->want = 1u << d;
+}
+
 void
 bftblk__fast_read_start(struct op *op)
 {
@@ -61,31 +91,7 @@ bftblk__fast_read_start(struct op *op)
 	op->fast_wait = op->fast_done = false;
 	op->fast_have = 0;
 	op->placed = 0;
-	/*
-	 * Part of a block that one data fragment holds: that server alone,
-	 * when it is up, not passed over and not slower than the fastest
-	 * by more than a data server may be, moves and checks 1/k of what
-	 * a whole read does.  Sealed values authenticate only whole
-	 * (volcrypt.c).
-	 */
 	op->part = -1;
-	if (op->range_len > 0 && cl->p.vc == NULL) {
-		int d = bft_ec_data_frag(cl->p.ec, op->range_off,
-		    op->range_len);
-		uint64_t fastest = UINT64_MAX;
-
-		for (unsigned i = 0; i < cl->n; i++)
-			if (lp->conns[i].state == C_READY &&
-			    cl->lat_ns[i] < fastest)
-				fastest = cl->lat_ns[i];
-		if (d >= 0 && lp->conns[d].state == C_READY &&
-		    cl->frag_avoid_until[d] <= now &&
-		    cl->lat_ns[d] <= fastest + DATA_PREFERENCE_NS) {
-			op->part = d;
-			op->want = 1u << d;
-			return;
-		}
-	}
 	/*
 	 * The k fastest connected servers not passed over; failing that,
 	 * connected ones, then any, as a server that comes back is sent its
@@ -115,6 +121,8 @@ bftblk__fast_read_start(struct op *op)
 				break;
 			op->want |= 1u << best;
 		}
+	if (op->range_len > 0 && cl->p.vc == NULL)
+		part_choose(op, now);
 }
 
 void
@@ -197,6 +205,8 @@ bftblk__fast_read_try(struct op *op)
 	    op->block, &wkey, &pick, &have)) {
 	case BFT_FAST_YES:
 		STAT_ADD(cl, fast_reads, 1);
+		if (op->part >= 0)
+			STAT_ADD(cl, part_reads, 1);
 		op->fast_wait = false;
 		op->fast_done = true;
 		op->fast_have = have;

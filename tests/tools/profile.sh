@@ -8,7 +8,9 @@
 #   tests/tools/profile.sh OUT
 #
 # Environment: BUILD (default build), PROFILE_SECONDS (default 8),
-# CLUSTER_CHANNEL (aead or plain), FIO_SIZE (default 256M).
+# CLUSTER_CHANNEL (aead or plain), FIO_SIZE (default 256M),
+# PROFILE_JOBS the passes as NAME:RW:BS words (default
+# "write:write:64k read:read:64k"; e.g. randread:randread:4k).
 set -euo pipefail
 
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -27,12 +29,12 @@ uri=$(nbd_uri bftblk)
 kit=${NBDKIT_PID[bftblk]}
 srv=${SERVER_PID[0]}
 
-# profile NAME RW: fio runs RW for SECS+4 s; perf records both
+# profile NAME RW BS: fio runs RW of BS for SECS+4 s; perf records both
 # processes for SECS s once fio is going.
 profile()
 {
-	local name=$1 rw=$2 fpid p1 p2
-	fio --name="$name" --ioengine=nbd --uri="$uri" --rw="$rw" --bs=64k \
+	local name=$1 rw=$2 bs=$3 fpid p1 p2
+	fio --name="$name" --ioengine=nbd --uri="$uri" --rw="$rw" --bs="$bs" \
 	    --iodepth=16 --size="$SIZE" --time_based --runtime=$((SECS + 4)) \
 	    --output-format=json --output="$OUT/$name.fio.json" \
 	    >/dev/null 2>&1 &
@@ -51,15 +53,17 @@ import json, sys
 t = open(sys.argv[1]).read()
 j = json.loads(t[t.index("{"):])["jobs"][0]
 s = max((j["read"], j["write"]), key=lambda x: x["io_bytes"])
-print("fio: %.1f MB/s" % (s["bw_bytes"] / 1e6))
+print("fio: %.1f MB/s, %.0f IOPS" % (s["bw_bytes"] / 1e6, s["iops"]))
 EOF
 }
 
 log "filling $SIZE"
 fio --name=fill --ioengine=nbd --uri="$uri" --rw=write --bs=64k \
     --iodepth=16 --size="$SIZE" >/dev/null 2>&1
-profile write write
-profile read read
+for job in ${PROFILE_JOBS:-write:write:64k read:read:64k}; do
+	IFS=: read -r name rw bs <<<"$job"
+	profile "$name" "$rw" "$bs"
+done
 for f in "$OUT"/*.data; do
 	echo "== $(basename "$f")"
 	perf report -i "$f" --no-children -g none --sort dso,sym --stdio 2>/dev/null \
