@@ -252,7 +252,7 @@ $(BUILD)/tests/test_conn_tx: $(BUILD)/lib/conn_tx.o
 ROUNDS_TEST_OBJ = $(filter-out $(BUILD)/lib/conn.o,$(call obj,$(LIB_SRC))) \
 	$(BUILD)/tests/unit/fake_conn.o $(SERVER_LIB_OBJ)
 $(BUILD)/tests/test_rounds_write $(BUILD)/tests/test_rounds_read \
-	$(BUILD)/tests/test_rounds_keys: \
+	$(BUILD)/tests/test_rounds_keys $(BUILD)/tests/test_rounds_part: \
 	$(ROUNDS_TEST_OBJ)
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(LIBCOMMON) \

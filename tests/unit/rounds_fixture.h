@@ -313,11 +313,13 @@ queued_none(struct fx *f)
 /*
  * Starts an op as its submitter would: a read into a buffer filled with
  * 0xaa (so bytes it never wrote show), or a write of value, or with
- * value NULL a write of the zero value (trim).
+ * value NULL a write of the zero value (trim).  A read with range_len
+ * wants bytes [range_off, range_off + range_len) alone.
  */
 static inline void
-run_start(struct fx *f, struct run *r, enum op_kind kind, uint64_t block,
-    const uint8_t *value)
+run_start_range(struct fx *f, struct run *r, enum op_kind kind,
+    uint64_t block, const uint8_t *value, uint32_t range_off,
+    uint32_t range_len)
 {
 	r->data = malloc(BFT_BLOCK_SIZE);
 	assert_non_null(r->data);
@@ -332,9 +334,18 @@ run_start(struct fx *f, struct run *r, enum op_kind kind, uint64_t block,
 	r->op->batch = &r->b;
 	bftblk__batch_init(&r->b, 1);
 	r->op->zero_value = kind == OP_WRITE && value == NULL;
+	r->op->range_off = range_off;
+	r->op->range_len = range_len;
 	if (kind == OP_WRITE)
 		assert_int_equal(bftblk__op_prepare_write(r->op), 0);
 	bftblk__engine_start_op(r->op);
+}
+
+static inline void
+run_start(struct fx *f, struct run *r, enum op_kind kind, uint64_t block,
+    const uint8_t *value)
+{
+	run_start_range(f, r, kind, block, value, 0, 0);
 }
 
 /* The op finished: its submitter would have been woken. */
