@@ -386,7 +386,7 @@ bftblk__op_finish_read(struct op *op)
 		memset(op->data, 0, BFT_BLOCK_SIZE);
 		return 0;
 	}
-	if (op->fast_done && op->part >= 0) {
+	if (bftblk__op_read_part(op)) {
 		/*
 		 * Part of the block: the one data fragment that holds it,
 		 * checked and placed where the value has those bytes; the

@@ -240,6 +240,25 @@ answer(struct fx *f, unsigned i, const struct bft_msg *req)
 	fake_conn_deliver(conn_of(f, i), &rep);
 }
 
+/*
+ * Server i answers req honestly, except that its fragment has one bit
+ * flipped 100 bytes before its end (in the last 4 KiB of its payload):
+ * what a liar, or a bad disk, sends.
+ */
+static inline void
+answer_corrupt(struct fx *f, unsigned i, const struct bft_msg *req)
+{
+	static struct bft_msg rep;
+	static uint8_t frag[BFT_MAX_FRAG];
+
+	honest(f, i, req, &rep);
+	assert_true(rep.frag_len > 100);
+	memcpy(frag, rep.frag, rep.frag_len);
+	frag[rep.frag_len - 100] ^= 0x10;
+	rep.frag = frag;
+	fake_conn_deliver(conn_of(f, i), &rep);
+}
+
 /* Whether every server was sent exactly count requests. */
 static inline bool
 all_sent(struct fx *f, unsigned count)

@@ -13,24 +13,6 @@
 
 #include "rounds_fixture.h"
 
-/*
- * Server i answers req honestly but for one bit of its fragment, flipped
- * 100 bytes before the fragment's end: in the last 4 KiB of its payload.
- */
-static void
-answer_corrupt(struct fx *f, unsigned i, const struct bft_msg *req)
-{
-	static struct bft_msg rep;
-	static uint8_t frag[BFT_MAX_FRAG];
-
-	honest(f, i, req, &rep);
-	assert_true(rep.frag_len > 100);
-	memcpy(frag, rep.frag, rep.frag_len);
-	frag[rep.frag_len - 100] ^= 0x10;
-	rep.frag = frag;
-	fake_conn_deliver(conn_of(f, i), &rep);
-}
-
 /* r succeeded, and bytes [off, off + len) of its buffer are value's. */
 static void
 assert_range(struct run *r, const uint8_t *value, uint32_t off, uint32_t len)

@@ -35,24 +35,6 @@ all_bytes(const uint8_t *p, uint8_t c)
 }
 
 /*
- * Server i answers req honestly, except that its fragment has one bit
- * flipped: what a liar, or a bad disk, sends.
- */
-static void
-answer_corrupt(struct fx *f, unsigned i, const struct bft_msg *req)
-{
-	static struct bft_msg rep;
-	static uint8_t frag[BFT_MAX_FRAG];
-
-	honest(f, i, req, &rep);
-	assert_true(rep.frag_len > 100);
-	memcpy(frag, rep.frag, rep.frag_len);
-	frag[rep.frag_len - 100] ^= 0x10;
-	rep.frag = frag;
-	fake_conn_deliver(conn_of(f, i), &rep);
-}
-
-/*
  * A block never written: n-t COLLECT answers with no candidate end the
  * read with zeros, without FILTER.  Of the COLLECTs only the first k =
  * t+1 servers' ask for a fragment.
