@@ -370,6 +370,51 @@ set_lost(struct bft_lease *l, const char *holder)
 }
 
 /*
+ * A renewal the servers refused as fenced: a snapshot's cut, which read
+ * the register after our renewal did, fenced our generation and is
+ * writing our claim back under the next one (lease_snap.c).  Renewals
+ * come every period/3 and cuts as often as admins ask; a renewal that
+ * simply failed here would count against the holder, and a few cuts in
+ * a row, each meeting one, would fence it with no other holder about.
+ * So the renewer looks again, for up to period/3, as a fenced write
+ * does (bftblk__lease_follow), but in naps a release cuts short.
+ * 1: our claim is under a newer generation, now the engine's; 0: not
+ * seen in time, or the lease is being released; -1: another's claim.
+ */
+static int
+renew_follow(struct bft_lease *l, uint64_t sent)
+{
+	uint64_t until = now_ms() + l->period_ms / 3, wait_ms = 5;
+	struct bft_lease_claim c;
+	struct bft_ts ts;
+	bool valid;
+
+	if (bftblk__take_errno() != ESTALE)
+		return 0;
+	while (now_ms() < until) {
+		/* A fenced write may have followed it meanwhile. */
+		if (bftblk__engine_gen(l->eng) > sent)
+			return 1;
+		if (claim_read(l, &c, &valid, &ts) != 0)
+			return 0;
+		if (!valid || !bftblk__lease_ours(l, &c)) {
+			set_lost(l, valid ? c.holder : "nobody");
+			return -1;
+		}
+		if (bft_ts_gen(&ts) > sent) {
+			if (bft_ts_gen(&ts) > bftblk__engine_gen(l->eng))
+				bftblk__lease_adopt(l, bft_ts_gen(&ts));
+			return 1;
+		}
+		if (!nap(l, wait_ms))
+			return 0;
+		if (wait_ms < 640)
+			wait_ms *= 2;
+	}
+	return 0;
+}
+
+/*
  * One renewal: the claim is read, and written again only when it is
  * still ours, so that a holder cut off for a while never overwrites a
  * claim it has not seen.  Whatever the outcome, a holder that has not
@@ -379,9 +424,10 @@ static bool
 renew(struct bft_lease *l)
 {
 	struct bft_lease_claim c;
-	uint64_t t0 = now_ms(), last;
+	uint64_t t0 = now_ms(), last, sent;
 	struct bft_ts ts;
 	bool valid;
+	int followed = 0;
 
 	if (claim_read(l, &c, &valid, &ts) == 0) {
 		if (!valid || !bftblk__lease_ours(l, &c)) {
@@ -396,8 +442,13 @@ renew(struct bft_lease *l)
 		if (bft_ts_gen(&ts) > bftblk__engine_gen(l->eng))
 			bftblk__lease_adopt(l, bft_ts_gen(&ts));
 		l->mine.counter = c.counter + 1;
-		if (claim_write(l, &l->mine) == 0)
+		sent = bftblk__engine_gen(l->eng);
+		if (claim_write(l, &l->mine) == 0 ||
+		    ((followed = renew_follow(l, sent)) > 0 &&
+		    claim_write(l, &l->mine) == 0))
 			__atomic_store_n(&l->renewed_ms, t0, __ATOMIC_RELEASE);
+		else if (followed < 0)
+			return false;
 		else
 			note(l, BFTBLK_LOG_WARN, "renewal not written: %s",
 			    bftblk__errmsg());
