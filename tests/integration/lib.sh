@@ -423,47 +423,55 @@ client_revoke()
 	[ "${#SERVER_PID[@]}" -eq 0 ] || servers_reload
 }
 
-# proxy_start I DELAY_MS: a slow link to server I, for clients only.
-# Starts tests/tools/delay-proxy.py in front of server I, adding
-# DELAY_MS each way, and writes $PROXY_CONF: the cluster's bftblk.conf
-# with server.I's address the proxy's (the servers keep the original).
-# nbdkit_start ... config="$PROXY_CONF" makes a plugin go through it.
-# One proxy at a time; proxy_stop ends it, the EXIT trap if not.
-PROXY_PID=
+# proxy_start "I..." DELAY_MS: slow links to servers I..., for clients
+# only.  Starts a tests/tools/delay-proxy.py in front of each server I,
+# adding DELAY_MS each way, and writes $PROXY_CONF: the cluster's
+# bftblk.conf with each server I's address its proxy's (the servers
+# keep the original).  nbdkit_start ... config="$PROXY_CONF" makes a
+# plugin go through them.  $PROXY_PIDS lists the proxies; one set at a
+# time; proxy_stop ends them, the EXIT trap if not.
+PROXY_PIDS=()
 PROXY_CONF=
 proxy_start()
 {
-	local i=$1 delay=$2 port logf offset
+	local list=$1 delay=$2 i port logf offset
 	[ -n "$CLUSTER_DIR" ] || fail "proxy_start: no cluster_start yet"
-	[ -z "$PROXY_PID" ] || fail "proxy_start: a proxy is running"
-	port=$(_pick_ports 1)
-	logf=$TESTDIR/log/proxy.log
-	touch "$logf"
-	offset=$(stat -c %s "$logf")
-	python3 "$SRCDIR/tests/tools/delay-proxy.py" \
-	    --listen "127.0.0.1:$port" \
-	    --target "127.0.0.1:$((CLUSTER_BASE_PORT + i))" \
-	    --delay-ms "$delay" >>"$logf" 2>&1 </dev/null &
-	PROXY_PID=$!
-	_track "$PROXY_PID" "proxy"
-	_wait_log "$PROXY_PID" "$logf" "$offset" "listening on" "proxy"
+	[ "${#PROXY_PIDS[@]}" -eq 0 ] || fail "proxy_start: proxies are running"
 	PROXY_CONF=$TESTDIR/via-proxy.conf
-	sed "s/^server\\.$i = .*/server.$i = 127.0.0.1:$port/" \
-	    "$CLUSTER_DIR/bftblk.conf" >"$PROXY_CONF"
-	grep -q "^server\\.$i = 127.0.0.1:$port\$" "$PROXY_CONF" ||
-	    fail "proxy_start: no server.$i line in bftblk.conf"
-	log "proxy up (pid $PROXY_PID): server-$i via port $port," \
-	    "+$delay ms each way"
+	cp "$CLUSTER_DIR/bftblk.conf" "$PROXY_CONF"
+	for i in $list; do
+		port=$(_pick_ports 1)
+		logf=$TESTDIR/log/proxy-$i.log
+		touch "$logf"
+		offset=$(stat -c %s "$logf")
+		python3 "$SRCDIR/tests/tools/delay-proxy.py" \
+		    --listen "127.0.0.1:$port" \
+		    --target "127.0.0.1:$((CLUSTER_BASE_PORT + i))" \
+		    --delay-ms "$delay" >>"$logf" 2>&1 </dev/null &
+		PROXY_PIDS+=("$!")
+		_track "$!" "proxy-$i"
+		_wait_log "$!" "$logf" "$offset" "listening on" "proxy-$i"
+		sed -i "s/^server\\.$i = .*/server.$i = 127.0.0.1:$port/" \
+		    "$PROXY_CONF"
+		grep -q "^server\\.$i = 127.0.0.1:$port\$" "$PROXY_CONF" ||
+		    fail "proxy_start: no server.$i line in bftblk.conf"
+		log "proxy up (pid $!): server-$i via port $port," \
+		    "+$delay ms each way"
+	done
 }
 
 proxy_stop()
 {
-	[ -n "$PROXY_PID" ] || fail "proxy_stop: no proxy running"
-	_stop_pid "$PROXY_PID" TERM
-	_forget_pid "$PROXY_PID"
-	PROXY_PID=
-	log "proxy stopped (status $_STATUS)"
-	[ "$_STATUS" -eq 0 ] || fail "the proxy exited with status $_STATUS"
+	local pid
+	[ "${#PROXY_PIDS[@]}" -gt 0 ] || fail "proxy_stop: no proxy running"
+	for pid in "${PROXY_PIDS[@]}"; do
+		_stop_pid "$pid" TERM
+		_forget_pid "$pid"
+		[ "$_STATUS" -eq 0 ] ||
+		    fail "proxy $pid exited with status $_STATUS"
+	done
+	PROXY_PIDS=()
+	log "proxies stopped"
 }
 
 nbd_uri()

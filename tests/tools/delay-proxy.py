@@ -17,6 +17,17 @@ Every accepted connection gets its own connection to the target; either
 side closing closes both.  It prints "listening on HOST:PORT" once ready
 and runs until SIGTERM or SIGINT.
 
+    SIGHUP   arm: once --arm-bytes (default 16 KiB) of requests (client
+             to target, over every connection) have been delivered
+             since, the replies are held, requests still passing, and
+             it prints "holding replies".  A client that needs answers
+             to go on stops there: after a write's data (a STORE is one
+             fragment, tens of KiB, where reads ask in a few hundred
+             bytes), before what it would send on the answers (the
+             COMPLETE).  A signal could not aim between the two.
+    SIGUSR2  release: the replies held are delivered, and later ones
+             pass as before; "released" is printed.
+
 No third-party module is needed.
 """
 import argparse
@@ -41,8 +52,41 @@ def nodelay(writer):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-async def pipe(reader, writer, delay):
-    """Copies reader to writer, each chunk delay seconds after it came."""
+class Arm:
+    """SIGHUP's and SIGUSR2's state, shared by every connection."""
+
+    def __init__(self, arm_bytes):
+        self.arm_bytes = arm_bytes
+        self.armed = False
+        self.passed = 0
+        self.open = asyncio.Event()
+        self.open.set()
+
+    def arm(self):
+        self.armed = True
+        self.passed = 0
+
+    def count(self, n):
+        if not self.armed:
+            return
+        self.passed += n
+        if self.passed >= self.arm_bytes:
+            self.armed = False
+            self.open.clear()
+            print("holding replies (%d bytes of requests since armed)"
+                  % self.passed, flush=True)
+
+    def release(self):
+        self.armed = False
+        if not self.open.is_set():
+            self.open.set()
+            print("released", flush=True)
+
+
+async def pipe(reader, writer, delay, arm=None, requests=False):
+    """Copies reader to writer, each chunk delay seconds after it came.
+    With arm: requests are counted as delivered, replies wait while it
+    holds them."""
     loop = asyncio.get_running_loop()
     queue = asyncio.Queue()
 
@@ -64,8 +108,12 @@ async def pipe(reader, writer, delay):
                 await asyncio.sleep(wait)
             if not data:
                 break
+            if arm is not None and not requests:
+                await arm.open.wait()
             writer.write(data)
             await writer.drain()
+            if arm is not None and requests:
+                arm.count(len(data))
 
     inbound = asyncio.ensure_future(pump_in())
     try:
@@ -80,6 +128,7 @@ async def pipe(reader, writer, delay):
 async def serve(args):
     delay = args.delay_ms / 1000.0
     conns = set()
+    arm = Arm(args.arm_bytes)
 
     async def on_client(c_reader, c_writer):
         try:
@@ -90,8 +139,8 @@ async def serve(args):
             return
         nodelay(c_writer)
         nodelay(s_writer)
-        task = asyncio.gather(pipe(c_reader, s_writer, delay),
-                              pipe(s_reader, c_writer, delay),
+        task = asyncio.gather(pipe(c_reader, s_writer, delay, arm, True),
+                              pipe(s_reader, c_writer, delay, arm, False),
                               return_exceptions=True)
         conns.add(task)
         try:
@@ -105,6 +154,9 @@ async def serve(args):
     for sig in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(
             sig, lambda: stop.done() or stop.set_result(None))
+    asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, arm.arm)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2,
+                                                  arm.release)
     print("listening on %s:%d, to %s:%d, delay %g ms each way"
           % (*args.listen, *args.target, args.delay_ms), flush=True)
     await stop
@@ -119,6 +171,7 @@ def main():
     p.add_argument("--listen", type=hostport, required=True)
     p.add_argument("--target", type=hostport, required=True)
     p.add_argument("--delay-ms", type=float, default=0.0)
+    p.add_argument("--arm-bytes", type=int, default=16 * 1024)
     args = p.parse_args()
     if args.delay_ms < 0:
         p.error("--delay-ms must not be negative")
