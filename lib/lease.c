@@ -376,8 +376,8 @@ set_lost(struct bft_lease *l, const char *holder)
  * come every period/3 and cuts as often as admins ask; a renewal that
  * simply failed here would count against the holder, and a few cuts in
  * a row, each meeting one, would fence it with no other holder about.
- * So the renewer looks again, for up to period/3, as a fenced write
- * does (bftblk__lease_follow), but in naps a release cuts short.
+ * So the renewer looks again (bftblk__lease_follow_look), as a fenced
+ * write does, but for up to period/3 and in naps a release cuts short.
  * 1: our claim is under a newer generation, now the engine's; 0: not
  * seen in time, or the lease is being released; -1: another's claim.
  */
@@ -386,25 +386,22 @@ renew_follow(struct bft_lease *l, uint64_t sent)
 {
 	uint64_t until = now_ms() + l->period_ms / 3, wait_ms = 5;
 	struct bft_lease_claim c;
-	struct bft_ts ts;
 	bool valid;
 
 	if (bftblk__take_errno() != ESTALE)
 		return 0;
 	while (now_ms() < until) {
-		/* A fenced write may have followed it meanwhile. */
-		if (bftblk__engine_gen(l->eng) > sent)
+		switch (bftblk__lease_follow_look(l, l->buf, sent, &c,
+		    &valid)) {
+		case BFT_FOLLOW_TAKEN:
 			return 1;
-		if (claim_read(l, &c, &valid, &ts) != 0)
-			return 0;
-		if (!valid || !bftblk__lease_ours(l, &c)) {
+		case BFT_FOLLOW_OTHER:
 			set_lost(l, valid ? c.holder : "nobody");
 			return -1;
-		}
-		if (bft_ts_gen(&ts) > sent) {
-			if (bft_ts_gen(&ts) > bftblk__engine_gen(l->eng))
-				bftblk__lease_adopt(l, bft_ts_gen(&ts));
-			return 1;
+		case BFT_FOLLOW_FAILED:
+			return 0;
+		case BFT_FOLLOW_WAIT:
+			break;
 		}
 		if (!nap(l, wait_ms))
 			return 0;

@@ -122,6 +122,20 @@ int bftblk__lease_read_gen(struct bft_engine *eng, uint32_t vol, uint64_t *gen);
  */
 int bftblk__lease_follow(struct bft_lease *l, uint64_t sent);
 /*
+ * One look at the register for a holder whose write of generation sent
+ * was fenced, read into buf (a block): the decision bftblk__lease_follow
+ * and the renewer's own follow (lease.c) both wait on.  *c and *valid
+ * are what was read.
+ */
+enum bft_follow {
+	BFT_FOLLOW_TAKEN,		/* ours under a newer generation: taken */
+	BFT_FOLLOW_WAIT,		/* ours still under sent: look again */
+	BFT_FOLLOW_OTHER,		/* another's claim: the fence stands */
+	BFT_FOLLOW_FAILED,		/* not read; the error is recorded */
+};
+enum bft_follow bftblk__lease_follow_look(struct bft_lease *l, uint8_t *buf,
+    uint64_t sent, struct bft_lease_claim *c, bool *valid);
+/*
  * A snapshot's cut (docs/snapshots.md): writes volume vol's lease
  * register back as it is under the next generation, and flushes it, so
  * that every write of generation g (the snapshot's boundary) is fenced

@@ -50,12 +50,32 @@ write_raw(struct bft_lease *l)
 	return r;
 }
 
+enum bft_follow
+bftblk__lease_follow_look(struct bft_lease *l, uint8_t *buf, uint64_t sent,
+    struct bft_lease_claim *c, bool *valid)
+{
+	struct bft_ts ts;
+
+	/* Another fenced write, or the renewer, took it meanwhile. */
+	if (bftblk__engine_gen(l->eng) > sent)
+		return BFT_FOLLOW_TAKEN;
+	if (bftblk__lease_claim_read(l, buf, c, valid, &ts) != 0)
+		return BFT_FOLLOW_FAILED;
+	if (!*valid || !bftblk__lease_ours(l, c))
+		return BFT_FOLLOW_OTHER;
+	if (bft_ts_gen(&ts) <= sent)
+		return BFT_FOLLOW_WAIT;
+	if (bft_ts_gen(&ts) > bftblk__engine_gen(l->eng))
+		bftblk__lease_adopt(l, bft_ts_gen(&ts));
+	return BFT_FOLLOW_TAKEN;
+}
+
 int
 bftblk__lease_follow(struct bft_lease *l, uint64_t sent)
 {
+	enum bft_follow f = BFT_FOLLOW_WAIT;
 	struct bft_lease_claim c;
 	uint8_t *buf = NULL;
-	struct bft_ts ts;
 	bool valid;
 	int r = 0;
 
@@ -75,28 +95,16 @@ bftblk__lease_follow(struct bft_lease *l, uint64_t sent)
 	 * Servers fence on the new claim's STORE; a read returns it only
 	 * once its COMPLETE is in.  A write refused between the two finds
 	 * the old claim still: it looks again a few times, a second at
-	 * most, before it takes the fence as standing.
+	 * most, before it takes the fence as standing.  Another's claim:
+	 * the fence stands, and the lease is lost.
 	 */
-	for (unsigned wait_ms = 5; r == 0 && wait_ms <= 640; wait_ms *= 2) {
-		if (bftblk__engine_gen(l->eng) > sent) {
-			r = 1;
+	for (unsigned wait_ms = 5; wait_ms <= 640; wait_ms *= 2) {
+		f = bftblk__lease_follow_look(l, buf, sent, &c, &valid);
+		if (f != BFT_FOLLOW_WAIT)
 			break;
-		}
-		if (bftblk__lease_claim_read(l, buf, &c, &valid, &ts) != 0) {
-			r = -1;
-			break;
-		}
-		/* Another's claim: the fence stands, and the lease is lost. */
-		if (!valid || !bftblk__lease_ours(l, &c))
-			break;
-		if (bft_ts_gen(&ts) > sent) {
-			if (bft_ts_gen(&ts) > bftblk__engine_gen(l->eng))
-				bftblk__lease_adopt(l, bft_ts_gen(&ts));
-			r = 1;
-			break;
-		}
 		usleep(wait_ms * 1000);
 	}
+	r = f == BFT_FOLLOW_TAKEN ? 1 : f == BFT_FOLLOW_FAILED ? -1 : 0;
 out:
 	pthread_mutex_unlock(&l->follow_mu);
 	free(buf);
