@@ -10,6 +10,7 @@
 
 #include <msgpack.h>
 
+#include "hashtree.h"
 #include "wire.h"
 #include "wire_int.h"
 
@@ -87,6 +88,13 @@ bft_wire_summary_ok(uint32_t count, uint32_t span)
 {
 	return count >= 1 && span >= 1 &&
 	    ((uint64_t)count + span - 1) / span <= BFT_SUMMARY_MAX;
+}
+
+bool
+bft_wire_slice_ok(uint32_t first, uint32_t count)
+{
+	return count >= 1 && first < BFT_TREE_MAX_CHUNKS &&
+	    count <= BFT_TREE_MAX_CHUNKS - first;
 }
 
 const char *
@@ -254,11 +262,17 @@ put_fields(msgpack_packer *pk, const struct bft_msg *m, unsigned n,
 				return -1;
 		return 0;
 	case BFT_COLLECT:
+		if (m->slice)
+			return msgpack_pack_uint8(pk, 1) ||
+			    msgpack_pack_uint32(pk, m->slice_first) ||
+			    msgpack_pack_uint32(pk, m->slice_count);
 		return msgpack_pack_uint8(pk, m->want_frag ? 1 : 0);
 	case BFT_COLLECT | BFT_ACK:
 		/* Absent cc and frag are empty bins: one shape, 4 bytes. */
 		return put_cand(pk, &m->cands[0], n) ||
 		    put_bin(pk, m->cc, m->has_cc ? cl : 0) ||
+		    (m->slice && put_bin(pk, m->proof, m->has_cc ?
+		    (size_t)m->proof_cvs * BFT_HASH_LEN : 0)) ||
 		    put_frag(pk, m->frag, m->has_cc ? m->frag_len : 0, defer);
 	case BFT_REPAIR:
 		return put_cand(pk, &m->cands[0], n);
@@ -350,6 +364,17 @@ encode_check(const struct bft_msg *m, unsigned n)
 	    (m->nentries > BFT_VOLLIST_MAX ||
 	    (m->entries == NULL && m->nentries != 0)))
 		return -EINVAL;
+	/* Slices are the live state's: a view's reads move whole fragments. */
+	if (m->slice && m->type != BFT_COLLECT &&
+	    m->type != (BFT_COLLECT | BFT_ACK))
+		return -EINVAL;
+	if (m->slice && m->type == BFT_COLLECT &&
+	    !bft_wire_slice_ok(m->slice_first, m->slice_count))
+		return -EINVAL;
+	if (m->slice && ty == (BFT_COLLECT | BFT_ACK) && m->status == 0 &&
+	    m->has_cc && (m->proof_cvs > BFT_TREE_PROOF_MAX ||
+	    (m->proof == NULL && m->proof_cvs != 0)))
+		return -EINVAL;
 	carries_frag = ty == BFT_STORE ||
 	    (ty == (BFT_FILTER | BFT_ACK) && m->status == 0) ||
 	    (ty == (BFT_COLLECT | BFT_ACK) && m->status == 0 &&
@@ -410,14 +435,15 @@ bft_wire_encode_head(const struct bft_msg *m, unsigned n,
 	msgpack_packer_init(&pk, out, buf_write);
 	if (reply) {
 		bad = msgpack_pack_array(&pk, m->status ? 4 :
-		    bft_wire_rep_len[base]) ||
+		    bft_wire_rep_len[base] + (m->slice ? 1 : 0)) ||
 		    msgpack_pack_uint8(&pk, m->type) ||
 		    msgpack_pack_uint64(&pk, m->id) ||
 		    msgpack_pack_uint64(&pk, m->block) ||
 		    msgpack_pack_int32(&pk, m->status);
 	} else {
 		/* HELLO, FLUSH and STATUS concern no block: theirs is 0. */
-		bad = msgpack_pack_array(&pk, bft_wire_req_len[base]) ||
+		bad = msgpack_pack_array(&pk, bft_wire_req_len[base] +
+		    (m->slice ? 2 : 0)) ||
 		    msgpack_pack_uint8(&pk, m->type) ||
 		    msgpack_pack_uint64(&pk, m->id) ||
 		    msgpack_pack_uint64(&pk, bft_wire_no_block(base) ? 0 :

@@ -21,6 +21,11 @@
  *   COLLECT  [type, id, block, want (uint 0 or 1)]
  *            (want = 1: send the fragment of lc too, for the 1-round
  *             read; the reader asks only k = t+1 servers for one)
+ *            or [type, id, block, 1, first (uint), count (uint)]
+ *            (a slice: chunks [first, first + count) of lc's fragment
+ *             and their proof instead of all of it, common/hashtree.h;
+ *             1 <= count, first + count <= BFT_TREE_MAX_CHUNKS.  From
+ *             level 1 on, sent only to servers whose hello said a level)
  *   FILTER   [type, id, block, [cand, ...]]   (1..n candidates)
  *   REPAIR   [type, id, block, cand]
  *   FLUSH    [type, id, 0]
@@ -99,6 +104,11 @@
  *                 Hist[lc.ts].fr when the request had want = 1 and cc is
  *                 there, else an empty bin: a fragment never comes
  *                 without its cross-checksum)
+ *                 or, to a slice, [..., status, cand, cc, proof, frag]
+ *                 (frag the chunks asked for, proof their proof's CVs,
+ *                 a bin of 32 bytes per CV, at most BFT_TREE_PROOF_MAX;
+ *                 both empty when cc is, or when the chunks asked for
+ *                 are not all inside the fragment)
  *   FILTER_ACK   [..., status, ts, vec, cc, frag]  (Hist[c_rt.ts]; when
  *                 c_rt is c0, ts is zero, vec and cc all zero, frag empty)
  *   SUMMARY_ACK  [..., status, digests (bin)]  (32 bytes per range, in
@@ -339,6 +349,19 @@ struct bft_msg {
 	uint64_t id;
 	uint64_t block;
 	int32_t status;			/* replies only */
+	/*
+	 * COLLECT of a slice: chunks [slice_first, slice_first +
+	 * slice_count) of the fragment in place of all of it.  Its
+	 * COLLECT_ACK has slice set, frag the chunks and proof the
+	 * proof_cvs CVs of their proof (BFT_HASH_LEN bytes each; like
+	 * frag, in the decoded body or the caller's data).  Here, among
+	 * the fields a reply's header is cleared up to (server/net.c), so
+	 * no other reply inherits them.
+	 */
+	bool slice;
+	uint32_t slice_first, slice_count;
+	const uint8_t *proof;
+	uint32_t proof_cvs;
 
 	struct bft_ts ts;		/* CLOCK_ACK, STORE(_ACK), COMPLETE, FILTER_ACK */
 	uint8_t nonce[BFT_NONCE_LEN];	/* COMPLETE */

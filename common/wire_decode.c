@@ -17,6 +17,7 @@
 #include <msgpack.h>
 
 #include "wire.h"
+#include "hashtree.h"
 #include "wire_int.h"
 #include "wire_scan.h"
 
@@ -33,7 +34,7 @@ enum werr {
 	E_LCCOUNT, E_DIGESTS, E_DIGESTS_LEN, E_ENTRIES, E_ENTRIES_LEN, E_VOLS,
 	E_VOLS_LEN, E_DROPBLK, E_GEN, E_SNAPOP, E_VLCOUNT, E_NEXT, E_VL,
 	E_VL_LEN, E_LEVEL, E_INFO_LEVEL,
-	E_INFO, E_INFO_FIELD, E_COUNT
+	E_INFO, E_INFO_FIELD, E_SLICE, E_PROOF, E_PROOF_LEN, E_COUNT
 };
 
 #define WHYS(T) {							\
@@ -94,6 +95,11 @@ enum werr {
 	[E_INFO] = T ": info is not an array of BFT_STATUS_NFIELDS_0 "	\
 	    "uints, maybe with the nested ones",			\
 	[E_INFO_FIELD] = T ": info field is not a uint",		\
+	[E_SLICE] = T ": slice is not 1 and chunks first, count with "	\
+	    "1 <= count, first + count <= BFT_TREE_MAX_CHUNKS",	\
+	[E_PROOF] = T ": proof is not a bin",				\
+	[E_PROOF_LEN] = T ": proof not 32-byte CVs, at most "		\
+	    "BFT_TREE_PROOF_MAX",					\
 }
 
 /* In bft_wire_type_index() order. */
@@ -280,6 +286,7 @@ get_base_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 	const msgpack_object *c;
 	enum werr e;
 	uint32_t i;
+	unsigned fa;
 
 	switch (bft_view_base(m->type)) {
 	case BFT_SNAP:
@@ -353,22 +360,38 @@ get_base_fields(const msgpack_object *a, const uint8_t *body, size_t len,
 		    a[3].via.u64 > 1)
 			return E_WANT;
 		m->want_frag = a[3].via.u64 == 1;
+		if (!m->slice)
+			return E_OK;
+		if (!m->want_frag || get_u32(&a[4], &m->slice_first) ||
+		    get_u32(&a[5], &m->slice_count) ||
+		    !bft_wire_slice_ok(m->slice_first, m->slice_count))
+			return E_SLICE;
 		return E_OK;
 	case BFT_COLLECT | BFT_ACK:
 		m->ncands = 1;
 		if ((e = get_cand(&a[4], &m->cands[0], n)))
 			return e;
-		/* cc is all or nothing; a fragment needs its cc to be checked. */
+		/*
+		 * cc is all or nothing; a fragment, or a slice and its proof,
+		 * needs its cc to be checked.
+		 */
+		fa = m->slice ? 7 : 6;
 		if (a[5].type == MSGPACK_OBJECT_BIN && a[5].via.bin.size == 0) {
-			if (a[6].type == MSGPACK_OBJECT_BIN &&
-			    a[6].via.bin.size != 0)
+			if ((a[fa].type == MSGPACK_OBJECT_BIN &&
+			    a[fa].via.bin.size != 0) || (m->slice &&
+			    a[6].type == MSGPACK_OBJECT_BIN &&
+			    a[6].via.bin.size != 0))
 				return E_FRAG_NOCC;
 		} else {
 			if ((e = get_bin(&a[5], m->cc, cl, E_CC)))
 				return e;
 			m->has_cc = true;
 		}
-		return get_frag(&a[6], body, len, m);
+		if (m->slice && (e = get_records(&a[6], body, len,
+		    BFT_HASH_LEN, BFT_TREE_PROOF_MAX, &m->proof, &m->proof_cvs,
+		    E_PROOF)))
+			return e;
+		return get_frag(&a[fa], body, len, m);
 	case BFT_FILTER | BFT_ACK:
 		if ((e = get_ts(&a[4], &m->ts)) ||
 		    (e = get_bin(&a[5], m->vec, vl, E_VEC)) ||
@@ -466,7 +489,10 @@ get_msg(const msgpack_object *o, const uint8_t *body, size_t len, unsigned n,
 	} else if (get_u64(&a[2], &m->block)) {
 		e = E_BLOCK;
 	} else if (!(m->type & BFT_ACK)) {
-		if (cnt != bft_wire_req_len[base])
+		/* A slice COLLECT has two more. */
+		m->slice = m->type == BFT_COLLECT &&
+		    cnt == bft_wire_req_len[base] + 2u;
+		if (cnt != bft_wire_req_len[base] + (m->slice ? 2u : 0))
 			e = E_SHAPE;
 		else if (bft_wire_no_block(base) && m->block)
 			e = E_BLOCK0;
@@ -481,7 +507,12 @@ get_msg(const msgpack_object *o, const uint8_t *body, size_t len, unsigned n,
 		    (st->type == MSGPACK_OBJECT_NEGATIVE_INTEGER &&
 		    st->via.i64 >= INT32_MIN)) {
 			m->status = (int32_t)st->via.i64;
-			want = m->status ? 4 : bft_wire_rep_len[base];
+			/* A reply to a slice COLLECT has the proof more. */
+			m->slice = m->type == (BFT_COLLECT | BFT_ACK) &&
+			    m->status == 0 &&
+			    cnt == bft_wire_rep_len[base] + 1u;
+			want = m->status ? 4 : bft_wire_rep_len[base] +
+			    (m->slice ? 1u : 0);
 			if (cnt != want)
 				e = E_SHAPE;
 			else

@@ -33,5 +33,7 @@ bft_wire_no_block(unsigned base)
  * at most BFT_SUMMARY_MAX.
  */
 bool bft_wire_summary_ok(uint32_t count, uint32_t span);
+/* A slice COLLECT's bounds: 1 <= count, first + count <= BFT_TREE_MAX_CHUNKS. */
+bool bft_wire_slice_ok(uint32_t first, uint32_t count);
 
 #endif

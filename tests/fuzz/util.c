@@ -67,6 +67,15 @@ a_recs(const struct bft_msg *m)
 	};
 }
 
+/* A slice reply's proof, by its bytes. */
+static bool
+proof_equal(const struct bft_msg *a, const struct bft_msg *b)
+{
+	return a->proof_cvs == b->proof_cvs && (a->proof_cvs == 0 ||
+	    memcmp(a->proof, b->proof, (size_t)a->proof_cvs *
+	    BFT_HASH_LEN) == 0);
+}
+
 static bool
 records_equal(struct recs a, struct recs b)
 {
@@ -129,8 +138,16 @@ fields_equal(const struct bft_msg *m, const struct bft_msg *d, unsigned n)
 			if (!cand_equal(&d->cands[j], &m->cands[j], n))
 				return false;
 		return true;
-	case BFT_REPAIR:
+	case BFT_COLLECT:
+		return d->want_frag == m->want_frag && d->slice == m->slice &&
+		    (!m->slice || (d->slice_first == m->slice_first &&
+		    d->slice_count == m->slice_count));
 	case BFT_COLLECT | BFT_ACK:
+		if (d->slice != m->slice || (m->slice && m->has_cc &&
+		    !proof_equal(d, m)))
+			return false;
+		/* FALLTHROUGH */
+	case BFT_REPAIR:
 		return d->ncands == 1 && cand_equal(&d->cands[0],
 		    &m->cands[0], n);
 	case BFT_CLOCK | BFT_ACK:
@@ -175,11 +192,12 @@ all_equal(const struct bft_msg *a, const struct bft_msg *b)
 {
 	static struct bft_msg x, y;
 
-	if (!frag_equal(a, b) || !records_equal(a_recs(a), a_recs(b)))
+	if (!frag_equal(a, b) || !records_equal(a_recs(a), a_recs(b)) ||
+	    !proof_equal(a, b))
 		return false;
 	x = *a;
 	y = *b;
-	x.frag = y.frag = NULL;
+	x.frag = y.frag = x.proof = y.proof = NULL;
 	x.digests = y.digests = x.entries = y.entries = NULL;
 	return memcmp(&x, &y, sizeof x) == 0;
 }
