@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "hashtree.h"
 #include "heal.h"
 #include "keys.h"
 #include "proto.h"
@@ -43,6 +44,8 @@ struct bft_handler {
 	unsigned max_pending;		/* STOREs above lc per writer and block */
 	struct bft_handler_stats stats;
 	uint8_t *fragbuf;		/* BFT_MAX_FRAG bytes for FILTER_ACK */
+	/* A slice COLLECT_ACK's proof (common/hashtree.h). */
+	uint8_t proofbuf[BFT_TREE_PROOF_MAX][BFT_HASH_LEN];
 	/*
 	 * A new data directory whose peers hold data it has not rebuilt
 	 * yet (rebuild.h): it answers EAGAIN instead of "never written"

@@ -227,6 +227,34 @@ writable_back(const struct regview *v, const struct bft_cand *c,
 }
 
 /*
+ * A slice COLLECT (part reads, lib/op_read_fast.c): of the fragment
+ * just read, the chunks asked for and their proof.  Hashing the rest
+ * costs this server what it saves the reader, but the reader's host
+ * holds every block's reads, and the chunks not sent are neither sealed
+ * nor copied here.  Chunks past the fragment's end get the reply
+ * without any: the reader falls back as for a missing fragment.
+ */
+static void
+slice_frag(struct bft_handler *h, const struct bft_msg *req,
+    struct bft_msg *rep)
+{
+	int k = bft_tree_prove(h->fragbuf, rep->frag_len, req->slice_first,
+	    req->slice_count, h->proofbuf);
+
+	rep->slice = true;
+	if (k < 0) {
+		rep->frag_len = 0;
+		rep->proof_cvs = 0;
+		return;
+	}
+	rep->frag = h->fragbuf + (size_t)req->slice_first * BFT_TREE_CHUNK;
+	rep->frag_len = (uint32_t)bft_tree_slice_len(rep->frag_len,
+	    req->slice_first, req->slice_count);
+	rep->proof = h->proofbuf[0];
+	rep->proof_cvs = (uint32_t)k;
+}
+
+/*
  * Lines 119-120, plus what the 1-round read needs (op_read_fast.c): the
  * cross-checksum of lc's Hist entry and, when asked, its fragment.  Both
  * go only when the entry backs lc (validByHist), so a correct server
@@ -242,6 +270,8 @@ bft_handle_collect(struct bft_handler *h, const char *peer,
 	struct regview v;
 	int err;
 
+	/* A slice's reply has the slice's shape, with or without one. */
+	rep->slice = req->slice;
 	if ((rep->status = regview_open(&v, h, peer, req)) != BFT_OK)
 		return;
 	err = rv_get_lc(&v, lc);
@@ -276,6 +306,8 @@ bft_handle_collect(struct bft_handler *h, const char *peer,
 		rep->frag = h->fragbuf;
 		rep->frag_len = e.meta.frag_len;
 	}
+	if (req->slice)
+		slice_frag(h, req, rep);
 	memcpy(rep->cc, e.meta.cc, (size_t)h->cfg->n * BFT_HASH_LEN);
 	rep->has_cc = true;
 }

@@ -121,6 +121,17 @@ mut_msg(struct bft_msg *m, struct bft_msg *other, uint32_t *x)
 		break;
 	default:
 		m->type = (uint8_t)(BFT_CLOCK + (r >> 8) % 10);
+		/*
+		 * A COLLECT now and then of a slice of lc's fragment, maybe
+		 * past its end (hashtree.h).
+		 */
+		m->slice = m->type == BFT_COLLECT && (r >> 20) % 2;
+		if (m->slice) {
+			m->want_frag = true;
+			m->slice_first = (r >> 21) % 40;
+			m->slice_count = 1 + (r >> 27) %
+			    (BFT_TREE_MAX_CHUNKS - m->slice_first);
+		}
 		/* Now and then a snapshot's request over the same fields. */
 		if ((r >> 24) % 4 == 0)
 			m->type = (uint8_t)(BFT_SNAP + (r >> 26) % 5);
