@@ -305,6 +305,13 @@ bft_ec_payload(const struct bft_ec *ec)
 	return ec->payload;
 }
 
+uint32_t
+bft_ec_frag_offset(const struct bft_ec *ec, uint32_t off)
+{
+	return (uint32_t)sizeof(fragment_header_t) +
+	    (ec->payload ? off % ec->payload : 0);
+}
+
 int
 bft_ec_data_frag(const struct bft_ec *ec, uint32_t off, uint32_t len)
 {

@@ -83,6 +83,11 @@ int bft_ec_data_frag(const struct bft_ec *ec, uint32_t off, uint32_t len);
 /* The bytes of the value each data fragment's payload holds. */
 uint32_t bft_ec_payload(const struct bft_ec *ec);
 /*
+ * Where in its data fragment (bft_ec_data_frag()) byte off of the value
+ * is: behind the fragment's header, at off's place in the payload.
+ */
+uint32_t bft_ec_frag_offset(const struct bft_ec *ec, uint32_t off);
+/*
  * bft_ec_decode() where the fragments in placed went through
  * bft_ec_place() into this block and frags[i] hold their headers.
  * Placed fragments not in have may have left anything in block: it is

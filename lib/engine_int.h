@@ -134,6 +134,13 @@ struct op {
 	 */
 	uint32_t range_off, range_len;
 	int part;
+	/*
+	 * A part read asks its server for the fragment's chunks
+	 * [slice_first, slice_first + slice_count) alone, with their proof
+	 * (common/hashtree.h), when that server's hello said a level.
+	 */
+	bool slice;
+	uint32_t slice_first, slice_count;
 
 	/*
 	 * The arrays, 32 KiB of the op, are last: bftblk__op_new zeroes only
@@ -179,6 +186,7 @@ struct bft_engine_stats {
 	atomic_ullong fast_writes, fast_fallbacks;
 	atomic_ullong fast_reads, fast_read_fallbacks;
 	atomic_ullong part_reads;	/* fast_reads of one fragment */
+	atomic_ullong slice_reads;	/* ... of only its chunks asked for */
 	/* Partial writes: value from the block cache, a read, or stale. */
 	atomic_ullong cache_hits, cache_misses, cache_stale;
 	/* Small writes that went out in another request's block write. */

@@ -28,6 +28,9 @@ put_engine(struct bft_prom *p, const struct bft_engine_stats *s)
 		  s->fast_reads },
 		{ P "part_reads_total", "Reads in one round of the one "
 		  "fragment that holds the bytes asked for.", s->part_reads },
+		{ P "slice_reads_total", "Part reads that moved and checked "
+		  "only the chunks of that fragment holding the bytes asked "
+		  "for.", s->slice_reads },
 		{ P "fast_read_fallbacks_total", "Reads that tried one round "
 		  "and needed the full protocol.", s->fast_read_fallbacks },
 		{ P "fast_writes_total", "Writes that skipped CLOCK on a "

@@ -38,6 +38,11 @@ bftblk__read_build(struct op *op, unsigned i, struct bft_msg *m)
 {
 	if (op->phase == PH_COLLECT) {
 		m->want_frag = (op->want >> i) & 1;
+		if (op->slice && (int)i == op->part) {
+			m->slice = true;
+			m->slice_first = op->slice_first;
+			m->slice_count = op->slice_count;
+		}
 	} else if (op->phase == PH_FILTER) {
 		memcpy(m->cands, op->C, op->nc * sizeof op->C[0]);
 		m->ncands = op->nc;

@@ -24,6 +24,7 @@
 
 #include "conn_int.h"
 #include "crypto.h"
+#include "hashtree.h"
 
 /*
  * After n-t replies that do not decide yet (fewer than k good fragments,
@@ -76,6 +77,15 @@ part_choose(struct op *op, uint64_t now)
 		return;
 	op->part = d;
 	op->want = 1u << d;
+	/*
+	 * Only the chunks holding the bytes, from a server that serves
+	 * slices (release 0.2.0 does not: its hello says no level).  A
+	 * snapshot's reads (VCOLLECT) move whole fragments.
+	 */
+	op->slice = !op->view && lp->conns[d].chan.peer_level >= 1 &&
+	    bft_tree_cover(bft_ec_frag_len(cl->p.ec),
+	    bft_ec_frag_offset(cl->p.ec, op->range_off), op->range_len,
+	    &op->slice_first, &op->slice_count) == 0;
 }
 
 void
@@ -92,6 +102,7 @@ bftblk__fast_read_start(struct op *op)
 	op->fast_have = 0;
 	op->placed = 0;
 	op->part = -1;
+	op->slice = false;
 	/*
 	 * The k fastest connected servers not passed over; failing that,
 	 * connected ones, then any, as a server that comes back is sent its
@@ -125,6 +136,35 @@ bftblk__fast_read_start(struct op *op)
 		part_choose(op, now);
 }
 
+/*
+ * A part read's slice: its root, from the chunks and the proof at the
+ * place asked for, is what fast_read() compares with the agreed cc's
+ * entry in place of the whole fragment's hash, so the bytes copied out
+ * count only if they are the writer's (README, "Part reads of a
+ * slice").  Only the range goes to the value.
+ */
+static void
+note_slice(struct op *op, unsigned i, const struct bft_msg *m,
+    struct bft_collect_reply *a)
+{
+	const struct bft_ec *ec = op->cl->p.ec;
+	uint32_t flen = bft_ec_frag_len(ec);
+	size_t at;
+
+	if (!m->slice || m->frag_len != bft_tree_slice_len(flen,
+	    op->slice_first, op->slice_count) || bft_tree_root(m->frag, flen,
+	    op->slice_first, op->slice_count,
+	    (const uint8_t (*)[BFT_HASH_LEN])m->proof, m->proof_cvs,
+	    a->fh) != 0)
+		return;
+	at = bft_ec_frag_offset(ec, op->range_off) -
+	    (size_t)op->slice_first * BFT_TREE_CHUNK;
+	memcpy(read_value(op) + op->range_off, m->frag + at, op->range_len);
+	op->placed |= 1u << i;
+	op->unchecked = true;
+	a->has_frag = true;
+}
+
 void
 bftblk__fast_read_note(struct op *op, unsigned i, const struct bft_msg *m)
 {
@@ -138,8 +178,13 @@ bftblk__fast_read_note(struct op *op, unsigned i, const struct bft_msg *m)
 	if (m->has_cc)
 		memcpy(a->cc, m->cc, op->cl->n * sizeof a->cc[0]);
 	a->has_frag = false;
-	if (!op->fast_on || !m->has_cc || !(op->want & (1u << i)) ||
-	    m->frag_len != flen)
+	if (!op->fast_on || !m->has_cc || !(op->want & (1u << i)))
+		return;
+	if (op->slice) {
+		note_slice(op, i, m, a);
+		return;
+	}
+	if (m->frag_len != flen)
 		return;
 	/*
 	 * The reply buffer is reused, so the fragment is copied out: a data
@@ -207,6 +252,8 @@ bftblk__fast_read_try(struct op *op)
 		STAT_ADD(cl, fast_reads, 1);
 		if (op->part >= 0)
 			STAT_ADD(cl, part_reads, 1);
+		if (op->slice)
+			STAT_ADD(cl, slice_reads, 1);
 		op->fast_wait = false;
 		op->fast_done = true;
 		op->fast_have = have;

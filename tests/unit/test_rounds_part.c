@@ -12,6 +12,7 @@
 #define BLOCK 5
 
 #include "rounds_fixture.h"
+#include "hashtree.h"
 
 /* r succeeded, and bytes [off, off + len) of its buffer are value's. */
 static void
@@ -177,6 +178,134 @@ test_part_server_down(void **state)
 	free(value);
 }
 
+/* Servers that said a level in their hellos: they serve slices. */
+static void
+slices_on(struct fx *f)
+{
+	for (unsigned i = 0; i < f->n; i++)
+		f->lp->conns[i].chan.peer_level = BFT_LEVEL;
+}
+
+/*
+ * With servers that serve slices, a part read asks its data server for
+ * the chunks that hold the range alone: those bftblk_tree_cover() names,
+ * and the read returns the range in one round.
+ */
+static void
+test_slice_read(void **state)
+{
+	struct fx *f = *state;
+	uint32_t payload = bft_ec_payload(f->w->ec);
+	uint32_t flen = bft_ec_frag_len(f->w->ec);
+	const struct bft_msg *req[BFT_MAX_N];
+	uint8_t *value = new_value();
+	unsigned parts = 0;
+	uint32_t first, count;
+	struct run r;
+
+	slices_on(f);
+	write_all(f, BLOCK, value);
+	for (unsigned d = 0; d <= f->t; d++) {
+		uint32_t off = d * payload + 4096 + 17;
+
+		if (bft_ec_data_frag(f->w->ec, off, 4000) != (int)d)
+			continue;
+		assert_int_equal(bft_tree_cover(flen, bft_ec_frag_offset(
+		    f->w->ec, off), 4000, &first, &count), 0);
+		run_start_range(f, &r, OP_READ, BLOCK, NULL, off, 4000);
+		assert_int_equal(collect_wants(f, req), 1u << d);
+		assert_true(req[d]->slice);
+		assert_int_equal(req[d]->slice_first, first);
+		assert_int_equal(req[d]->slice_count, count);
+		for (unsigned i = 0; i < f->n; i++)
+			if (i != d)
+				assert_false(req[i]->slice);
+		for (unsigned i = 0; i < f->n; i++)
+			answer(f, i, req[i]);
+		assert_range(&r, value, off, 4000);
+		assert_true(r.op->fast_done);
+		assert_true(bftblk__op_read_part(r.op));
+		/* Bytes of the same payload beside the range are not read. */
+		assert_int_equal(r.data[off - 1], 0xaa);
+		assert_int_equal(r.data[off + 4000], 0xaa);
+		run_end(&r);
+		parts++;
+	}
+	assert_true(parts >= 1);
+	assert_int_equal(stat_of(&f->cl->stats.slice_reads), parts);
+	assert_int_equal(stat_of(&f->cl->stats.fast_read_fallbacks), 0);
+	free(value);
+}
+
+/*
+ * Server 0 answers a slice with the chunks one place on and their own
+ * valid proof, which the server holds and a Byzantine one may send: the
+ * chunks hash, with their proof, to the fragment's root, but only at
+ * the place they were taken from.  The read must not take them as the
+ * place it asked for: it falls back and returns the value's bytes.
+ * Without the place bound into the root (each chunk compressed with its
+ * own index), this read would return the next kilobyte's bytes.
+ */
+static void
+test_slice_shifted(void **state)
+{
+	struct fx *f = *state;
+	const struct bft_msg *req[BFT_MAX_N];
+	static struct bft_msg shifted, rep;
+	uint8_t *value = new_value();
+	struct run r;
+
+	slices_on(f);
+	write_all(f, BLOCK, value);
+	run_start_range(f, &r, OP_READ, BLOCK, NULL, 4096, 4096);
+	assert_int_equal(collect_wants(f, req), 1u);
+	assert_true(req[0]->slice);
+	shifted = *req[0];
+	shifted.slice_first++;
+	honest(f, 0, &shifted, &rep);
+	assert_int_equal(rep.status, BFT_OK);
+	assert_true(rep.slice && rep.frag_len == 4 * 1024 + 1024);
+	fake_conn_deliver(conn_of(f, 0), &rep);
+	for (unsigned i = 1; i < f->n; i++)
+		answer(f, i, req[i]);
+	assert_false(run_done(&r));
+	assert_int_equal(stat_of(&f->cl->stats.fast_read_fallbacks), 1);
+	serve_all(f, f->all);
+	assert_range(&r, value, 4096, 4096);
+	assert_false(bftblk__op_read_part(r.op));
+	assert_int_equal(stat_of(&f->cl->stats.slice_reads), 0);
+	run_end(&r);
+	free(value);
+}
+
+/* One bit flipped in the slice: the same fallback, the same bytes. */
+static void
+test_slice_corrupt(void **state)
+{
+	struct fx *f = *state;
+	uint32_t payload = bft_ec_payload(f->w->ec);
+	uint32_t off = payload - 4096;
+	const struct bft_msg *req[BFT_MAX_N];
+	uint8_t *value = new_value();
+	struct run r;
+
+	slices_on(f);
+	write_all(f, BLOCK, value);
+	run_start_range(f, &r, OP_READ, BLOCK, NULL, off, 4096);
+	assert_int_equal(collect_wants(f, req), 1u);
+	assert_true(req[0]->slice);
+	answer_corrupt(f, 0, req[0]);
+	for (unsigned i = 1; i < f->n; i++)
+		answer(f, i, req[i]);
+	assert_false(run_done(&r));
+	assert_int_equal(stat_of(&f->cl->stats.fast_read_fallbacks), 1);
+	serve_all(f, f->all);
+	assert_range(&r, value, off, 4096);
+	assert_int_equal(stat_of(&f->cl->stats.slice_reads), 0);
+	run_end(&r);
+	free(value);
+}
+
 int
 main(void)
 {
@@ -185,6 +314,9 @@ main(void)
 		BOTH_ROUNDS(test_part_read_corrupt),
 		BOTH_ROUNDS(test_range_over_two_payloads),
 		BOTH_ROUNDS(test_part_server_down),
+		BOTH_ROUNDS(test_slice_read),
+		BOTH_ROUNDS(test_slice_shifted),
+		BOTH_ROUNDS(test_slice_corrupt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
