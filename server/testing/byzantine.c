@@ -27,7 +27,7 @@
 static const char *const mode_names[] = {
 	"corrupt-fragment", "bad-checksum", "stale", "forge-candidate",
 	"bad-mac", "equivocate", "mute", "slow", "collude", "refuse",
-	"lie-heal", "trim-lie", "view-head", "hide-writes",
+	"lie-heal", "trim-lie", "view-head", "hide-writes", "slice-shift",
 };
 #define NMODES (sizeof mode_names / sizeof mode_names[0])
 _Static_assert(NMODES == BYZ_NMODES, "one hit counter per mode");

@@ -136,6 +136,16 @@ enum bft_byz_mode {
 	 * the clone's block completed (docs/snapshots.md, Clones).
 	 */
 	BFT_BYZ_HIDE = 1u << 13,
+	/*
+	 * Answers a slice COLLECT (a part read's, common/hashtree.h) with
+	 * the chunks one place on (one place back at the fragment's end)
+	 * and their own valid proof: chunks of the writer's fragment that
+	 * hash with their proof to its very root, at another place.  The
+	 * reader must not take them for the chunks it asked for.  Every
+	 * other mode lies about the whole fragment first and sends the
+	 * slice of its lie with the lie's own proof.
+	 */
+	BFT_BYZ_SLICE_SHIFT = 1u << 14,
 };
 
 /* What to do with a reply after bft_byz_reply(). */

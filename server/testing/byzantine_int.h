@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 #include "byzantine.h"
+#include "hashtree.h"
 
-#define BYZ_NMODES	14
+#define BYZ_NMODES	15
 /* lie-heal's buffer: the longest LCLIST_ACK, and any SUMMARY_ACK. */
 #define BYZ_INFO_LEN	(BFT_LCLIST_MAX * BFT_LCENTRY_LEN)
 _Static_assert(BYZ_INFO_LEN >= BFT_SUMMARY_MAX * BFT_SUMMARY_DIGEST_LEN,
@@ -32,6 +33,7 @@ struct bft_byz {
 	struct snap **snaps;		/* nblocks entries, for stale answers */
 	uint64_t snap_bytes, held_bytes;
 	uint8_t *fragbuf;
+	uint8_t proof[BFT_TREE_PROOF_MAX][BFT_HASH_LEN];	/* a slice's */
 	uint8_t *infobuf;		/* lie-heal's digests and entries */
 	uint64_t hits[BYZ_NMODES];	/* replies each mode changed */
 	uint64_t dropped, delayed, overflow;

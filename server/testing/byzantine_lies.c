@@ -311,8 +311,8 @@ hide(struct bft_byz *b, const struct bft_msg *req, struct bft_msg *rep)
 	byz_hit(b, BFT_BYZ_HIDE);
 }
 
-void
-byz_rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
+static void
+rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
     struct bft_msg *rep)
 {
 	const struct bft_ts *ts;
@@ -375,4 +375,61 @@ byz_rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
 	}
 	if (modes & BFT_BYZ_COLLUDE)
 		collude(b, req->block, ts, rep);
+}
+
+/*
+ * The slice req asks for, of the (maybe forged) whole fragment rep
+ * holds, with a proof over that fragment: as an honest server slices
+ * (server/handler_read.c), or one place off for slice-shift.
+ */
+static void
+slice_lie(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
+    struct bft_msg *rep)
+{
+	uint32_t first = req->slice_first, count = req->slice_count;
+	uint32_t len = rep->frag_len, n = bft_tree_chunks(len);
+	int k;
+
+	rep->slice = true;
+	rep->proof_cvs = 0;
+	if (rep->status != BFT_OK || !rep->has_cc || len == 0) {
+		rep->frag_len = 0;
+		return;
+	}
+	/* Another place whose slice is as long: the last chunk is short. */
+	if ((modes & BFT_BYZ_SLICE_SHIFT) && count < n - 1) {
+		first = first + count + 1 < n ? first + 1 : first - 1;
+		byz_hit(b, BFT_BYZ_SLICE_SHIFT);
+	}
+	k = bft_tree_prove(rep->frag, len, first, count, b->proof);
+	if (k < 0) {
+		rep->frag_len = 0;
+		return;
+	}
+	rep->proof = b->proof[0];
+	rep->proof_cvs = (uint32_t)k;
+	rep->frag += (size_t)first * BFT_TREE_CHUNK;
+	rep->frag_len = (uint32_t)bft_tree_slice_len(len, first, count);
+}
+
+void
+byz_rewrite(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
+    struct bft_msg *rep)
+{
+	static struct bft_msg whole;
+
+	if (!req->slice) {
+		rewrite(b, modes, req, rep);
+		return;
+	}
+	/*
+	 * A slice: the lies are told of the whole fragment, which the
+	 * honest handler gives to the same request without the slice.
+	 */
+	whole = *req;
+	whole.slice = false;
+	(void)bft_handle(b->h, "slice", &whole, rep);
+	if (rep->status == BFT_OK)
+		rewrite(b, modes, &whole, rep);
+	slice_lie(b, modes, req, rep);
 }

@@ -10,15 +10,17 @@
 # changed or withheld replies.  Modes (server/testing/byzantine.h says
 # what each attacks): corrupt-fragment, bad-checksum, stale, forge-candidate,
 # bad-mac, equivocate (honest to one nbdkit, lying to the other), refuse
-# (error statuses and misdirected replies), mute, slow, trim-lie (every
-# written block claimed trimmed).  At the end, with every server honest again, a fresh nbdkit must
+# (error statuses and misdirected replies), mute, slice-shift (a part
+# read's chunks from one place on, with their own valid proof; data
+# server 0, which part reads ask), slow, trim-lie (every written block
+# claimed trimmed).  At the end, with every server honest again, a fresh nbdkit must
 # read all known data, and the plugin's counters must show the forged
 # timestamps it refused.
 . "$(dirname "${BASH_SOURCE[0]}")/byz-lib.bash"
 
 PHASE_SECS=${PHASE_SECS:-6}
 MODES=(corrupt-fragment bad-checksum stale forge-candidate bad-mac
-    equivocate refuse mute slow trim-lie)
+    equivocate refuse mute slice-shift slow trim-lie)
 
 cluster_start 1
 byz_nbdkit_start a
