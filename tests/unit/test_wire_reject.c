@@ -17,25 +17,7 @@ struct tree {
 	unsigned n;
 };
 
-static void
-tree_make(struct tree *t, uint8_t type, int32_t status, unsigned n,
-	  uint32_t max_frag)
-{
-	static struct bft_msg m;
-	size_t off = 0;
-	uint32_t bl;
-
-	memset(t, 0, sizeof(*t));
-	t->n = n;
-	make_msg(&m, type, status, n, max_frag);
-	bl = encode_one(&m, n, &t->enc);
-	msgpack_unpacked_init(&t->u);
-	assert_int_equal(msgpack_unpack_next(&t->u,
-	    (const char *)t->enc.data + 4, bl, &off), MSGPACK_UNPACK_SUCCESS);
-	t->a = t->u.data.via.array.ptr;
-}
-
-/* tree_make() of a message the caller filled. */
+/* The tree of a message the caller filled. */
 static void
 tree_of(struct tree *t, const struct bft_msg *m, unsigned n)
 {
@@ -49,6 +31,16 @@ tree_of(struct tree *t, const struct bft_msg *m, unsigned n)
 	assert_int_equal(msgpack_unpack_next(&t->u,
 	    (const char *)t->enc.data + 4, bl, &off), MSGPACK_UNPACK_SUCCESS);
 	t->a = t->u.data.via.array.ptr;
+}
+
+static void
+tree_make(struct tree *t, uint8_t type, int32_t status, unsigned n,
+	  uint32_t max_frag)
+{
+	static struct bft_msg m;
+
+	make_msg(&m, type, status, n, max_frag);
+	tree_of(t, &m, n);
 }
 
 static void
