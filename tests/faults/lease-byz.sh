@@ -45,7 +45,7 @@ byzantine()
 # line must show MODE did something (but lie-heal's, see above).
 honest()
 {
-	local i=$1 mode=$2 line n
+	local i=$1 mode=$2 line n off
 	server_kill "$i" TERM
 	line=$(grep -a 'byzantine .*: replies changed:' \
 	    "$TESTDIR/log/server-$i.log" | tail -n 1)
@@ -60,7 +60,27 @@ honest()
 	[ "${n:-0}" -gt 0 ] || [ "$mode" = lie-heal ] ||
 	    fail "server-$i: mode $mode changed no reply, so nothing was" \
 	    "injected: $line"
+	off=$(stat -c %s "$TESTDIR/log/server-$i.log")
 	server_start "$i"
+	in_step "$i" "$off"
+}
+
+# in_step I OFF: waits (30 s at most) until server I, past byte OFF of
+# its log, has compared itself with its peers.  Until its rebuild has
+# read the volume table's snapshots a restarted server answers writes
+# EAGAIN (bft_handler_bounds_hold), and the next round makes another
+# server Byzantine: a mute one then stalls that first pass, and the new
+# holder's writes have t+1 servers short of n-t.
+in_step()
+{
+	local i=$1 off=$2 deadline=$((SECONDS + 30))
+	until tail -c "+$((off + 1))" "$TESTDIR/log/server-$i.log" |
+	    grep -aqE 'rebuild: (in step|caught up|done)'; do
+		[ "$SECONDS" -lt "$deadline" ] ||
+		    fail "server-$i: not in step with its peers 30 s after" \
+		    "its restart"
+		sleep 0.2
+	done
 }
 
 cluster_start 1
