@@ -112,6 +112,15 @@ bool bft_handler_bounds_hold(const struct bft_handler *h, uint64_t block,
     const struct bft_ts *ts);
 
 /*
+ * A slice COLLECT's reply from rep, which holds a whole fragment frag of
+ * rep->frag_len bytes: chunks [first, first + count) of it as rep's
+ * frag, their proof in proof (common/hashtree.h); no chunks when they
+ * are not all inside the fragment.
+ */
+void bft_handler_slice(const uint8_t *frag, uint32_t first, uint32_t count,
+    uint8_t proof[][BFT_HASH_LEN], struct bft_msg *rep);
+
+/*
  * Whether a COMPLETE or write-back under ts of block is a rival's
  * claim of an admin-lock generation another writer took first
  * (bft_lock_claim_refused); logged.  A COMPLETE is then

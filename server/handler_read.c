@@ -234,12 +234,11 @@ writable_back(const struct regview *v, const struct bft_cand *c,
  * nor copied here.  Chunks past the fragment's end get the reply
  * without any: the reader falls back as for a missing fragment.
  */
-static void
-slice_frag(struct bft_handler *h, const struct bft_msg *req,
-    struct bft_msg *rep)
+void
+bft_handler_slice(const uint8_t *frag, uint32_t first, uint32_t count,
+    uint8_t proof[][BFT_HASH_LEN], struct bft_msg *rep)
 {
-	int k = bft_tree_prove(h->fragbuf, rep->frag_len, req->slice_first,
-	    req->slice_count, h->proofbuf);
+	int k = bft_tree_prove(frag, rep->frag_len, first, count, proof);
 
 	rep->slice = true;
 	if (k < 0) {
@@ -247,10 +246,10 @@ slice_frag(struct bft_handler *h, const struct bft_msg *req,
 		rep->proof_cvs = 0;
 		return;
 	}
-	rep->frag = h->fragbuf + (size_t)req->slice_first * BFT_TREE_CHUNK;
-	rep->frag_len = (uint32_t)bft_tree_slice_len(rep->frag_len,
-	    req->slice_first, req->slice_count);
-	rep->proof = h->proofbuf[0];
+	rep->frag = frag + (size_t)first * BFT_TREE_CHUNK;
+	rep->frag_len = (uint32_t)bft_tree_slice_len(rep->frag_len, first,
+	    count);
+	rep->proof = proof[0];
 	rep->proof_cvs = (uint32_t)k;
 }
 
@@ -307,7 +306,8 @@ bft_handle_collect(struct bft_handler *h, const char *peer,
 		rep->frag_len = e.meta.frag_len;
 	}
 	if (req->slice)
-		slice_frag(h, req, rep);
+		bft_handler_slice(h->fragbuf, req->slice_first,
+		    req->slice_count, h->proofbuf, rep);
 	memcpy(rep->cc, e.meta.cc, (size_t)h->cfg->n * BFT_HASH_LEN);
 	rep->has_cc = true;
 }

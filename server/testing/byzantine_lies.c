@@ -387,12 +387,11 @@ slice_lie(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
     struct bft_msg *rep)
 {
 	uint32_t first = req->slice_first, count = req->slice_count;
-	uint32_t len = rep->frag_len, n = bft_tree_chunks(len);
-	int k;
+	uint32_t n = bft_tree_chunks(rep->frag_len);
 
 	rep->slice = true;
 	rep->proof_cvs = 0;
-	if (rep->status != BFT_OK || !rep->has_cc || len == 0) {
+	if (rep->status != BFT_OK || !rep->has_cc || rep->frag_len == 0) {
 		rep->frag_len = 0;
 		return;
 	}
@@ -401,15 +400,7 @@ slice_lie(struct bft_byz *b, unsigned modes, const struct bft_msg *req,
 		first = first + count + 1 < n ? first + 1 : first - 1;
 		byz_hit(b, BFT_BYZ_SLICE_SHIFT);
 	}
-	k = bft_tree_prove(rep->frag, len, first, count, b->proof);
-	if (k < 0) {
-		rep->frag_len = 0;
-		return;
-	}
-	rep->proof = b->proof[0];
-	rep->proof_cvs = (uint32_t)k;
-	rep->frag += (size_t)first * BFT_TREE_CHUNK;
-	rep->frag_len = (uint32_t)bft_tree_slice_len(len, first, count);
+	bft_handler_slice(rep->frag, first, count, b->proof, rep);
 }
 
 void
