@@ -214,7 +214,7 @@ $(BUILD)/tests/test_store $(BUILD)/tests/test_store_compact \
 	$(BUILD)/tests/test_store_crash $(BUILD)/tests/test_store_identity \
 	$(BUILD)/tests/test_store_drop $(BUILD)/tests/test_store_flush \
 	$(BUILD)/tests/test_store_snap $(BUILD)/tests/test_store_snap_replay \
-	$(BUILD)/tests/test_store_pagecache: \
+	$(BUILD)/tests/test_store_pagecache $(BUILD)/tests/test_store_reuse: \
 	$(LIBSTORE)
 # The reset's objects before the library whose insides they use.
 $(BUILD)/tests/test_store_reset: $(call obj,$(STORE_TESTING_SRC)) $(LIBSTORE)

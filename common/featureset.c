@@ -10,6 +10,7 @@ static const unsigned feature_levels[BFT_FEAT_COUNT] = {
 	[BFT_FEAT_LOCK_CLAIMS] = 1,
 	[BFT_FEAT_SERVER_KEY_ROTATION] = 1,
 	[BFT_FEAT_MAC_EPOCHS] = 1,
+	[BFT_FEAT_SEGMENT_REUSE] = 1,
 };
 
 int

@@ -60,6 +60,14 @@ enum bft_feature {
 	 * refuse every write under the next epoch.
 	 */
 	BFT_FEAT_MAC_EPOCHS = 3,
+	/*
+	 * A server's own data directory: the files of compacted segments
+	 * written again in place (server/store/store_reuse.c), so that the
+	 * active segment may hold an earlier use's records past its end.
+	 * Release 0.2.0's replay knows no such end; a finalized directory
+	 * is one it refuses to open.
+	 */
+	BFT_FEAT_SEGMENT_REUSE = 4,
 	BFT_FEAT_COUNT
 };
 

@@ -192,6 +192,15 @@ put_store(struct bft_prom *p, const struct bft_net *net)
 	bft_prom_one(p, P "store_uncached_bytes_total", "counter",
 	    "Bytes of sealed segments whose pages were given back, behind "
 	    "the --page-cache-mb window.", ss.bytes_uncached);
+	bft_prom_one(p, P "store_segments_reused_total", "counter",
+	    "Segments written over a compacted segment's file since start.",
+	    ss.segments_reused);
+	bft_prom_one(p, P "store_spare_files", "gauge",
+	    "Compacted segments' files kept for the next segments.",
+	    ss.spares);
+	bft_prom_one(p, P "store_stale_bytes", "gauge",
+	    "Bytes of reused files' earlier use cut off when the log was "
+	    "opened (after a crash).", rp.stale_bytes);
 	bft_prom_one(p, P "store_syncs_total", "counter",
 	    "Syncs of the log (FLUSH, shutdown).", ss.syncs);
 	bft_prom_one(p, P "store_fsyncs_total", "counter",

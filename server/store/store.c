@@ -63,6 +63,7 @@ st_seg_create(struct bft_store *st)
 {
 	uint32_t no = st->nseg ? active(st)->no + 1 : 1;
 	char name[BFT_SEG_NAME_MAX];
+	bool reused;
 	int fd, err;
 
 	if (no == UINT32_MAX)
@@ -70,10 +71,13 @@ st_seg_create(struct bft_store *st)
 	if ((err = st_seg_reserve(st)) < 0)
 		return err;
 	bft_seg_name(name, no);
-	fd = st_open_private(st->dirfd, name, O_RDWR | O_EXCL);
-	if (fd < 0)
+	fd = st_reuse_on(st) ? st_spare_take(st, no) : -1;
+	reused = fd >= 0;
+	if (!reused && (fd = st_open_private(st->dirfd, name, O_RDWR |
+	    O_EXCL)) < 0)
 		return -errno;
-	st->segs[st->nseg++] = (struct seg){ .no = no, .fd = fd };
+	st->segs[st->nseg++] = (struct seg){ .no = no, .fd = fd,
+	    .reused = reused };
 	st->dir_dirty = true;
 	st->dir_gen++;
 	return 0;
@@ -116,7 +120,8 @@ st_append_rec(struct bft_store *st, const uint8_t *rec, size_t len,
 		st->tail_dirty = false;
 	}
 	if (s->size > 0 && s->size + len > st->seg_max) {
-		if ((err = st_seg_create(st)) < 0)
+		if ((err = st_seg_seal(s)) < 0 ||
+		    (err = st_seg_create(st)) < 0)
 			return err;
 		st_pagecache_trim(st);
 		s = active(st);
@@ -538,6 +543,8 @@ bft_store_stats(const struct bft_store *st, struct bft_store_stats *out)
 	out->bytes_copied = st->copied;
 	out->bytes_removed = st->removed;
 	out->bytes_uncached = st->pc_dropped;
+	out->segments_reused = st->reused;
+	out->spares = st->nspares;
 	out->blocks_held = st->held;
 	out->syncs = st->syncs;
 	out->fsyncs = st->fsyncs;

@@ -479,6 +479,8 @@ struct bft_store_stats {
 	uint64_t syncs;			/* bft_store_sync calls */
 	uint64_t fsyncs;		/* fsync and fdatasync calls made */
 	uint64_t bytes_uncached;	/* of segments whose pages went back */
+	uint64_t segments_reused;	/* made from a compacted one's file */
+	uint64_t spares;		/* such files waiting */
 };
 void bft_store_stats(const struct bft_store *st, struct bft_store_stats *out);
 
@@ -490,6 +492,8 @@ void bft_store_stats(const struct bft_store *st, struct bft_store_stats *out);
 struct bft_store_replay {
 	uint64_t torn_records, torn_bytes;
 	uint64_t corrupt_records, corrupt_bytes;
+	/* A reused file's earlier use, cut off: expected after a crash. */
+	uint64_t stale_segments, stale_bytes;
 };
 void bft_store_replay_info(const struct bft_store *st,
 			   struct bft_store_replay *out);

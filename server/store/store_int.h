@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "store.h"
+#include "store_reuse.h"
 
 #define BFT_STORE_DEFAULT_SEGMENT	(64ull << 20)
 #define BFT_STORE_MAX_SEGMENT		(1ull << 30)
@@ -60,6 +61,7 @@ struct seg {
 	bool stuck;		/* compaction could not parse it: keep it */
 	bool retired;		/* compacted: unlink once copies are synced */
 	bool uncached;		/* its pages given back (store_pagecache.c) */
+	bool reused;		/* a spare's file: its earlier use past size */
 };
 
 /*
@@ -253,6 +255,10 @@ struct bft_store {
 	bool created;			/* this open made the identity file */
 	unsigned finalized;		/* level, from the identity file */
 	bool opened;			/* open finished: close syncs */
+	/* Compacted segments' files kept for new ones (store_reuse.c). */
+	uint32_t spares[BFT_STORE_MAX_SPARES];
+	size_t nspares;
+	uint64_t reused;		/* segments made from a spare */
 	struct bg_job *bg_job;		/* background sync, or NULL */
 	pthread_t bg_thread;
 	/* The index checkpoint (store_ckpt.c). */
@@ -407,6 +413,32 @@ void st_compact_step(struct bft_store *st, size_t appended);
  */
 int st_drop_copy(struct bft_store *st, uint64_t oldloc, size_t len);
 int st_unlink_retired(struct bft_store *st);
+
+/*
+ * store_reuse.c.  st_reuse_on: this directory may reuse files.
+ * st_spare_make (the background job's thread): zeroes retired segment
+ * no's first page and renames it a spare, if nine in ten of its pages
+ * are cached; 0 or a negative errno (-ENODATA: they are not), after
+ * which it is the caller's to unlink.  st_spare_take: a spare renamed
+ * to segment no and opened, or -1 when there is none.  st_spares_add
+ * keeps what a job made; st_spares_open adopts the spares an earlier
+ * run left (or removes them where reuse is off); st_spares_drop removes
+ * every one.  st_seg_seal cuts a reused segment's file to its records
+ * when it stops being the active one.  st_reuse_cut, before replay,
+ * cuts the earlier use off every segment from the one before from_no
+ * (0: all).  st_reuse_before_unlink syncs the active segment, which
+ * must precede removing a segment that replay may need as a bound.
+ */
+bool st_reuse_on(const struct bft_store *st);
+int st_spare_make(int dirfd, uint32_t no);
+int st_spare_take(struct bft_store *st, uint32_t no);
+void st_spares_add(struct bft_store *st, const uint32_t *nos, size_t n);
+int st_spares_open(struct bft_store *st);
+int st_spares_drop(struct bft_store *st);
+int st_seg_seal(struct seg *s);
+int st_reuse_cut(struct bft_store *st, uint32_t from_no, char *err,
+		 size_t errlen);
+int st_reuse_before_unlink(struct bft_store *st);
 
 /*
  * store_sync.c: hands the retired segments and a sync of the segments

@@ -207,7 +207,8 @@ replay_tail(struct bft_store *st, uint32_t from_no, uint64_t from_off,
 		return 1;
 	ck->loaded = true;
 	/* Compacted before it, their copies durable since. */
-	if (st->nretired > 0 && (e = st_unlink_retired(st)) < 0)
+	if (st->nretired > 0 && ((e = st_reuse_before_unlink(st)) < 0 ||
+	    (e = st_unlink_retired(st)) < 0))
 		bft_warn("%s: removing compacted segments: %s", st->dir,
 		    strerror(-e));
 	return 0;
@@ -226,6 +227,10 @@ replay(struct bft_store *st, char *err, size_t errlen)
 	int e;
 
 	e = st_ckpt_load(st, &from_no, &from_off, ck->why, sizeof ck->why);
+	/* Before anything reads records: a reused file's earlier use. */
+	if (e != -ENOMEM && st_reuse_cut(st, e == 0 ? from_no : 0, err,
+	    errlen) < 0)
+		return -EIO;
 	if (e == 0 && st_snap_prescan(st, from_no, from_off, err, errlen) < 0)
 		return -EIO;
 	if (e == 0 && (e = replay_tail(st, from_no, from_off, err,
@@ -385,6 +390,10 @@ bft_store_open_opts(const char *dir, const struct bft_store_identity *id,
 	if (open_segs(st, err, errlen) < 0 ||
 	    st_identity_check(st, err, errlen) < 0)
 		goto out_close;
+	if ((e = st_spares_open(st)) < 0) {
+		errno = -e;
+		goto out_errno;
+	}
 	st->wbuf = malloc(bft_rec_max_len(st->n));
 	st->rbuf = malloc(bft_rec_max_len(st->n));
 	st->mbuf = malloc(bft_rec_max_len(st->n));
@@ -430,6 +439,11 @@ bft_store_close(struct bft_store *st)
 		return;
 	if (st->opened) {
 		st_ckpt_wait(st);
+		/* Nothing left past its records, as in a new file. */
+		if (st->nseg > 0 && (err = st_seg_seal(&st->segs[st->nseg -
+		    1])) < 0)
+			bft_error("%s: cutting the active segment: %s", st->dir,
+			    strerror(-err));
 		if ((err = bft_store_sync(st)) < 0)
 			bft_error("%s: sync on close: %s", st->dir,
 			    strerror(-err));

@@ -27,6 +27,9 @@ struct bg_job {
 	size_t nfds;
 	uint32_t *retired;		/* segment numbers to unlink after */
 	size_t nretired;
+	size_t spare_room;		/* how many may become spares instead */
+	uint32_t spares[BFT_STORE_MAX_SPARES];
+	size_t nspares;
 	int err;
 };
 
@@ -52,6 +55,11 @@ bg_main(void *arg)
 		if (fdatasync(job->fds[i]) < 0)
 			job->err = -errno;
 	for (size_t i = 0; i < job->nretired && job->err == 0; i++) {
+		if (job->nspares < job->spare_room &&
+		    st_spare_make(job->dirfd, job->retired[i]) == 0) {
+			job->spares[job->nspares++] = job->retired[i];
+			continue;
+		}
 		bft_seg_name(name, job->retired[i]);
 		if (unlinkat(job->dirfd, name, 0) < 0 && errno != ENOENT)
 			job->err = -errno;
@@ -74,6 +82,7 @@ reap(struct bft_store *st, bool block)
 	    pthread_tryjoin_np(st->bg_thread, NULL) != 0)
 		return block ? -EIO : -EBUSY;
 	err = job->err;
+	st_spares_add(st, job->spares, job->nspares);
 	/* The thread's calls: one per segment, one for the directory. */
 	if (err == 0)
 		st->fsyncs += job->nfds + 1;
@@ -115,6 +124,8 @@ st_bg_sync_start(struct bft_store *st)
 	if (job == NULL)
 		return;
 	job->dirfd = dup(st->dirfd);
+	job->spare_room = st_reuse_on(st) ? BFT_STORE_MAX_SPARES -
+	    st->nspares : 0;
 	job->fds = calloc(st->nseg, sizeof *job->fds);
 	job->retired = calloc(st->nseg, sizeof *job->retired);
 	if (job->dirfd < 0 || job->fds == NULL || job->retired == NULL)
@@ -147,6 +158,7 @@ st_bg_sync_start(struct bft_store *st)
 		/* No thread to be had: do it here, stall and all. */
 		bg_main(job);
 		st->bg_job = NULL;
+		st_spares_add(st, job->spares, job->nspares);
 		if (job->err < 0)
 			bft_error("%s: sync: %s", st->dir, strerror(-job->err));
 		job_free(job);

@@ -110,7 +110,8 @@ bft_store_reset(struct bft_store *st)
 	/* Their threads hold descriptors and read the index. */
 	(void)st_ckpt_wait(st);
 	(void)st_bg_sync_wait(st);
-	if ((err = segs_empty(st)) < 0)
+	/* A spare's earlier records would outrank the new log's. */
+	if ((err = st_spares_drop(st)) < 0 || (err = segs_empty(st)) < 0)
 		return err;
 	if (unlinkat(st->dirfd, CKPT_FILE, 0) < 0 && errno != ENOENT)
 		return -errno;
