@@ -23,7 +23,10 @@
 # while segments are compacted and checkpoints written (in their
 # thread); every restart must find the index again from the checkpoint
 # and the log after it, or from the whole log when the checkpoint does
-# not fit, and at least one must have used a checkpoint.
+# not fit, and at least one must have used a checkpoint.  The cluster is
+# finalized, so the servers write new segments over compacted segments'
+# files (docs/store.md, "Reused segment files"): a restart must cut such
+# a file's earlier use off the log, and some must have met one.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SERVER_ARGS="${SERVER_ARGS:-} --segment-mb 1 --compact-pct 80 --checkpoint-mb 1"
@@ -203,6 +206,7 @@ verify() { nbdsh_run "$1" "$(wl "verify('$2')")" || fail "verify: $2"; }
 rsleep() { sleep "0.$((RANDOM % 10))"; }
 
 cluster_start 1
+cluster_finalize
 nbdkit_start nbd
 nbdkit_start lin2
 H=$TESTDIR/history.jsonl
@@ -262,6 +266,10 @@ ck=$(cat "$TESTDIR"/log/server-*.log | grep -a -c ': index from its checkpoint' 
 whole=$(cat "$TESTDIR"/log/server-*.log | grep -a -c ': index from the whole log' || true)
 log "restarts from a checkpoint: $ck, from the whole log: $whole"
 [ "$ck" -gt 0 ] || fail "no restart used an index checkpoint"
+cut=$(cat "$TESTDIR"/log/server-*.log | grep -a -c "the file's earlier use; cut off" || true)
+spares=$(cat "$TESTDIR"/log/server-*.log | grep -a -c 'spare segment files kept' || true)
+log "restarts that cut a reused file's earlier use: $cut, that kept spares: $spares"
+[ $((cut + spares)) -gt 0 ] || fail "no restart met a reused segment file"
 
 log "phase C: one more safe round on what the crashes left"
 run_workload nbd 4 safe

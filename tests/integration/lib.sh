@@ -283,6 +283,16 @@ cluster_start()
 	done
 }
 
+# cluster_finalize: `bftblk cluster finalize`, as scripts/bftblk-demo
+# does for a new cluster (docs/upgrades.md): from then on the servers use
+# what release 0.2.0 cannot read, such as reused segment files.
+cluster_finalize()
+{
+	"$ADMIN" cluster finalize --dir "$CLUSTER_DIR" \
+	    >"$TESTDIR/log/finalize.log" 2>&1 ||
+	    { _show_log_tail "$TESTDIR/log/finalize.log"; fail "cluster finalize"; }
+}
+
 # server_start I: starts server I (again) on its own data directory.
 server_start()
 {

@@ -25,6 +25,8 @@ unset TESTDIR
 
 command -v perf >/dev/null || fail "perf is not installed"
 cluster_start 1
+# Finalized, as scripts/bftblk-demo makes a new cluster.
+cluster_finalize
 nbdkit_start bftblk
 uri=$(nbd_uri bftblk)
 srv=${SERVER_PID[0]}

@@ -24,6 +24,8 @@ unset TESTDIR
 . "$SRCDIR/tests/integration/lib.sh"
 
 cluster_start 1
+# Finalized, as scripts/bftblk-demo makes a new cluster.
+cluster_finalize
 nbdkit_start bftblk
 uri=$(nbd_uri bftblk)
 kit=${NBDKIT_PID[bftblk]}
