@@ -245,6 +245,7 @@ $(BUILD)/tests/test_lease_watch: $(BUILD)/lib/lease_watch.o
 $(BUILD)/tests/test_coalesce: $(BUILD)/lib/coalesce.o $(BUILD)/lib/error.o
 $(BUILD)/tests/test_error: $(BUILD)/lib/error.o
 $(BUILD)/tests/test_op_pool: $(BUILD)/lib/op_pool.o
+$(BUILD)/tests/test_batch: $(BUILD)/lib/op_batch.o
 $(BUILD)/tests/test_conn_tx: $(BUILD)/lib/conn_tx.o
 # The engine's rounds, driven by hand: every engine object but the real
 # connections, a fake connection layer in their place, and the server's

@@ -63,15 +63,6 @@ bftblk__round_start(struct op *op, enum op_phase ph)
 			send_round(op, i);
 }
 
-static void
-batch_signal(struct op_batch *b)
-{
-	pthread_mutex_lock(&b->lock);
-	if (--b->pending == 0)
-		pthread_cond_broadcast(&b->cond);
-	pthread_mutex_unlock(&b->lock);
-}
-
 /*
  * Slots are free: start waiting operations, oldest first.  An encrypted
  * write on a cached timestamp parks, and so frees its slot, within
@@ -123,7 +114,7 @@ bftblk__op_done(struct op *op, int err, const char *why)
 	}
 	lp->slots[op->slot] = NULL;
 	lp->nactive--;
-	batch_signal(op->batch);	/* op may be freed from here on */
+	bftblk__batch_done(op->batch);	/* op may be freed from here on */
 	admit_waiting(lp);
 }
 

@@ -34,11 +34,18 @@ enum op_phase {
 	PH_COLLECT = 5, PH_FILTER = 6, PH_REPAIR = 7, PH_FLUSH = 8,
 };
 
-/* A set of operations one caller thread waits for together. */
+/*
+ * A set of operations one caller thread waits for together: a count the
+ * loop takes down, and a futex on it rather than a mutex and condition
+ * variable.  glibc's pthread_cond_wait takes its mutex back marked as
+ * contended, so every op paid one more futex call to unlock it, and the
+ * loop's broadcast woke the caller into a mutex the loop still held.
+ * BATCH_SLEEPING tells the loop that a wake call is needed at all.
+ */
+#define BATCH_SLEEPING	0x80000000u
+
 struct op_batch {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned pending;
+	uint32_t pending;	/* ops not yet done, | BATCH_SLEEPING */
 };
 
 struct bft_engine;
@@ -331,7 +338,7 @@ void bftblk__engine_submit(struct bft_engine *cl, struct op **ops,
     unsigned nops);
 void bftblk__batch_init(struct op_batch *b, unsigned pending);
 void bftblk__batch_wait(struct op_batch *b);
-void bftblk__batch_destroy(struct op_batch *b);
+void bftblk__batch_done(struct op_batch *b);
 
 /* The engine of a connected handle, or NULL (bftblk.c). */
 struct bft_engine *bftblk__engine(struct bftblk *h);

@@ -91,7 +91,6 @@ submit_wait(struct bft_engine *cl, struct op **ops, unsigned nops)
 		ops[i]->batch = &batch;
 	bftblk__engine_submit(cl, ops, nops);
 	bftblk__batch_wait(&batch);
-	bftblk__batch_destroy(&batch);
 }
 
 /*
@@ -151,28 +150,4 @@ bftblk__engine_run(struct bft_engine *cl, struct op **ops, unsigned nops)
 		ntodo = err ? 0 : nparked;
 	}
 	return err ? -1 : 0;
-}
-
-void
-bftblk__batch_init(struct op_batch *b, unsigned pending)
-{
-	pthread_mutex_init(&b->lock, NULL);
-	pthread_cond_init(&b->cond, NULL);
-	b->pending = pending;
-}
-
-void
-bftblk__batch_wait(struct op_batch *b)
-{
-	pthread_mutex_lock(&b->lock);
-	while (b->pending > 0)
-		pthread_cond_wait(&b->cond, &b->lock);
-	pthread_mutex_unlock(&b->lock);
-}
-
-void
-bftblk__batch_destroy(struct op_batch *b)
-{
-	pthread_cond_destroy(&b->cond);
-	pthread_mutex_destroy(&b->lock);
 }

@@ -371,13 +371,12 @@ run_start(struct fx *f, struct run *r, enum op_kind kind, uint64_t block,
 static inline bool
 run_done(const struct run *r)
 {
-	return r->b.pending == 0;
+	return (r->b.pending & ~BATCH_SLEEPING) == 0;
 }
 
 static inline void
 run_end(struct run *r)
 {
-	bftblk__batch_destroy(&r->b);
 	bftblk__op_free(r->op);
 	free(r->data);
 }
