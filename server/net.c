@@ -189,12 +189,38 @@ static void
 flush(struct conn *c)
 {
 	struct bft_buf tmp;
+	char why[128];
 	uv_buf_t b;
-	int err;
+	size_t off;
+	int err, n;
 
 	if (c->closing || c->writing)
 		return;
 	if (c->out.len == 0) {
+		if (c->close_after_write)
+			conn_close(c);
+		return;
+	}
+	/*
+	 * Replies that fit in the socket's buffer are written here: a write
+	 * request would cost an epoll_ctl in the next poll for its POLLOUT.
+	 * A paused connection takes the request path, whose completion
+	 * reads again and runs the frames left buffered.
+	 */
+	b = uv_buf_init((char *)c->out.data, (unsigned)c->out.len);
+	n = c->paused ? UV_EAGAIN : uv_try_write(&c->u.stream, &b, 1);
+	if (n < 0 && n != UV_EAGAIN) {
+		snprintf(why, sizeof why, "write: %s", uv_strerror(n));
+		conn_fail(c, why);
+		return;
+	}
+	off = n > 0 ? (size_t)n : 0;
+	c->net->bytes_out += off;
+	if (off == c->out.len) {
+		c->out.len = 0;
+		c->nout = 0;
+		if (c->out.cap > BUF_KEEP)
+			bft_buf_free(&c->out);
 		if (c->close_after_write)
 			conn_close(c);
 		return;
@@ -205,12 +231,11 @@ flush(struct conn *c)
 	c->out.len = 0;
 	c->nw = c->nout;
 	c->nout = 0;
-	b = uv_buf_init((char *)c->wbuf.data, (unsigned)c->wbuf.len);
+	b = uv_buf_init((char *)c->wbuf.data + off,
+	    (unsigned)(c->wbuf.len - off));
 	c->wreq.data = c;
 	err = uv_write(&c->wreq, &c->u.stream, &b, 1, on_written);
 	if (err < 0) {
-		char why[128];
-
 		c->wbuf.len = 0;
 		snprintf(why, sizeof why, "write: %s", uv_strerror(err));
 		conn_fail(c, why);
