@@ -48,6 +48,13 @@ struct op_batch {
 	uint32_t pending;	/* ops not yet done, | BATCH_SLEEPING */
 };
 
+/* Ops of the batch not yet done, without the sleeping bit. */
+static inline uint32_t
+bftblk__batch_left(uint32_t pending)
+{
+	return pending & ~BATCH_SLEEPING;
+}
+
 struct bft_engine;
 
 struct op {

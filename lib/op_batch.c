@@ -26,15 +26,15 @@ futex(uint32_t *addr, int op, uint32_t val)
  * Sleeps until the count is zero (the sleeping bit may stay set).  The
  * bit is set before each sleep, so the loop's last decrement either sees
  * it and wakes this thread, or lands first and FUTEX_WAIT returns at
- * once on a changed word.  The acquire load pairs with the loop's release: what the ops
- * wrote is visible once the count reads zero.
+ * once on a changed word.  The acquire load pairs with the loop's
+ * release: what the ops wrote is visible once the count reads zero.
  */
 void
 bftblk__batch_wait(struct op_batch *b)
 {
 	uint32_t v = __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE);
 
-	while ((v & ~BATCH_SLEEPING) != 0) {
+	while (bftblk__batch_left(v) != 0) {
 		if (!(v & BATCH_SLEEPING) &&
 		    !__atomic_compare_exchange_n(&b->pending, &v,
 		    v | BATCH_SLEEPING, false, __ATOMIC_ACQUIRE,

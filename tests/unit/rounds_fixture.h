@@ -371,7 +371,7 @@ run_start(struct fx *f, struct run *r, enum op_kind kind, uint64_t block,
 static inline bool
 run_done(const struct run *r)
 {
-	return (r->b.pending & ~BATCH_SLEEPING) == 0;
+	return bftblk__batch_left(r->b.pending) == 0;
 }
 
 static inline void

@@ -1,5 +1,5 @@
 /*
- * A caller's wait for its batch of ops (lib/engine_run.c): a count the
+ * A caller's wait for its batch of ops (lib/op_batch.c): a count the
  * loop takes down, with a futex word and a sleeping bit instead of a
  * mutex and condition variable.  The waiter must not return before the
  * last op is done, must see what the ops wrote before they were done,
@@ -85,7 +85,7 @@ test_waits_for_every_op(void **state)
 	/* Every result is there, the last one included. */
 	for (unsigned i = 0; i < OPS; i++)
 		assert_int_equal(f.results[i], i + 1);
-	assert_int_equal(b.pending & ~BATCH_SLEEPING, 0);
+	assert_int_equal(bftblk__batch_left(b.pending), 0);
 	assert_int_equal(pthread_join(th, NULL), 0);
 }
 
